@@ -1,0 +1,78 @@
+# retryd — plain Makefile. `make` builds build/retryd; `make check` runs every
+# test; `make check SANITIZE=1` does the same under ASan+UBSan in build/san.
+CC      ?= cc
+PREFIX  ?= /usr/local
+BUILD   := build
+ifeq ($(SANITIZE),1)
+BUILD   := build/san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
+
+PKGS      := libuv jansson libpcre2-8
+# Evaluated lazily, once, after scripts/deps.sh has had its chance to install them.
+PKG_CFLAGS = $(eval PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS)))$(PKG_CFLAGS)
+PKG_LIBS   = $(eval PKG_LIBS := $(shell pkg-config --libs $(PKGS)))$(PKG_LIBS)
+CHECK_CFLAGS = $(eval CHECK_CFLAGS := $(shell pkg-config --cflags check))$(CHECK_CFLAGS)
+CHECK_LIBS   = $(eval CHECK_LIBS := $(shell pkg-config --libs check))$(CHECK_LIBS)
+
+WARN    := -Wall -Wextra -Wpedantic -Wstrict-prototypes -Wmissing-prototypes -Wshadow
+CFLAGS  ?= -O2 -g
+ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(SANFLAGS) \
+             -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP
+LDFLAGS_ALL = $(SANFLAGS) $(LDFLAGS)
+
+SRCS     := $(wildcard src/*.c)
+LIB_SRCS := $(filter-out src/main.c,$(SRCS))
+LIB_OBJS := $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
+UNIT_SRCS := $(wildcard tests/unit/check_*.c)
+UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%.o)
+
+BIN      := $(BUILD)/retryd
+UNIT_BIN := $(BUILD)/check_unit
+
+.PHONY: all deps check unit e2e demo clean
+all: $(BIN)
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/obj/%.o: src/%.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BIN): $(LIB_OBJS) $(BUILD)/obj/main.o
+	$(CC) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -o $@
+
+# The unit runner is generated from the suites the test files declare.
+$(BUILD)/unit/runner.c: $(UNIT_SRCS) scripts/gen-runner.sh
+	@mkdir -p $(@D)
+	scripts/gen-runner.sh $(UNIT_SRCS) > $@
+
+$(BUILD)/unit/%.o: tests/unit/%.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests/unit -c $< -o $@
+
+$(BUILD)/unit/runner.o: $(BUILD)/unit/runner.c
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -c $< -o $@
+
+$(UNIT_BIN): $(UNIT_OBJS) $(BUILD)/unit/runner.o $(LIB_OBJS)
+	$(CC) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) -o $@
+
+unit: $(UNIT_BIN)
+	$(UNIT_BIN)
+
+e2e: $(BIN)
+	RETRYD=$(abspath $(BIN)) python3 tests/e2e/run.py
+
+check: deps
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory e2e
+
+demo: deps
+	@$(MAKE) --no-print-directory $(BIN)
+	@RETRYD=$(abspath $(BIN)) scripts/demo.sh
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJS:.o=.d) $(BUILD)/obj/main.d $(UNIT_OBJS:.o=.d)

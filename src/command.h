@@ -1,0 +1,70 @@
+/* command — one protocol line parsed into a typed command, or an error.
+ *
+ * Pure: no I/O. Every failure yields the `command` name and message for the
+ * error response: "parse" with "Failed to parse command: ..." for a line
+ * that is not JSON (or not UTF-8), "parse" for a non-object or one without a
+ * string "type", "Unknown command: <type>" for an unknown type, and a
+ * sentence naming the field for a missing or mistyped one. */
+#ifndef RETRYD_COMMAND_H
+#define RETRYD_COMMAND_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+enum command_type {
+	CMD_PROMPT,
+	CMD_STEER,
+	CMD_FOLLOW_UP,
+	CMD_ABORT,
+	CMD_SET_AUTO_RETRY,
+	CMD_ABORT_RETRY,
+	CMD_GET_STATE,
+	CMD_GET_MESSAGES,
+	CMD_GET_LAST_ASSISTANT_TEXT,
+	CMD_NEW_SESSION,
+	CMD_SET_MODEL,
+	CMD_GET_AVAILABLE_MODELS,
+	CMD_SET_STEERING_MODE,
+	CMD_SET_FOLLOW_UP_MODE,
+	CMD_SET_SESSION_NAME,
+	CMD_GET_SESSION_STATS,
+	CMD_GET_COMMANDS,
+	CMD_UNSUPPORTED, /* a pi command that has no meaning here */
+};
+
+enum streaming_behavior {
+	BEHAVIOR_NONE,
+	BEHAVIOR_STEER,
+	BEHAVIOR_FOLLOW_UP,
+};
+
+struct command {
+	json_t *root;          /* owned; NULL when the line was not JSON */
+	enum command_type type;
+	const char *name;      /* borrowed (root or static): the type, or "parse" */
+	const char *id;        /* borrowed from root; NULL when absent */
+
+	/* Fields, borrowed from root; set for the commands that take them. */
+	const char *message;   /* prompt, steer, follow_up */
+	json_t *images;        /* prompt, steer, follow_up; NULL when absent */
+	enum streaming_behavior behavior; /* prompt */
+	bool enabled;          /* set_auto_retry */
+	const char *provider;  /* set_model */
+	const char *model_id;  /* set_model */
+	const char *mode;      /* set_steering_mode, set_follow_up_mode */
+	const char *text;      /* set_session_name: name; new_session: parentSession */
+
+	char error[512];       /* set when command_parse returns -1 */
+};
+
+/* Parses `len` bytes of `line` (borrowed, need not be NUL-terminated).
+ * Returns 0, or -1 with out->error, out->name and (when the line had one)
+ * out->id set. Either way, release with command_release(). */
+int command_parse(const char *line, size_t len, struct command *out);
+void command_release(struct command *cmd);
+
+/* Names of the commands retryd answers, for get_commands and docs. */
+extern const char *const command_names[];
+
+#endif

@@ -1,0 +1,37 @@
+/* journal — the session file: JSONL, appended as things happen.
+ *
+ * First line {"type":"session","version":1,"id","timestamp","cwd"}, then one
+ * {"type":"message","message":{...}} per message, the failed attempts that a
+ * retry drops from the in-memory context included. The file and its
+ * directories are created at the first message, so an unused session leaves
+ * nothing behind. */
+#ifndef RETRYD_JOURNAL_H
+#define RETRYD_JOURNAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct journal {
+	char *path;       /* owned; NULL when disabled */
+	FILE *fp;         /* open once the header is written */
+	char id[40];
+	int64_t started_ms;
+	bool failed;      /* a write failed; reported once, then retried at the next message */
+};
+
+/* path: borrowed (copied); NULL disables the journal. */
+int journal_init(struct journal *self, const char *path, const char *id, int64_t wall_ms);
+void journal_release(struct journal *self);
+
+/* Appends message (borrowed). Returns 0, or -1 with err saying which file
+ * and why (e.g. "cannot write session file /x: Permission denied"). */
+int journal_append(struct journal *self, const json_t *message, char *err, size_t errlen);
+
+/* $XDG_STATE_HOME/retryd/sessions, else ~/.local/state/retryd/sessions; a
+ * new string, or NULL when neither variable is set. */
+char *journal_default_dir(void);
+
+#endif

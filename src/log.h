@@ -1,0 +1,31 @@
+/* log — diagnostics on stderr. stdout belongs to the protocol and is never
+ * written here. The level is checked before the arguments are evaluated. */
+#ifndef RETRYD_LOG_H
+#define RETRYD_LOG_H
+
+enum log_level {
+	LOG_LEVEL_NONE = 0,
+	LOG_LEVEL_ERROR,
+	LOG_LEVEL_WARN,
+	LOG_LEVEL_INFO,
+	LOG_LEVEL_DEBUG,
+};
+
+extern enum log_level log_level;
+
+/* Reads RETRYD_LOG (error|warn|info|debug|none); default warn. */
+void log_init_from_env(void);
+void log_write(const char *level, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 2, 3)))
+#endif
+	;
+
+#define LOG_AT(lvl, name, ...) \
+	do { if (log_level >= (lvl)) log_write((name), __VA_ARGS__); } while (0)
+#define LOG_ERROR(...) LOG_AT(LOG_LEVEL_ERROR, "error", __VA_ARGS__)
+#define LOG_WARN(...)  LOG_AT(LOG_LEVEL_WARN, "warn", __VA_ARGS__)
+#define LOG_INFO(...)  LOG_AT(LOG_LEVEL_INFO, "info", __VA_ARGS__)
+#define LOG_DEBUG(...) LOG_AT(LOG_LEVEL_DEBUG, "debug", __VA_ARGS__)
+
+#endif

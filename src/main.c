@@ -1,0 +1,404 @@
+/* retryd — entry point: options, settings, the loop, and orderly shutdown. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "classify.h"
+#include "clock_uv.h"
+#include "framer.h"
+#include "journal.h"
+#include "log.h"
+#include "provider_sim.h"
+#include "reader.h"
+#include "retryd/protocol.h"
+#include "rpc.h"
+#include "session.h"
+#include "settings.h"
+#include "writer.h"
+
+/* How long SIGTERM waits for output to drain before leaving anyway. */
+#define SHUTDOWN_GRACE_MS 800
+
+struct options {
+	const char *provider;
+	const char *model;
+	const char *settings_path;
+	const char *session_file;
+	bool no_session;
+	const char *sim_plan;
+	const char **sets;
+	size_t nsets;
+};
+
+struct daemon {
+	uv_loop_t *loop;
+	struct settings settings;
+	struct classify *classify;
+	struct clock_uv clock;
+	struct provider *provider;
+	struct session session;
+	struct rpc rpc;
+	struct framer framer;
+	struct reader *reader;
+	struct writer *writer;
+	uv_signal_t sigterm, sigint;
+	uv_timer_t grace;
+	bool input_done;
+	bool exiting;
+	bool closed;
+	bool handles_ready; /* signals and grace timer initialized */
+};
+
+static const char usage_text[] =
+	"usage: retryd [--mode rpc] [--provider sim] [--model ID] [--settings FILE]\n"
+	"              [--set KEY=VALUE]... [--session FILE | --no-session]\n"
+	"              [--sim-plan JSON] [--help] [--version]\n"
+	"\n"
+	"Speaks the pi RPC protocol (one JSON object per line) on stdin/stdout and\n"
+	"retries failed attempts with backoff, reporting auto_retry_start/end events.\n"
+	"\n"
+	"  --mode rpc         accepted for pi clients; rpc is the only mode\n"
+	"  --provider NAME    the backend (sim: the built-in scripted provider)\n"
+	"  --model ID         the model to use\n"
+	"  --settings FILE    settings JSON (default $XDG_CONFIG_HOME/retryd/settings.json)\n"
+	"  --set KEY=VALUE    override one setting for this process, e.g. retry.baseDelayMs=50\n"
+	"  --session FILE     append the session to FILE (JSONL)\n"
+	"  --no-session       keep no session file\n"
+	"  --sim-plan JSON    the sim provider's steps, e.g. '[{\"error\":\"503\"},{\"text\":\"hi\"}]'\n"
+	"\n"
+	"Logs go to stderr; RETRYD_LOG=error|warn|info|debug sets how much.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "retryd: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'retryd --help'.\n");
+	return 2;
+}
+
+/* Returns -1 to continue, else an exit status. */
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	static const char *const with_value[] = {
+		"--mode", "--provider", "--model", "--settings", "--set", "--session", "--sim-plan", NULL,
+	};
+
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i], *val = NULL, *eq;
+		char name[32];
+		size_t k;
+
+		if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+			fputs(usage_text, stdout);
+			return 0;
+		}
+		if (strcmp(arg, "--version") == 0) {
+			printf("retryd %s\n", RETRYD_VERSION);
+			return 0;
+		}
+		if (strcmp(arg, "--no-session") == 0) {
+			o->no_session = true;
+			continue;
+		}
+		eq = strchr(arg, '=');
+		snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
+		for (k = 0; with_value[k] != NULL && strcmp(with_value[k], name) != 0; k++)
+			;
+		if (with_value[k] == NULL)
+			return usage_error("unknown option '%s'", arg);
+		if (eq != NULL)
+			val = eq + 1;
+		else if (i + 1 < argc)
+			val = argv[++i];
+		else
+			return usage_error("option '%s' needs a value", arg);
+
+		if (strcmp(name, "--mode") == 0) {
+			if (strcmp(val, "rpc") != 0)
+				return usage_error("unsupported mode '%s' (only rpc)", val);
+		} else if (strcmp(name, "--provider") == 0) {
+			o->provider = val;
+		} else if (strcmp(name, "--model") == 0) {
+			o->model = val;
+		} else if (strcmp(name, "--settings") == 0) {
+			o->settings_path = val;
+		} else if (strcmp(name, "--session") == 0) {
+			o->session_file = val;
+		} else if (strcmp(name, "--sim-plan") == 0) {
+			o->sim_plan = val;
+		} else {
+			o->sets[o->nsets++] = val;
+		}
+	}
+	if (o->session_file != NULL && o->no_session)
+		return usage_error("%s", "--session and --no-session exclude each other");
+	if (o->provider != NULL && strcmp(o->provider, "sim") != 0)
+		return usage_error("unknown provider '%s' (available: sim)", o->provider);
+	return -1;
+}
+
+/* Settings, --set, --sim-plan, and everything compiled from them. */
+static int configure(struct daemon *d, const struct options *o)
+{
+	char err[1024];
+
+	if (settings_init(&d->settings, o->settings_path, err, sizeof(err)) != 0) {
+		fprintf(stderr, "retryd: %s\n", err);
+		return 1;
+	}
+	for (size_t i = 0; i < o->nsets; i++) {
+		if (settings_override(&d->settings, o->sets[i], err, sizeof(err)) != 0) {
+			fprintf(stderr, "retryd: %s\n", err);
+			return 1;
+		}
+	}
+	if (o->sim_plan != NULL) {
+		json_error_t jerr;
+		json_t *plan = json_loads(o->sim_plan, 0, &jerr);
+
+		if (plan == NULL) {
+			fprintf(stderr, "retryd: --sim-plan: not valid JSON: %s (at character %d)\n",
+				jerr.text, jerr.position);
+			return 1;
+		}
+		if (settings_override_value(&d->settings, "sim.plan", plan, err, sizeof(err)) != 0) {
+			fprintf(stderr, "retryd: --sim-plan: %s\n", err);
+			return 1;
+		}
+	}
+	if (provider_sim_check_plan(settings_get(&d->settings, "sim.plan"), err, sizeof(err)) != 0) {
+		fprintf(stderr, "retryd: %s\n", err);
+		return 1;
+	}
+	d->classify = classify_new(settings_get(&d->settings, "retry"), err, sizeof(err));
+	if (d->classify == NULL) {
+		fprintf(stderr, "retryd: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+static void close_all(struct daemon *d);
+
+static void on_grace(uv_timer_t *t)
+{
+	struct daemon *d = t->data;
+
+	LOG_WARN("output did not drain in time; exiting");
+	close_all(d);
+}
+
+static void on_flushed(void *ctx)
+{
+	close_all(ctx);
+}
+
+/* Stop reading, let the output drain, then close everything. */
+static void begin_exit(struct daemon *d, bool bounded)
+{
+	if (d->exiting) {
+		if (bounded && !uv_is_active((uv_handle_t *)&d->grace))
+			uv_timer_start(&d->grace, on_grace, SHUTDOWN_GRACE_MS, 0);
+		return;
+	}
+	d->exiting = true;
+	if (d->reader != NULL)
+		reader_pause(d->reader);
+	if (bounded)
+		uv_timer_start(&d->grace, on_grace, SHUTDOWN_GRACE_MS, 0);
+	writer_flush(d->writer, on_flushed, d);
+}
+
+static void on_idle_after_eof(void *ctx)
+{
+	begin_exit(ctx, false);
+}
+
+static void emit_cb(void *ctx, json_t *event)
+{
+	struct daemon *d = ctx;
+
+	if (d->writer != NULL && !d->closed)
+		writer_send(d->writer, event);
+	json_decref(event);
+}
+
+static void on_line(void *ctx, enum framer_kind kind, const char *line, size_t len)
+{
+	struct daemon *d = ctx;
+
+	if (kind == FRAMER_OVERSIZE)
+		rpc_handle_oversize(&d->rpc);
+	else
+		rpc_handle_line(&d->rpc, line, len);
+}
+
+static void on_input(void *ctx, const char *data, size_t len)
+{
+	struct daemon *d = ctx;
+
+	if (d->exiting)
+		return;
+	framer_feed(&d->framer, data, len, on_line, d);
+}
+
+static void on_input_eof(void *ctx)
+{
+	struct daemon *d = ctx;
+
+	if (d->input_done)
+		return;
+	d->input_done = true;
+	if (!d->exiting)
+		framer_finish(&d->framer, on_line, d);
+	/* Finish what is in flight, queued follow-ups included, then leave. */
+	session_when_idle(&d->session, on_idle_after_eof, d);
+}
+
+static void on_congestion(void *ctx, bool congested)
+{
+	struct daemon *d = ctx;
+
+	session_set_output_paused(&d->session, congested);
+	if (d->reader == NULL)
+		return;
+	if (congested)
+		reader_pause(d->reader);
+	else if (!d->exiting && !d->input_done)
+		reader_start(d->reader);
+}
+
+static void on_output_failed(void *ctx, int err)
+{
+	struct daemon *d = ctx;
+
+	(void)err;
+	LOG_INFO("stdout closed; stopping");
+	session_abort(&d->session, NULL);
+	begin_exit(d, true);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+	struct daemon *d = h->data;
+
+	LOG_INFO("signal %d; cancelling and exiting", signum);
+	session_abort(&d->session, NULL);
+	begin_exit(d, true);
+}
+
+static void close_all(struct daemon *d)
+{
+	if (d->closed)
+		return;
+	d->closed = true;
+	if (d->handles_ready) {
+		uv_close((uv_handle_t *)&d->sigterm, NULL);
+		uv_close((uv_handle_t *)&d->sigint, NULL);
+		uv_close((uv_handle_t *)&d->grace, NULL);
+	}
+	if (d->reader != NULL)
+		reader_close(d->reader);
+	if (d->writer != NULL)
+		writer_close(d->writer);
+	d->reader = NULL;
+	d->writer = NULL;
+	clock_uv_close(&d->clock);
+}
+
+static char *session_dir(const struct options *o)
+{
+	if (o->no_session || o->session_file != NULL)
+		return NULL;
+	return journal_default_dir();
+}
+
+static int run(struct daemon *d, const struct options *o)
+{
+	struct writer_callbacks wcb = { on_congestion, on_output_failed, d };
+	struct reader_callbacks rcb = { on_input, on_input_eof, d };
+	char *dir = session_dir(o);
+	struct session_config scfg = {
+		.settings = &d->settings,
+		.classify = d->classify,
+		.clock = &d->clock.clock,
+		.model = o->model,
+		.session_file = o->session_file,
+		.session_dir = dir,
+		.emit = emit_cb,
+		.emit_ctx = d,
+	};
+
+	d->loop = uv_default_loop();
+	clock_uv_init(&d->clock, d->loop);
+	d->provider = provider_sim_new(&d->clock.clock, settings_get(&d->settings, "sim.plan"),
+				       settings_int(&d->settings, "sim.chunkDelayMs", 0));
+	scfg.provider = d->provider;
+	d->writer = writer_new(d->loop, 1,
+			       (size_t)settings_int(&d->settings, "rpc.outputHighWaterBytes", 1 << 20),
+			       &wcb);
+	d->reader = reader_new(d->loop, 0, &rcb);
+	if (d->provider == NULL || d->writer == NULL || d->reader == NULL ||
+	    session_init(&d->session, &scfg) != 0) {
+		fprintf(stderr, "retryd: cannot start (stdin/stdout unusable or out of memory)\n");
+		free(dir);
+		return 1;
+	}
+	free(dir);
+	if (!o->no_session && o->session_file == NULL && d->session.file == NULL)
+		LOG_WARN("neither XDG_STATE_HOME nor HOME is set; keeping no session file");
+	framer_init(&d->framer, (size_t)settings_int(&d->settings, "rpc.maxLineBytes", 64 << 20));
+	rpc_init(&d->rpc, &d->session, emit_cb, d, d->framer.max_line);
+
+	uv_signal_init(d->loop, &d->sigterm);
+	uv_signal_init(d->loop, &d->sigint);
+	uv_timer_init(d->loop, &d->grace);
+	d->sigterm.data = d->sigint.data = d->grace.data = d;
+	uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+	uv_signal_start(&d->sigint, on_signal, SIGINT);
+	uv_unref((uv_handle_t *)&d->sigterm);
+	uv_unref((uv_handle_t *)&d->sigint);
+	d->handles_ready = true;
+
+	emit_cb(d, json_pack("{s:s}", "type", "ready"));
+	reader_start(d->reader);
+	uv_run(d->loop, UV_RUN_DEFAULT);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *sets[argc > 0 ? argc : 1];
+	struct options o = { .sets = sets };
+	struct daemon d;
+	int rc;
+
+	memset(&d, 0, sizeof(d));
+	signal(SIGPIPE, SIG_IGN);
+	log_init_from_env();
+	rc = parse_options(argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	rc = configure(&d, &o);
+	if (rc == 0)
+		rc = run(&d, &o);
+	if (d.loop != NULL) {
+		if (!d.closed) {
+			/* Startup failed half-way: close whatever was opened. */
+			close_all(&d);
+		}
+		uv_run(d.loop, UV_RUN_DEFAULT);
+		session_release(&d.session);
+		if (uv_loop_close(d.loop) != 0)
+			LOG_ERROR("uv_loop_close: handles still open at exit");
+	}
+	if (d.provider != NULL)
+		d.provider->ops->free(d.provider);
+	framer_release(&d.framer);
+	classify_free(d.classify);
+	settings_release(&d.settings);
+	return rc;
+}

@@ -1,0 +1,72 @@
+/* provider — the backend behind one attempt, as a vtable.
+ *
+ * A provider streams one assistant message per attempt through the sink and
+ * ends it with exactly one finish(). It answers only what the retry
+ * coordinator cannot know: how the attempt ended (stop reason, error text,
+ * an optional server hint). Backoff, counting and events live elsewhere. */
+#ifndef RETRYD_PROVIDER_H
+#define RETRYD_PROVIDER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum stop_reason {
+	STOP_STOP,
+	STOP_LENGTH,
+	STOP_TOOL_USE,
+	STOP_ERROR,
+	STOP_ABORTED,
+};
+
+/* "stop", "length", "toolUse", "error", "aborted". */
+const char *stop_reason_name(enum stop_reason reason);
+
+struct provider_result {
+	enum stop_reason stop;
+	const char *error_message; /* borrowed for the call; NULL unless stop is error */
+	int64_t hint_ms;           /* a server-requested wait, or -1 */
+	int64_t input_tokens;
+	int64_t output_tokens;
+};
+
+/* Callbacks from provider to session; every string is borrowed for the call.
+ * None is called from inside start(): a provider always reports later, from
+ * the loop, so the caller's state is settled by then. */
+struct provider_sink {
+	void (*start)(void *ctx);
+	void (*text_start)(void *ctx);
+	void (*text_delta)(void *ctx, const char *text, size_t len);
+	void (*text_end)(void *ctx);
+	void (*finish)(void *ctx, const struct provider_result *result);
+	void *ctx;
+};
+
+struct attempt_ctx {
+	const json_t *messages;  /* borrowed: the conversation so far */
+	const char *model;       /* borrowed */
+	const char *credential;  /* borrowed; NULL when the provider has none */
+};
+
+struct provider;
+
+struct provider_ops {
+	/* Starts an attempt. Returns 0, or -1 with err (the attempt then fails
+	 * with that text without the provider calling the sink). */
+	int (*start)(struct provider *self, const struct attempt_ctx *ctx,
+		     const struct provider_sink *sink, char *err, size_t errlen);
+	/* Ends the running attempt at once; the sink is not called again. */
+	void (*abort)(struct provider *self);
+	/* Output is congested (true) or drained (false): stop or go on producing. */
+	void (*pause)(struct provider *self, bool paused);
+	void (*free)(struct provider *self);
+};
+
+struct provider {
+	const struct provider_ops *ops;
+	const char *name; /* "sim", ... */
+	const char *api;  /* pi's api field */
+};
+
+#endif

@@ -1,0 +1,165 @@
+#include "rpc.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "command.h"
+
+void rpc_init(struct rpc *self, struct session *session, session_emit_fn emit, void *emit_ctx,
+	      size_t max_line)
+{
+	self->session = session;
+	self->emit = emit;
+	self->emit_ctx = emit_ctx;
+	self->max_line = max_line;
+}
+
+static json_t *response(const char *id, const char *command, bool success)
+{
+	json_t *r = json_object();
+
+	if (r == NULL)
+		return NULL;
+	if (id != NULL)
+		json_object_set_new(r, "id", json_string(id));
+	json_object_set_new(r, "type", json_string("response"));
+	json_object_set_new(r, "command", json_string(command));
+	json_object_set_new(r, "success", json_boolean(success));
+	return r;
+}
+
+/* data: stolen, may be NULL. */
+static void respond_ok(struct rpc *self, const struct command *cmd, json_t *data)
+{
+	json_t *r = response(cmd->id, cmd->name, true);
+
+	if (r != NULL && data != NULL)
+		json_object_set(r, "data", data);
+	json_decref(data);
+	self->emit(self->emit_ctx, r);
+}
+
+static void respond_error(struct rpc *self, const char *id, const char *command, const char *error)
+{
+	json_t *r = response(id, command, false);
+
+	if (r != NULL)
+		json_object_set_new(r, "error", json_string(error));
+	self->emit(self->emit_ctx, r);
+}
+
+static json_t *command_list(void)
+{
+	json_t *list = json_array();
+
+	for (size_t i = 0; command_names[i] != NULL; i++)
+		json_array_append_new(list, json_string(command_names[i]));
+	/* pi's get_commands lists slash commands; retryd has none. */
+	return json_pack("{s:[], s:o}", "commands", "rpcCommands", list);
+}
+
+static void dispatch(struct rpc *self, struct command *cmd)
+{
+	struct session *s = self->session;
+	char err[512] = "";
+	json_t *data = NULL;
+
+	switch (cmd->type) {
+	case CMD_PROMPT:
+		if (s->busy && cmd->behavior == BEHAVIOR_NONE) {
+			session_prompt(s, cmd->message, cmd->images, cmd->behavior, err, sizeof(err));
+			respond_error(self, cmd->id, cmd->name, err);
+			return;
+		}
+		/* Accepted: the response goes out before the run's first event. */
+		respond_ok(self, cmd, NULL);
+		if (session_prompt(s, cmd->message, cmd->images, cmd->behavior, err, sizeof(err)) != 0)
+			respond_error(self, cmd->id, cmd->name, err);
+		return;
+	case CMD_STEER:
+	case CMD_FOLLOW_UP:
+		respond_ok(self, cmd, NULL);
+		if ((cmd->type == CMD_STEER ? session_steer : session_follow_up)(s, cmd->message,
+									     cmd->images) != 0)
+			respond_error(self, cmd->id, cmd->name, "out of memory");
+		return;
+	case CMD_ABORT:
+		session_abort(s, &data);
+		respond_ok(self, cmd, data);
+		return;
+	case CMD_ABORT_RETRY:
+		session_abort_retry(s);
+		respond_ok(self, cmd, NULL);
+		return;
+	case CMD_SET_AUTO_RETRY:
+		session_set_auto_retry(s, cmd->enabled, &data, err, sizeof(err));
+		respond_ok(self, cmd, data);
+		return;
+	case CMD_GET_STATE:
+		respond_ok(self, cmd, session_state(s));
+		return;
+	case CMD_GET_MESSAGES:
+		respond_ok(self, cmd, session_messages(s));
+		return;
+	case CMD_GET_LAST_ASSISTANT_TEXT:
+		respond_ok(self, cmd, session_last_assistant_text(s));
+		return;
+	case CMD_GET_SESSION_STATS:
+		respond_ok(self, cmd, session_stats(s));
+		return;
+	case CMD_NEW_SESSION:
+		session_new(s);
+		respond_ok(self, cmd, json_pack("{s:b}", "cancelled", 0));
+		return;
+	case CMD_SET_MODEL:
+		if (session_set_model(s, cmd->provider, cmd->model_id, err, sizeof(err)) != 0)
+			respond_error(self, cmd->id, cmd->name, err);
+		else
+			respond_ok(self, cmd, session_model(s));
+		return;
+	case CMD_GET_AVAILABLE_MODELS:
+		respond_ok(self, cmd, session_models(s));
+		return;
+	case CMD_SET_STEERING_MODE:
+		session_set_steering_mode(s, strcmp(cmd->mode, "all") == 0);
+		respond_ok(self, cmd, NULL);
+		return;
+	case CMD_SET_FOLLOW_UP_MODE:
+		session_set_follow_up_mode(s, strcmp(cmd->mode, "all") == 0);
+		respond_ok(self, cmd, NULL);
+		return;
+	case CMD_SET_SESSION_NAME:
+		if (session_set_name(s, cmd->text) != 0)
+			respond_error(self, cmd->id, cmd->name, "out of memory");
+		else
+			respond_ok(self, cmd, NULL);
+		return;
+	case CMD_GET_COMMANDS:
+		respond_ok(self, cmd, command_list());
+		return;
+	case CMD_UNSUPPORTED:
+		break;
+	}
+	respond_error(self, cmd->id, cmd->name, "not supported");
+}
+
+void rpc_handle_line(struct rpc *self, const char *line, size_t len)
+{
+	struct command cmd;
+
+	if (command_parse(line, len, &cmd) != 0)
+		respond_error(self, cmd.id, cmd.name, cmd.error);
+	else
+		dispatch(self, &cmd);
+	command_release(&cmd);
+}
+
+void rpc_handle_oversize(struct rpc *self)
+{
+	char err[200];
+
+	snprintf(err, sizeof(err),
+		 "Failed to parse command: line longer than rpc.maxLineBytes (%zu bytes); "
+		 "the rest of it was discarded", self->max_line);
+	respond_error(self, NULL, "parse", err);
+}

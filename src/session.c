@@ -1,0 +1,832 @@
+#include "session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <uv.h>
+
+#include "command.h"
+#include "hint.h"
+#include "log.h"
+
+#define ABORTED_MESSAGE "Request was aborted"
+
+static const struct provider_sink sink_template;
+
+/* Helpers. */
+
+static void emit(struct session *self, json_t *event)
+{
+	if (event == NULL) {
+		LOG_ERROR("out of memory building an event");
+		return;
+	}
+	self->cfg.emit(self->cfg.emit_ctx, event);
+}
+
+static void emit_simple(struct session *self, const char *type)
+{
+	emit(self, json_pack("{s:s}", "type", type));
+}
+
+static int64_t wall_ms(struct session *self)
+{
+	return clock_wall_ms(self->cfg.clock);
+}
+
+static void make_uuid_v7(char out[40], int64_t ms)
+{
+	unsigned char b[16] = { 0 };
+
+	if (uv_random(NULL, NULL, b, sizeof(b), 0, NULL) != 0) {
+		for (size_t i = 0; i < sizeof(b); i++)
+			b[i] = (unsigned char)rand();
+	}
+	for (int i = 0; i < 6; i++)
+		b[i] = (unsigned char)((uint64_t)ms >> (8 * (5 - i)));
+	b[6] = (unsigned char)(0x70 | (b[6] & 0x0f));
+	b[8] = (unsigned char)(0x80 | (b[8] & 0x3f));
+	snprintf(out, 40,
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+		 b[12], b[13], b[14], b[15]);
+}
+
+static struct retry_policy current_policy(struct session *self)
+{
+	struct retry_policy p = {
+		.enabled = settings_bool(self->cfg.settings, "retry.enabled", true),
+		.max_retries = (int)settings_int(self->cfg.settings, "retry.maxRetries", 3),
+		.base_delay_ms = settings_int(self->cfg.settings, "retry.baseDelayMs", 2000),
+	};
+	return p;
+}
+
+static json_t *user_message(struct session *self, const char *text, const json_t *images)
+{
+	json_t *content = json_pack("[{s:s, s:s}]", "type", "text", "text", text);
+	size_t i;
+	json_t *img;
+
+	if (content == NULL)
+		return NULL;
+	json_array_foreach(images, i, img)
+		json_array_append(content, (json_t *)img);
+	return json_pack("{s:s, s:o, s:I}", "role", "user", "content", content,
+			 "timestamp", (json_int_t)wall_ms(self));
+}
+
+static void journal_write(struct session *self, const json_t *message)
+{
+	char err[512];
+	bool reported = self->journal.failed;
+
+	if (journal_append(&self->journal, message, err, sizeof(err)) == 0 || reported)
+		return;
+	LOG_ERROR("%s", err);
+	emit(self, json_pack("{s:s, s:s, s:s, s:s}", "type", "notice", "level", "error",
+			     "source", "session", "message", err));
+}
+
+/* Adds a message to the context and to this run's messages. */
+static void add_message(struct session *self, json_t *message)
+{
+	journal_write(self, message);
+	json_array_append(self->messages, message);
+	json_array_append(self->run_messages, message);
+}
+
+static void drop_last_message(struct session *self)
+{
+	size_t n = json_array_size(self->messages);
+	size_t r = json_array_size(self->run_messages);
+
+	if (n > 0)
+		json_array_remove(self->messages, n - 1);
+	if (r > 0)
+		json_array_remove(self->run_messages, r - 1);
+}
+
+static char *session_path(struct session *self)
+{
+	char stamp[32], *path;
+	time_t secs = (time_t)(wall_ms(self) / 1000);
+	struct tm tm;
+	size_t n;
+
+	if (self->fixed_file != NULL)
+		return strdup(self->fixed_file);
+	if (self->session_dir == NULL)
+		return NULL;
+	gmtime_r(&secs, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H-%M-%SZ", &tm);
+	n = strlen(self->session_dir) + strlen(stamp) + strlen(self->id) + 10;
+	path = malloc(n);
+	if (path != NULL)
+		snprintf(path, n, "%s/%s_%s.jsonl", self->session_dir, stamp, self->id);
+	return path;
+}
+
+static void start_new_session(struct session *self)
+{
+	int64_t now = wall_ms(self);
+
+	make_uuid_v7(self->id, now);
+	free(self->file);
+	self->file = session_path(self);
+	journal_release(&self->journal);
+	journal_init(&self->journal, self->file, self->id, now);
+	json_array_clear(self->messages);
+	free(self->name);
+	self->name = NULL;
+}
+
+int session_init(struct session *self, const struct session_config *cfg)
+{
+	memset(self, 0, sizeof(*self));
+	self->cfg = *cfg;
+	self->model = strdup(cfg->model ? cfg->model : "sim-1");
+	self->fixed_file = cfg->session_file ? strdup(cfg->session_file) : NULL;
+	self->session_dir = cfg->session_dir ? strdup(cfg->session_dir) : NULL;
+	self->messages = json_array();
+	self->run_messages = json_array();
+	self->steering = json_array();
+	self->follow_ups = json_array();
+	if (self->model == NULL || self->messages == NULL || self->run_messages == NULL ||
+	    self->steering == NULL || self->follow_ups == NULL ||
+	    authstore_init(&self->auth, settings_get(cfg->settings, "sim.credentials")) != 0) {
+		session_release(self);
+		return -1;
+	}
+	start_new_session(self);
+	return 0;
+}
+
+void session_release(struct session *self)
+{
+	if (self->cfg.clock != NULL)
+		clock_timer_stop(self->cfg.clock, &self->retry_timer);
+	json_decref(self->messages);
+	json_decref(self->run_messages);
+	json_decref(self->steering);
+	json_decref(self->follow_ups);
+	json_decref(self->partial);
+	journal_release(&self->journal);
+	authstore_release(&self->auth);
+	free(self->text);
+	free(self->model);
+	free(self->fixed_file);
+	free(self->session_dir);
+	free(self->file);
+	free(self->name);
+	memset(self, 0, sizeof(*self));
+}
+
+/* The run. */
+
+static void start_attempt(struct session *self);
+static void next_or_end(struct session *self);
+
+static void maybe_idle(struct session *self)
+{
+	void (*cb)(void *) = self->idle_cb;
+
+	if (cb == NULL || self->busy)
+		return;
+	self->idle_cb = NULL;
+	cb(self->idle_ctx);
+}
+
+static void end_run(struct session *self)
+{
+	json_t *messages = self->run_messages;
+
+	self->run_messages = json_array();
+	self->busy = false;
+	self->phase = SESSION_IDLE;
+	emit(self, json_pack("{s:s, s:o}", "type", "agent_end", "messages", messages));
+	maybe_idle(self);
+}
+
+/* Moves the messages of one delivery (all, or the first) from a queue. */
+static json_t *take_queued(json_t *queue, bool all)
+{
+	json_t *out;
+
+	if (all) {
+		out = json_copy(queue);
+		json_array_clear(queue);
+		return out;
+	}
+	out = json_array();
+	json_array_append(out, json_array_get(queue, 0));
+	json_array_remove(queue, 0);
+	return out;
+}
+
+/* turn_start, the newly delivered user messages (stolen array), an attempt. */
+static void start_turn(struct session *self, json_t *deliver)
+{
+	size_t i;
+	json_t *m;
+
+	self->phase = SESSION_ATTEMPT;
+	emit_simple(self, "turn_start");
+	json_array_foreach(deliver, i, m) {
+		emit(self, json_pack("{s:s, s:O}", "type", "message_start", "message", m));
+		add_message(self, m);
+		emit(self, json_pack("{s:s, s:O}", "type", "message_end", "message", m));
+	}
+	json_decref(deliver);
+	start_attempt(self);
+}
+
+static void next_or_end(struct session *self)
+{
+	if (json_array_size(self->steering) > 0)
+		start_turn(self, take_queued(self->steering, self->steer_all));
+	else if (json_array_size(self->follow_ups) > 0)
+		start_turn(self, take_queued(self->follow_ups, self->follow_up_all));
+	else
+		end_run(self);
+}
+
+static void on_retry_timer(struct clock_timer *timer, void *ctx)
+{
+	struct session *self = ctx;
+
+	(void)timer;
+	/* Steering that arrived during the backoff goes before the next attempt. */
+	start_turn(self, json_array_size(self->steering) > 0
+			 ? take_queued(self->steering, self->steer_all) : json_array());
+}
+
+static json_t *new_partial(struct session *self)
+{
+	return json_pack("{s:s, s:[], s:s, s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:{s:f, s:f, s:f, s:f, s:f}}, s:s, s:I}",
+			 "role", "assistant", "content", "api", self->cfg.provider->api,
+			 "provider", self->cfg.provider->name, "model", self->model,
+			 "usage", "input", 0, "output", 0, "cacheRead", 0, "cacheWrite", 0,
+			 "totalTokens", 0, "cost", "input", 0.0, "output", 0.0, "cacheRead", 0.0,
+			 "cacheWrite", 0.0, "total", 0.0,
+			 "stopReason", "stop", "timestamp", (json_int_t)wall_ms(self));
+}
+
+static json_t *update_event(struct session *self, json_t *ame)
+{
+	json_object_set(ame, "partial", self->partial);
+	return json_pack("{s:s, s:O, s:o}", "type", "message_update", "message", self->partial,
+			 "assistantMessageEvent", ame);
+}
+
+static size_t content_index(struct session *self)
+{
+	size_t n = json_array_size(json_object_get(self->partial, "content"));
+
+	return n ? n - 1 : 0;
+}
+
+static void sink_start(void *ctx)
+{
+	struct session *self = ctx;
+
+	if (self->partial != NULL)
+		return;
+	self->partial = new_partial(self);
+	emit(self, json_pack("{s:s, s:O}", "type", "message_start", "message", self->partial));
+}
+
+static void sink_text_start(void *ctx)
+{
+	struct session *self = ctx;
+
+	sink_start(self);
+	self->text_len = 0;
+	json_array_append_new(json_object_get(self->partial, "content"),
+			      json_pack("{s:s, s:s}", "type", "text", "text", ""));
+	emit(self, update_event(self, json_pack("{s:s, s:i}", "type", "text_start",
+						"contentIndex", (int)content_index(self))));
+}
+
+static int text_append(struct session *self, const char *s, size_t n)
+{
+	if (self->text_len + n + 1 > self->text_cap) {
+		size_t cap = self->text_cap ? self->text_cap : 256;
+		char *p;
+
+		while (cap < self->text_len + n + 1)
+			cap *= 2;
+		p = realloc(self->text, cap);
+		if (p == NULL)
+			return -1;
+		self->text = p;
+		self->text_cap = cap;
+	}
+	memcpy(self->text + self->text_len, s, n);
+	self->text_len += n;
+	self->text[self->text_len] = '\0';
+	return 0;
+}
+
+static void sink_text_delta(void *ctx, const char *s, size_t n)
+{
+	struct session *self = ctx;
+	json_t *block;
+	size_t idx;
+
+	if (self->partial == NULL || text_append(self, s, n) != 0)
+		return;
+	idx = content_index(self);
+	block = json_array_get(json_object_get(self->partial, "content"), idx);
+	json_object_set_new(block, "text", json_stringn(self->text, self->text_len));
+	emit(self, update_event(self, json_pack("{s:s, s:i, s:s%}", "type", "text_delta",
+						"contentIndex", (int)idx, "delta", s, n)));
+}
+
+static void sink_text_end(void *ctx)
+{
+	struct session *self = ctx;
+	size_t idx;
+
+	if (self->partial == NULL)
+		return;
+	idx = content_index(self);
+	emit(self, update_event(self, json_pack("{s:s, s:i, s:s%}", "type", "text_end",
+						"contentIndex", (int)idx, "content",
+						self->text ? self->text : "", self->text_len)));
+}
+
+static void set_usage(json_t *msg, int64_t input, int64_t output)
+{
+	json_t *usage = json_object_get(msg, "usage");
+
+	json_object_set_new(usage, "input", json_integer(input));
+	json_object_set_new(usage, "output", json_integer(output));
+	json_object_set_new(usage, "totalTokens", json_integer(input + output));
+}
+
+/* Closes the streamed message: stop reason, error, message_end, context. */
+static json_t *close_message(struct session *self, enum stop_reason stop, const char *error,
+			     int64_t input, int64_t output)
+{
+	json_t *msg;
+
+	sink_start(self);
+	msg = self->partial;
+	self->partial = NULL;
+	self->text_len = 0;
+	json_object_set_new(msg, "stopReason", json_string(stop_reason_name(stop)));
+	if (error != NULL)
+		json_object_set_new(msg, "errorMessage", json_string(error));
+	set_usage(msg, input, output);
+	emit(self, json_pack("{s:s, s:O}", "type", "message_end", "message", msg));
+	add_message(self, msg);
+	return msg;
+}
+
+static void emit_turn_end(struct session *self, json_t *msg)
+{
+	emit(self, json_pack("{s:s, s:O, s:[]}", "type", "turn_end", "message", msg,
+			     "toolResults"));
+}
+
+static void emit_retry_end(struct session *self, const struct retry_decision *d)
+{
+	json_t *ev;
+
+	if (!d->end)
+		return;
+	ev = json_pack("{s:s, s:b, s:i}", "type", "auto_retry_end", "success", d->end_success,
+		       "attempt", d->end_attempt);
+	if (ev != NULL && d->final_error != NULL)
+		json_object_set_new(ev, "finalError", json_string(d->final_error));
+	emit(self, ev);
+}
+
+/* A usage-limit error: mark the credential, and say whether another is ready. */
+static int usage_limit_switch(struct session *self, const struct provider_result *r)
+{
+	int64_t now = wall_ms(self);
+	int64_t wait = r->hint_ms;
+
+	if (!classify_is_usage_limit(self->cfg.classify, r->error_message,
+				     strlen(r->error_message)))
+		return -1;
+	if (wait < 0 && !hint_parse(r->error_message, strlen(r->error_message), now, &wait))
+		wait = settings_int(self->cfg.settings, "retry.usageLimitCooldownMs", 1800000);
+	authstore_mark_exhausted(&self->auth, now + wait);
+	return authstore_next_available(&self->auth, now);
+}
+
+static void sink_finish(void *ctx, const struct provider_result *r)
+{
+	struct session *self = ctx;
+	struct retry_policy policy = current_policy(self);
+	struct retry_outcome outcome = { .failure = RETRY_OK };
+	struct retry_decision d;
+	int next_cred = -1;
+	json_t *msg;
+
+	msg = close_message(self, r->stop, r->stop == STOP_ERROR ? r->error_message : NULL,
+			    r->input_tokens, r->output_tokens);
+	if (r->stop == STOP_ERROR || r->stop == STOP_ABORTED) {
+		const char *text = r->error_message ? r->error_message : "";
+
+		outcome.error_message = r->error_message ? r->error_message : "Unknown error";
+		outcome.failure = RETRY_PERMANENT;
+		if (r->stop == STOP_ERROR && r->error_message != NULL &&
+		    classify_error(self->cfg.classify, text, strlen(text)) == CLASSIFY_RETRYABLE) {
+			outcome.failure = RETRY_TRANSIENT;
+			next_cred = usage_limit_switch(self, r);
+			outcome.switched_credential = next_cred >= 0;
+		}
+	}
+	d = retry_decide(&policy, &self->chain, &outcome, clock_now(self->cfg.clock));
+	switch (d.action) {
+	case RETRY_ACT_DONE:
+		emit_retry_end(self, &d);
+		emit_turn_end(self, msg);
+		next_or_end(self);
+		break;
+	case RETRY_ACT_STOP:
+		emit_turn_end(self, msg);
+		emit_retry_end(self, &d);
+		next_or_end(self);
+		break;
+	case RETRY_ACT_WAIT:
+		emit_turn_end(self, msg);
+		if (next_cred >= 0) {
+			const char *from = authstore_current(&self->auth);
+			json_t *ev = json_pack("{s:s, s:s, s:s, s:s}", "type", "retry_fallback_applied",
+					       "kind", "credential", "from", from ? from : "",
+					       "to", self->auth.names[next_cred]);
+
+			authstore_use(&self->auth, (size_t)next_cred);
+			emit(self, ev);
+		}
+		emit(self, json_pack("{s:s, s:i, s:i, s:I, s:s}", "type", "auto_retry_start",
+				     "attempt", d.attempt, "maxAttempts", d.max_attempts,
+				     "delayMs", (json_int_t)d.delay_ms, "errorMessage",
+				     outcome.error_message));
+		/* The failed message leaves the context; the session file keeps it. */
+		drop_last_message(self);
+		self->phase = SESSION_BACKOFF;
+		clock_timer_start(self->cfg.clock, &self->retry_timer, (uint64_t)d.delay_ms,
+				  on_retry_timer, self);
+		break;
+	}
+}
+
+static const struct provider_sink sink_template = {
+	.start = sink_start,
+	.text_start = sink_text_start,
+	.text_delta = sink_text_delta,
+	.text_end = sink_text_end,
+	.finish = sink_finish,
+};
+
+static void start_attempt(struct session *self)
+{
+	struct provider_sink sink = sink_template;
+	struct attempt_ctx actx = {
+		.messages = self->messages,
+		.model = self->model,
+		.credential = authstore_current(&self->auth),
+	};
+	char err[512];
+	struct provider *p = self->cfg.provider;
+
+	sink.ctx = self;
+	self->phase = SESSION_ATTEMPT;
+	if (p->ops->start(p, &actx, &sink, err, sizeof(err)) != 0) {
+		struct provider_result r = { .stop = STOP_ERROR, .error_message = err, .hint_ms = -1 };
+
+		sink_finish(self, &r);
+		return;
+	}
+	if (self->output_paused && p->ops->pause)
+		p->ops->pause(p, true);
+}
+
+/* Commands. */
+
+static void begin_run(struct session *self, json_t *msg)
+{
+	json_t *deliver = json_array();
+
+	json_array_append_new(deliver, msg);
+	self->busy = true;
+	json_array_clear(self->run_messages);
+	emit_simple(self, "agent_start");
+	start_turn(self, deliver);
+}
+
+static int enqueue(struct session *self, json_t *queue, const char *text, const json_t *images)
+{
+	json_t *msg = user_message(self, text, images);
+
+	if (msg == NULL)
+		return -1;
+	if (!self->busy) {
+		begin_run(self, msg);
+		return 0;
+	}
+	return json_array_append_new(queue, msg);
+}
+
+int session_prompt(struct session *self, const char *text, const json_t *images,
+		   int behavior, char *err, size_t errlen)
+{
+	if (self->busy && behavior == BEHAVIOR_NONE) {
+		snprintf(err, errlen, "Agent is already processing. Specify streamingBehavior "
+			 "('steer' or 'followUp') to queue the message.");
+		return -1;
+	}
+	if (enqueue(self, behavior == BEHAVIOR_STEER ? self->steering : self->follow_ups, text,
+		    images) != 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+int session_steer(struct session *self, const char *text, const json_t *images)
+{
+	return enqueue(self, self->steering, text, images);
+}
+
+int session_follow_up(struct session *self, const char *text, const json_t *images)
+{
+	return enqueue(self, self->follow_ups, text, images);
+}
+
+void session_abort_retry(struct session *self)
+{
+	struct retry_decision d;
+
+	if (self->phase != SESSION_BACKOFF)
+		return;
+	clock_timer_stop(self->cfg.clock, &self->retry_timer);
+	self->phase = SESSION_IDLE;
+	d = retry_cancel(&self->chain);
+	emit_retry_end(self, &d);
+	next_or_end(self);
+}
+
+static void collect_texts(json_t *out, json_t *queue)
+{
+	size_t i;
+	json_t *m;
+
+	json_array_foreach(queue, i, m) {
+		json_t *first = json_array_get(json_object_get(m, "content"), 0);
+
+		json_array_append(out, json_object_get(first, "text"));
+	}
+	json_array_clear(queue);
+}
+
+void session_abort(struct session *self, json_t **data)
+{
+	json_t *dropped = json_array();
+	struct retry_decision d;
+
+	/* Nothing queued may start while the run is being taken down. */
+	collect_texts(dropped, self->steering);
+	collect_texts(dropped, self->follow_ups);
+	if (self->phase == SESSION_BACKOFF) {
+		clock_timer_stop(self->cfg.clock, &self->retry_timer);
+		d = retry_cancel(&self->chain);
+		emit_retry_end(self, &d);
+	} else if (self->phase == SESSION_ATTEMPT) {
+		json_t *msg;
+
+		self->cfg.provider->ops->abort(self->cfg.provider);
+		msg = close_message(self, STOP_ABORTED, ABORTED_MESSAGE, 0, 0);
+		emit_turn_end(self, msg);
+		d = retry_cancel(&self->chain);
+		emit_retry_end(self, &d);
+	}
+	if (self->busy)
+		end_run(self);
+	if (data != NULL)
+		*data = json_pack("{s:o}", "discardedMessages", dropped);
+	else
+		json_decref(dropped);
+}
+
+int session_set_auto_retry(struct session *self, bool enabled, json_t **data,
+			   char *err, size_t errlen)
+{
+	int rc = settings_persist(self->cfg.settings, "retry.enabled", json_boolean(enabled),
+				  err, errlen);
+
+	*data = NULL;
+	if (rc != 0) {
+		/* Applied for this process all the same; say what was not saved. */
+		LOG_WARN("%s", err);
+		*data = json_pack("{s:b, s:s}", "persisted", 0, "warning", err);
+	}
+	return 0;
+}
+
+static json_t *model_object(struct session *self, const char *id)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:[s], s:{s:f, s:f, s:f, s:f}, s:i, s:i}",
+			 "id", id, "name", id, "api", self->cfg.provider->api,
+			 "provider", self->cfg.provider->name, "baseUrl", "", "reasoning", 0,
+			 "input", "text", "cost", "input", 0.0, "output", 0.0, "cacheRead", 0.0,
+			 "cacheWrite", 0.0, "contextWindow", 128000, "maxTokens", 8192);
+}
+
+json_t *session_model(struct session *self)
+{
+	return model_object(self, self->model);
+}
+
+json_t *session_state(struct session *self)
+{
+	json_t *st = json_pack("{s:o, s:s, s:b, s:b, s:s, s:s, s:s, s:b, s:I, s:I, s:b, s:b, s:i}",
+			       "model", session_model(self), "thinkingLevel", "off",
+			       "isStreaming", self->busy, "isCompacting", 0,
+			       "steeringMode", self->steer_all ? "all" : "one-at-a-time",
+			       "followUpMode", self->follow_up_all ? "all" : "one-at-a-time",
+			       "sessionId", self->id, "autoCompactionEnabled", 0,
+			       "messageCount", (json_int_t)json_array_size(self->messages),
+			       "pendingMessageCount",
+			       (json_int_t)(json_array_size(self->steering) +
+					    json_array_size(self->follow_ups)),
+			       "autoRetryEnabled",
+			       settings_bool(self->cfg.settings, "retry.enabled", true),
+			       "isRetrying", self->phase == SESSION_BACKOFF,
+			       "retryAttempt", self->chain.attempt);
+
+	if (st != NULL && self->file != NULL)
+		json_object_set_new(st, "sessionFile", json_string(self->file));
+	if (st != NULL && self->name != NULL)
+		json_object_set_new(st, "sessionName", json_string(self->name));
+	return st;
+}
+
+json_t *session_messages(struct session *self)
+{
+	return json_pack("{s:O}", "messages", self->messages);
+}
+
+json_t *session_last_assistant_text(struct session *self)
+{
+	size_t i = json_array_size(self->messages);
+
+	while (i-- > 0) {
+		json_t *m = json_array_get(self->messages, i);
+		const char *role = json_string_value(json_object_get(m, "role"));
+		json_t *part, *out;
+		size_t k, len = 0;
+		char *text = NULL;
+
+		if (role == NULL || strcmp(role, "assistant") != 0)
+			continue;
+		/* pi joins the text blocks of the last assistant message. */
+		json_array_foreach(json_object_get(m, "content"), k, part) {
+			json_t *t = json_object_get(part, "text");
+			char *p;
+
+			if (!json_is_string(t))
+				continue;
+			p = realloc(text, len + json_string_length(t) + 1);
+			if (p == NULL)
+				break;
+			text = p;
+			memcpy(text + len, json_string_value(t), json_string_length(t));
+			len += json_string_length(t);
+		}
+		out = text ? json_pack("{s:s%}", "text", text, len) : json_pack("{s:n}", "text");
+		free(text);
+		return out;
+	}
+	return json_pack("{s:n}", "text");
+}
+
+json_t *session_stats(struct session *self)
+{
+	size_t i, user = 0, assistant = 0;
+	json_int_t in = 0, out = 0;
+	json_t *m;
+	json_t *st;
+
+	json_array_foreach(self->messages, i, m) {
+		const char *role = json_string_value(json_object_get(m, "role"));
+		json_t *usage = json_object_get(m, "usage");
+
+		if (role != NULL && strcmp(role, "user") == 0)
+			user++;
+		else if (role != NULL && strcmp(role, "assistant") == 0)
+			assistant++;
+		in += json_integer_value(json_object_get(usage, "input"));
+		out += json_integer_value(json_object_get(usage, "output"));
+	}
+	st = json_pack("{s:s, s:I, s:I, s:i, s:i, s:I, s:{s:I, s:I, s:i, s:i, s:I}, s:f}",
+		       "sessionId", self->id, "userMessages", (json_int_t)user,
+		       "assistantMessages", (json_int_t)assistant, "toolCalls", 0, "toolResults", 0,
+		       "totalMessages", (json_int_t)json_array_size(self->messages),
+		       "tokens", "input", in, "output", out, "cacheRead", 0, "cacheWrite", 0,
+		       "total", in + out, "cost", 0.0);
+	if (st != NULL && self->file != NULL)
+		json_object_set_new(st, "sessionFile", json_string(self->file));
+	return st;
+}
+
+json_t *session_models(struct session *self)
+{
+	json_t *ids = settings_get(self->cfg.settings, "sim.models");
+	json_t *models = json_array();
+	size_t i;
+	json_t *id;
+	bool listed = false;
+
+	json_array_foreach(ids, i, id) {
+		if (!json_is_string(id))
+			continue;
+		json_array_append_new(models, model_object(self, json_string_value(id)));
+		listed |= strcmp(json_string_value(id), self->model) == 0;
+	}
+	if (!listed)
+		json_array_insert_new(models, 0, session_model(self));
+	return json_pack("{s:o}", "models", models);
+}
+
+int session_set_model(struct session *self, const char *provider, const char *model_id,
+		      char *err, size_t errlen)
+{
+	json_t *ids = settings_get(self->cfg.settings, "sim.models");
+	size_t i;
+	json_t *id;
+	char *copy;
+
+	if (strcmp(provider, self->cfg.provider->name) != 0) {
+		snprintf(err, errlen, "Model not found: %.100s/%.100s (provider is \"%s\")",
+			 provider, model_id, self->cfg.provider->name);
+		return -1;
+	}
+	json_array_foreach(ids, i, id) {
+		if (json_is_string(id) && strcmp(json_string_value(id), model_id) == 0)
+			break;
+	}
+	if (i == json_array_size(ids) && strcmp(model_id, self->model) != 0) {
+		snprintf(err, errlen, "Model not found: %.100s/%.100s", provider, model_id);
+		return -1;
+	}
+	copy = strdup(model_id);
+	if (copy == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	free(self->model);
+	self->model = copy;
+	return 0;
+}
+
+void session_new(struct session *self)
+{
+	session_abort(self, NULL);
+	start_new_session(self);
+	self->chain.attempt = 0;
+}
+
+void session_set_steering_mode(struct session *self, bool all)
+{
+	self->steer_all = all;
+}
+
+void session_set_follow_up_mode(struct session *self, bool all)
+{
+	self->follow_up_all = all;
+}
+
+int session_set_name(struct session *self, const char *name)
+{
+	char *copy = strdup(name);
+
+	if (copy == NULL)
+		return -1;
+	free(self->name);
+	self->name = copy;
+	return 0;
+}
+
+void session_set_output_paused(struct session *self, bool paused)
+{
+	struct provider *p = self->cfg.provider;
+
+	self->output_paused = paused;
+	if (self->phase == SESSION_ATTEMPT && p->ops->pause)
+		p->ops->pause(p, paused);
+}
+
+void session_when_idle(struct session *self, void (*cb)(void *ctx), void *ctx)
+{
+	self->idle_cb = cb;
+	self->idle_ctx = ctx;
+	maybe_idle(self);
+}

@@ -1,0 +1,288 @@
+#include "writer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+/* A burst may grow a buffer; past this it is given back once written. */
+#define WRITER_KEEP_CAP (256u * 1024u)
+
+struct buf {
+	char *data;
+	size_t len;
+	size_t cap;
+};
+
+struct writer {
+	uv_loop_t *loop;
+	uv_handle_type kind;
+	int fd;
+	union {
+		uv_handle_t handle;
+		uv_stream_t stream;
+		uv_pipe_t pipe;
+		uv_tty_t tty;
+	} h;
+	uv_write_t req;
+	struct buf pending;  /* being appended to */
+	struct buf inflight; /* being written */
+	bool writing;
+	size_t high, low;
+	bool congested;
+	bool failed;
+	struct writer_callbacks cbs;
+	void (*flush_done)(void *ctx);
+	void *flush_ctx;
+};
+
+static int buf_reserve(struct buf *b, size_t more)
+{
+	size_t cap;
+	char *p;
+
+	if (b->len + more <= b->cap)
+		return 0;
+	cap = b->cap ? b->cap : 4096;
+	while (cap < b->len + more)
+		cap *= 2;
+	p = realloc(b->data, cap);
+	if (p == NULL)
+		return -1;
+	b->data = p;
+	b->cap = cap;
+	return 0;
+}
+
+static void buf_reset(struct buf *b)
+{
+	b->len = 0;
+	if (b->cap > WRITER_KEEP_CAP) {
+		free(b->data);
+		b->data = NULL;
+		b->cap = 0;
+	}
+}
+
+static int dump_cb(const char *s, size_t n, void *data)
+{
+	struct buf *b = data;
+
+	if (buf_reserve(b, n) != 0)
+		return -1;
+	memcpy(b->data + b->len, s, n);
+	b->len += n;
+	return 0;
+}
+
+size_t writer_queued(const struct writer *self)
+{
+	return self->pending.len + self->inflight.len;
+}
+
+bool writer_congested(const struct writer *self)
+{
+	return self->congested;
+}
+
+bool writer_failed(const struct writer *self)
+{
+	return self->failed;
+}
+
+static void update_congestion(struct writer *self)
+{
+	size_t q = writer_queued(self);
+
+	if (!self->congested && q > self->high) {
+		self->congested = true;
+		if (self->cbs.congestion)
+			self->cbs.congestion(self->cbs.ctx, true);
+	} else if (self->congested && q <= self->low) {
+		self->congested = false;
+		if (self->cbs.congestion)
+			self->cbs.congestion(self->cbs.ctx, false);
+	}
+}
+
+static void maybe_flushed(struct writer *self)
+{
+	void (*done)(void *) = self->flush_done;
+
+	if (done == NULL || (writer_queued(self) > 0 && !self->failed))
+		return;
+	self->flush_done = NULL;
+	done(self->flush_ctx);
+}
+
+static void fail(struct writer *self, int err)
+{
+	if (self->failed)
+		return;
+	self->failed = true;
+	self->pending.len = 0;
+	self->inflight.len = 0;
+	if (err != UV_EPIPE)
+		LOG_ERROR("cannot write to stdout: %s", uv_strerror(err));
+	if (self->cbs.failed)
+		self->cbs.failed(self->cbs.ctx, err);
+	update_congestion(self);
+	maybe_flushed(self);
+}
+
+static void kick(struct writer *self);
+
+static void on_written(uv_write_t *req, int status)
+{
+	struct writer *self = req->data;
+
+	self->writing = false;
+	buf_reset(&self->inflight);
+	if (status < 0) {
+		fail(self, status);
+		return;
+	}
+	update_congestion(self);
+	kick(self);
+	maybe_flushed(self);
+}
+
+/* Regular files and /dev/null: a plain blocking write is fine and safe. */
+static void write_file(struct writer *self)
+{
+	size_t off = 0;
+
+	while (off < self->inflight.len) {
+		ssize_t n = write(self->fd, self->inflight.data + off, self->inflight.len - off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			fail(self, uv_translate_sys_error(errno));
+			return;
+		}
+		off += (size_t)n;
+	}
+	buf_reset(&self->inflight);
+}
+
+static void kick(struct writer *self)
+{
+	struct buf tmp;
+	uv_buf_t ub;
+	int rc;
+
+	if (self->writing || self->failed || self->pending.len == 0)
+		return;
+	tmp = self->inflight;
+	self->inflight = self->pending;
+	self->pending = tmp;
+	if (self->kind == UV_FILE) {
+		write_file(self);
+		update_congestion(self);
+		return;
+	}
+	ub = uv_buf_init(self->inflight.data, (unsigned int)self->inflight.len);
+	self->req.data = self;
+	rc = uv_write(&self->req, &self->h.stream, &ub, 1, on_written);
+	if (rc < 0) {
+		fail(self, rc);
+		return;
+	}
+	self->writing = true;
+}
+
+struct writer *writer_new(uv_loop_t *loop, int fd, size_t high, const struct writer_callbacks *cbs)
+{
+	struct writer *self = calloc(1, sizeof(*self));
+	int rc = 0;
+
+	if (self == NULL)
+		return NULL;
+	self->loop = loop;
+	self->fd = fd;
+	self->high = high;
+	self->low = high / 2;
+	if (cbs)
+		self->cbs = *cbs;
+	self->kind = uv_guess_handle(fd);
+	switch (self->kind) {
+	case UV_NAMED_PIPE:
+	case UV_TCP:
+		self->kind = UV_NAMED_PIPE;
+		rc = uv_pipe_init(loop, &self->h.pipe, 0);
+		if (rc == 0)
+			rc = uv_pipe_open(&self->h.pipe, fd);
+		break;
+	case UV_TTY:
+		/* A TTY libuv cannot take is still a file descriptor. */
+		if (uv_tty_init(loop, &self->h.tty, fd, 0) != 0)
+			self->kind = UV_FILE;
+		break;
+	default:
+		self->kind = UV_FILE;
+		break;
+	}
+	if (self->kind != UV_FILE)
+		self->h.handle.data = self;
+	if (rc != 0) {
+		LOG_ERROR("cannot use fd %d for output: %s", fd, uv_strerror(rc));
+		writer_close(self);
+		return NULL;
+	}
+	return self;
+}
+
+int writer_send(struct writer *self, const json_t *obj)
+{
+	size_t mark = self->pending.len;
+
+	if (self->failed)
+		return UV_EPIPE;
+	if (json_dump_callback(obj, dump_cb, &self->pending, JSON_COMPACT) != 0 ||
+	    dump_cb("\n", 1, &self->pending) != 0) {
+		self->pending.len = mark;
+		LOG_ERROR("out of memory while queueing output");
+		return UV_ENOMEM;
+	}
+	update_congestion(self);
+	kick(self);
+	return 0;
+}
+
+int writer_send_new(struct writer *self, json_t *obj)
+{
+	int rc = writer_send(self, obj);
+
+	json_decref(obj);
+	return rc;
+}
+
+void writer_flush(struct writer *self, void (*done)(void *ctx), void *ctx)
+{
+	self->flush_done = done;
+	self->flush_ctx = ctx;
+	kick(self);
+	maybe_flushed(self);
+}
+
+static void on_closed(uv_handle_t *handle)
+{
+	struct writer *self = handle->data;
+
+	free(self->pending.data);
+	free(self->inflight.data);
+	free(self);
+}
+
+void writer_close(struct writer *self)
+{
+	if (self->kind == UV_FILE) {
+		self->h.handle.data = self;
+		on_closed(&self->h.handle);
+		return;
+	}
+	uv_close(&self->h.handle, on_closed);
+}
