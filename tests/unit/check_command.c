@@ -1,0 +1,205 @@
+#include <check.h>
+#include <string.h>
+
+#include "command.h"
+
+Suite *command_suite(void);
+
+static int parse(const char *line, struct command *cmd)
+{
+	return command_parse(line, strlen(line), cmd);
+}
+
+START_TEST(test_prompt_parses_message_id_and_behavior)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("{\"id\":\"r1\",\"type\":\"prompt\",\"message\":\"hi\","
+			       "\"streamingBehavior\":\"followUp\"}", &c), 0);
+	ck_assert_int_eq(c.type, CMD_PROMPT);
+	ck_assert_str_eq(c.id, "r1");
+	ck_assert_str_eq(c.name, "prompt");
+	ck_assert_str_eq(c.message, "hi");
+	ck_assert_int_eq(c.behavior, BEHAVIOR_FOLLOW_UP);
+	ck_assert_ptr_null(c.images);
+	command_release(&c);
+}
+END_TEST
+
+START_TEST(test_not_json_is_parse_error_without_id)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("{nope", &c), -1);
+	ck_assert_str_eq(c.name, "parse");
+	ck_assert_ptr_null(c.id);
+	ck_assert_msg(strncmp(c.error, "Failed to parse command: ", 25) == 0, "%s", c.error);
+	command_release(&c);
+}
+END_TEST
+
+START_TEST(test_invalid_utf8_is_parse_error)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("{\"type\":\"prompt\",\"message\":\"\xff\xfe\"}", &c), -1);
+	ck_assert_str_eq(c.name, "parse");
+	ck_assert_msg(strncmp(c.error, "Failed to parse command: ", 25) == 0, "%s", c.error);
+	command_release(&c);
+}
+END_TEST
+
+START_TEST(test_non_object_is_parse_error)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("[1,2]", &c), -1);
+	ck_assert_str_eq(c.name, "parse");
+	ck_assert_ptr_nonnull(strstr(c.error, "expected a JSON object"));
+	command_release(&c);
+}
+END_TEST
+
+START_TEST(test_missing_or_non_string_type_is_parse_error_keeping_id)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("{\"id\":\"x\"}", &c), -1);
+	ck_assert_str_eq(c.name, "parse");
+	ck_assert_str_eq(c.id, "x");
+	ck_assert_ptr_nonnull(strstr(c.error, "missing \"type\""));
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"id\":\"y\",\"type\":7}", &c), -1);
+	ck_assert_str_eq(c.name, "parse");
+	ck_assert_ptr_nonnull(strstr(c.error, "\"type\" must be a string, not a number"));
+	command_release(&c);
+}
+END_TEST
+
+START_TEST(test_unknown_command_names_type_and_keeps_id)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("{\"id\":\"u\",\"type\":\"frobnicate\"}", &c), -1);
+	ck_assert_str_eq(c.name, "frobnicate");
+	ck_assert_str_eq(c.id, "u");
+	ck_assert_str_eq(c.error, "Unknown command: frobnicate");
+	command_release(&c);
+}
+END_TEST
+
+START_TEST(test_pi_command_without_meaning_is_refused_with_reason)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("{\"type\":\"bash\",\"command\":\"ls\"}", &c), -1);
+	ck_assert_int_eq(c.type, CMD_UNSUPPORTED);
+	ck_assert_str_eq(c.error, "bash is not supported: retryd runs no shell commands");
+	command_release(&c);
+}
+END_TEST
+
+START_TEST(test_missing_field_error_names_the_field)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("{\"type\":\"prompt\"}", &c), -1);
+	ck_assert_str_eq(c.name, "prompt");
+	ck_assert_str_eq(c.error, "prompt: missing required field \"message\" (a string)");
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"set_auto_retry\"}", &c), -1);
+	ck_assert_ptr_nonnull(strstr(c.error, "\"enabled\""));
+	command_release(&c);
+}
+END_TEST
+
+START_TEST(test_mistyped_field_error_names_field_and_kind)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("{\"type\":\"prompt\",\"message\":42}", &c), -1);
+	ck_assert_str_eq(c.error, "prompt: field \"message\" must be a string, not a number");
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"set_auto_retry\",\"enabled\":\"yes\"}", &c), -1);
+	ck_assert_str_eq(c.error,
+			 "set_auto_retry: field \"enabled\" must be true or false, not a string");
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"prompt\",\"message\":\"m\",\"streamingBehavior\":\"later\"}", &c), -1);
+	ck_assert_ptr_nonnull(strstr(c.error, "\"streamingBehavior\" must be \"steer\" or \"followUp\""));
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"get_state\",\"id\":5}", &c), -1);
+	ck_assert_str_eq(c.error, "get_state: field \"id\" must be a string, not a number");
+	command_release(&c);
+}
+END_TEST
+
+START_TEST(test_images_are_checked_item_by_item)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("{\"type\":\"prompt\",\"message\":\"m\",\"images\":"
+			       "[{\"type\":\"image\",\"data\":\"AAAA\",\"mimeType\":\"image/png\"}]}", &c), 0);
+	ck_assert_ptr_nonnull(c.images);
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"prompt\",\"message\":\"m\",\"images\":"
+			       "[{\"type\":\"image\",\"mimeType\":\"image/png\"}]}", &c), -1);
+	ck_assert_str_eq(c.error, "prompt: images[0].data must be a base64 string");
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"prompt\",\"message\":\"m\",\"images\":{}}", &c), -1);
+	ck_assert_ptr_nonnull(strstr(c.error, "\"images\" must be an array"));
+	command_release(&c);
+}
+END_TEST
+
+START_TEST(test_set_model_and_modes_parse_their_fields)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("{\"type\":\"set_model\",\"provider\":\"sim\",\"modelId\":\"m2\"}", &c), 0);
+	ck_assert_str_eq(c.provider, "sim");
+	ck_assert_str_eq(c.model_id, "m2");
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"set_steering_mode\",\"mode\":\"all\"}", &c), 0);
+	ck_assert_str_eq(c.mode, "all");
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"set_follow_up_mode\",\"mode\":\"some\"}", &c), -1);
+	command_release(&c);
+}
+END_TEST
+
+START_TEST(test_huge_unknown_type_is_truncated_in_error)
+{
+	char line[2048];
+	struct command c;
+
+	memset(line, 0, sizeof(line));
+	strcpy(line, "{\"type\":\"");
+	memset(line + strlen(line), 'z', 1000);
+	strcat(line, "\"}");
+	ck_assert_int_eq(parse(line, &c), -1);
+	ck_assert_uint_lt(strlen(c.error), sizeof(c.error));
+	ck_assert_ptr_nonnull(strstr(c.error, "..."));
+	command_release(&c);
+}
+END_TEST
+
+Suite *command_suite(void)
+{
+	Suite *s = suite_create("command");
+	TCase *tc = tcase_create("parse");
+
+	tcase_add_test(tc, test_prompt_parses_message_id_and_behavior);
+	tcase_add_test(tc, test_not_json_is_parse_error_without_id);
+	tcase_add_test(tc, test_invalid_utf8_is_parse_error);
+	tcase_add_test(tc, test_non_object_is_parse_error);
+	tcase_add_test(tc, test_missing_or_non_string_type_is_parse_error_keeping_id);
+	tcase_add_test(tc, test_unknown_command_names_type_and_keeps_id);
+	tcase_add_test(tc, test_pi_command_without_meaning_is_refused_with_reason);
+	tcase_add_test(tc, test_missing_field_error_names_the_field);
+	tcase_add_test(tc, test_mistyped_field_error_names_field_and_kind);
+	tcase_add_test(tc, test_images_are_checked_item_by_item);
+	tcase_add_test(tc, test_set_model_and_modes_parse_their_fields);
+	tcase_add_test(tc, test_huge_unknown_type_is_truncated_in_error);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,490 @@
+/* The prompt lifecycle and the retry chain, driven on the fake clock: the
+ * session, the policy, the classifier and the sim provider together, with
+ * no loop, no pipes and no sleeping. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "classify.h"
+#include "clock.h"
+#include "command.h"
+#include "provider_sim.h"
+#include "session.h"
+#include "settings.h"
+
+Suite *session_suite(void);
+
+struct fx {
+	char dir[64];
+	char path[128];
+	struct settings settings;
+	struct classify *classify;
+	struct clock clock;
+	struct provider *sim;
+	struct session s;
+	json_t *events;
+};
+
+static void collect(void *ctx, json_t *event)
+{
+	struct fx *f = ctx;
+
+	json_array_append_new(f->events, event);
+}
+
+/* plan: JSON text; sets: NULL-terminated --set assignments. */
+static void fx_init(struct fx *f, const char *plan, const char *const *sets)
+{
+	char err[512];
+	json_t *p = json_loads(plan, 0, NULL);
+	struct session_config cfg;
+
+	memset(f, 0, sizeof(*f));
+	strcpy(f->dir, "/tmp/retryd-session-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(f->dir));
+	snprintf(f->path, sizeof(f->path), "%s/settings.json", f->dir);
+	ck_assert_int_eq(settings_init(&f->settings, f->path, err, sizeof(err)), 0);
+	for (; sets && *sets; sets++)
+		ck_assert_msg(settings_override(&f->settings, *sets, err, sizeof(err)) == 0, "%s", err);
+	f->classify = classify_new(settings_get(&f->settings, "retry"), err, sizeof(err));
+	ck_assert_ptr_nonnull(f->classify);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(provider_sim_check_plan(p, err, sizeof(err)), 0);
+	clock_fake_init(&f->clock, 0);
+	f->sim = provider_sim_new(&f->clock, p, 0);
+	json_decref(p);
+	f->events = json_array();
+	cfg = (struct session_config){
+		.settings = &f->settings, .classify = f->classify, .clock = &f->clock,
+		.provider = f->sim, .model = "sim-1", .emit = collect, .emit_ctx = f,
+	};
+	ck_assert_int_eq(session_init(&f->s, &cfg), 0);
+}
+
+static void fx_release(struct fx *f)
+{
+	session_release(&f->s);
+	f->sim->ops->free(f->sim);
+	classify_free(f->classify);
+	settings_release(&f->settings);
+	json_decref(f->events);
+	unlink(f->path);
+	rmdir(f->dir);
+}
+
+/* Event types since the last call, comma-separated; message events carry
+ * their role, e.g. "message_end:assistant". Clears the log. */
+static char *types(struct fx *f)
+{
+	static char buf[4096];
+	size_t i;
+	json_t *ev;
+
+	buf[0] = '\0';
+	json_array_foreach(f->events, i, ev) {
+		const char *t = json_string_value(json_object_get(ev, "type"));
+		const char *role = json_string_value(json_object_get(json_object_get(ev, "message"), "role"));
+
+		if (buf[0] != '\0')
+			strcat(buf, ",");
+		if (strcmp(t, "message_update") == 0) {
+			strcat(buf, json_string_value(json_object_get(json_object_get(ev, "assistantMessageEvent"), "type")));
+			continue;
+		}
+		strcat(buf, t);
+		if (role != NULL && strncmp(t, "message_", 8) == 0) {
+			strcat(buf, ":");
+			strcat(buf, role);
+		}
+	}
+	json_array_clear(f->events);
+	return buf;
+}
+
+static json_t *find(struct fx *f, const char *type)
+{
+	size_t i;
+	json_t *ev;
+
+	json_array_foreach(f->events, i, ev)
+		if (strcmp(json_string_value(json_object_get(ev, "type")), type) == 0)
+			return ev;
+	return NULL;
+}
+
+static void prompt(struct fx *f, const char *text)
+{
+	char err[256];
+
+	ck_assert_int_eq(session_prompt(&f->s, text, NULL, BEHAVIOR_NONE, err, sizeof(err)), 0);
+}
+
+#define FIRST_TURN "agent_start,turn_start,message_start:user,message_end:user"
+
+START_TEST(test_two_overloads_then_answer_follow_the_contract)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.baseDelayMs=100", NULL };
+	json_t *ev;
+
+	fx_init(&f, "[{\"error\":\"overloaded_error\"},{\"error\":\"503 Service Unavailable\"},{\"text\":\"a b\"}]", sets);
+	prompt(&f, "hi");
+	ck_assert_str_eq(types(&f), FIRST_TURN);
+	clock_fake_settle(&f.clock);
+	ev = find(&f, "auto_retry_start");
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_int_eq(json_integer_value(json_object_get(ev, "attempt")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(ev, "maxAttempts")), 3);
+	ck_assert_int_eq(json_integer_value(json_object_get(ev, "delayMs")), 100);
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "errorMessage")), "overloaded_error");
+	ck_assert_str_eq(types(&f), "message_start:assistant,message_end:assistant,turn_end,auto_retry_start");
+	ck_assert(f.s.busy);
+	ck_assert_int_eq(f.s.phase, SESSION_BACKOFF);
+
+	/* The backoff is exactly 100 ms on the clock. */
+	ck_assert_int_eq(clock_fake_next_in(&f.clock), 100);
+	clock_fake_advance(&f.clock, 99);
+	ck_assert_str_eq(types(&f), "");
+	clock_fake_advance(&f.clock, 1);
+	clock_fake_settle(&f.clock);
+	ev = find(&f, "auto_retry_start");
+	ck_assert_int_eq(json_integer_value(json_object_get(ev, "attempt")), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(ev, "delayMs")), 200);
+	ck_assert_str_eq(types(&f), "turn_start,message_start:assistant,message_end:assistant,turn_end,auto_retry_start");
+
+	clock_fake_advance(&f.clock, 200);
+	clock_fake_settle(&f.clock);
+	ev = find(&f, "auto_retry_end");
+	ck_assert(json_is_true(json_object_get(ev, "success")));
+	ck_assert_int_eq(json_integer_value(json_object_get(ev, "attempt")), 2);
+	ck_assert_ptr_null(json_object_get(ev, "finalError"));
+	ev = find(&f, "agent_end");
+	/* The failed attempts left the context: user + answer. */
+	ck_assert_int_eq(json_array_size(json_object_get(ev, "messages")), 2);
+	ck_assert_str_eq(types(&f), "turn_start,message_start:assistant,text_start,text_delta,text_delta,"
+			 "text_end,message_end:assistant,auto_retry_end,turn_end,agent_end");
+	ck_assert(!f.s.busy);
+	ck_assert_int_eq(json_array_size(f.s.messages), 2);
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_max_exceeded_closes_chain_after_last_turn_then_agent_end)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.baseDelayMs=10", NULL };
+	json_t *ev;
+
+	fx_init(&f, "[{\"error\":\"503\"},{\"error\":\"503\"},{\"error\":\"503\"},{\"error\":\"503 last\"}]", sets);
+	prompt(&f, "hi");
+	clock_fake_advance(&f.clock, 10 + 20 + 40);
+	clock_fake_settle(&f.clock);
+	ev = find(&f, "auto_retry_end");
+	ck_assert_ptr_nonnull(ev);
+	ck_assert(json_is_false(json_object_get(ev, "success")));
+	ck_assert_int_eq(json_integer_value(json_object_get(ev, "attempt")), 3);
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "finalError")), "503 last");
+	ck_assert_ptr_nonnull(strstr(types(&f), "turn_end,auto_retry_start,turn_start,message_start:assistant,"
+				     "message_end:assistant,turn_end,auto_retry_end,agent_end"));
+	/* The last failure stays in the context, like pi. */
+	ck_assert_int_eq(json_array_size(f.s.messages), 2);
+	ck_assert_int_eq(f.s.chain.attempt, 0);
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_non_retryable_first_failure_has_no_retry_events)
+{
+	struct fx f;
+
+	fx_init(&f, "[{\"error\":\"401 Invalid API key\"}]", NULL);
+	prompt(&f, "hi");
+	clock_fake_advance(&f.clock, 100000);
+	ck_assert_str_eq(types(&f), FIRST_TURN ",message_start:assistant,message_end:assistant,turn_end,agent_end");
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_context_overflow_in_open_chain_ends_it_unretried)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.baseDelayMs=10", NULL };
+	json_t *ev;
+
+	fx_init(&f, "[{\"error\":\"429 Too many requests\"},{\"error\":\"429 prompt is too long\"}]", sets);
+	prompt(&f, "hi");
+	clock_fake_advance(&f.clock, 1000);
+	ev = find(&f, "auto_retry_end");
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_int_eq(json_integer_value(json_object_get(ev, "attempt")), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "finalError")), "429 prompt is too long");
+	ck_assert_ptr_nonnull(strstr(types(&f), "turn_end,auto_retry_end,agent_end"));
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_abort_retry_cancels_backoff_at_once)
+{
+	struct fx f;
+	json_t *ev;
+
+	fx_init(&f, "[{\"error\":\"503\"}]", NULL);
+	prompt(&f, "hi");
+	clock_fake_settle(&f.clock);
+	types(&f);
+	ck_assert_int_eq(f.s.phase, SESSION_BACKOFF);
+	session_abort_retry(&f.s);
+	ev = find(&f, "auto_retry_end");
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "finalError")), "Retry cancelled");
+	ck_assert_int_eq(json_integer_value(json_object_get(ev, "attempt")), 1);
+	ck_assert_str_eq(types(&f), "auto_retry_end,agent_end");
+	ck_assert_int_eq(clock_fake_next_in(&f.clock), -1);
+	ck_assert(!f.s.busy);
+	/* Nothing pending now: no event. */
+	session_abort_retry(&f.s);
+	ck_assert_str_eq(types(&f), "");
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_abort_during_hang_ends_message_as_aborted)
+{
+	struct fx f;
+	json_t *data = NULL;
+	json_t *ev;
+	char err[128];
+
+	fx_init(&f, "[{\"text\":\"partial words\",\"hang\":true}]", NULL);
+	prompt(&f, "hi");
+	clock_fake_advance(&f.clock, 10);
+	ck_assert_int_eq(session_prompt(&f.s, "later", NULL, BEHAVIOR_FOLLOW_UP, err, sizeof(err)), 0);
+	types(&f);
+	session_abort(&f.s, &data);
+	ev = find(&f, "message_end");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "message"), "stopReason")), "aborted");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "message"), "errorMessage")),
+			 "Request was aborted");
+	ck_assert_str_eq(types(&f), "message_end:assistant,turn_end,agent_end");
+	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(data, "discardedMessages"), 0)), "later");
+	json_decref(data);
+	clock_fake_advance(&f.clock, 100000);
+	ck_assert_str_eq(types(&f), "");
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_abort_in_retried_attempt_closes_chain_once)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.baseDelayMs=10", NULL };
+	json_t *ev;
+
+	fx_init(&f, "[{\"error\":\"503\"},{\"hang\":true}]", sets);
+	prompt(&f, "hi");
+	clock_fake_advance(&f.clock, 10);
+	clock_fake_settle(&f.clock);
+	types(&f);
+	session_abort(&f.s, NULL);
+	ev = find(&f, "auto_retry_end");
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "finalError")), "Retry cancelled");
+	ck_assert_str_eq(types(&f), "message_end:assistant,turn_end,auto_retry_end,agent_end");
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_busy_prompt_is_refused_mentioning_streaming_behavior)
+{
+	struct fx f;
+	char err[256];
+
+	fx_init(&f, "[{\"error\":\"503\"}]", NULL);
+	prompt(&f, "hi");
+	clock_fake_settle(&f.clock);
+	ck_assert_int_eq(f.s.phase, SESSION_BACKOFF);
+	ck_assert_int_eq(session_prompt(&f.s, "again", NULL, BEHAVIOR_NONE, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "streamingBehavior"));
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_follow_up_runs_after_chain_in_same_run)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.baseDelayMs=10", NULL };
+	char err[128];
+	json_t *ev;
+
+	fx_init(&f, "[{\"error\":\"503\"},{\"text\":\"one\"},{\"text\":\"two\"}]", sets);
+	prompt(&f, "first");
+	clock_fake_settle(&f.clock);
+	ck_assert_int_eq(session_prompt(&f.s, "second", NULL, BEHAVIOR_FOLLOW_UP, err, sizeof(err)), 0);
+	ck_assert_int_eq(json_array_size(f.s.follow_ups), 1);
+	types(&f);
+	clock_fake_advance(&f.clock, 10);
+	clock_fake_advance(&f.clock, 0);
+	clock_fake_settle(&f.clock);
+	clock_fake_settle(&f.clock);
+	ev = find(&f, "agent_end");
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_int_eq(json_array_size(json_object_get(ev, "messages")), 4);
+	ck_assert_str_eq(types(&f), "turn_start,message_start:assistant,text_start,text_delta,text_end,"
+			 "message_end:assistant,auto_retry_end,turn_end,"
+			 "turn_start,message_start:user,message_end:user,message_start:assistant,text_start,"
+			 "text_delta,text_end,message_end:assistant,turn_end,agent_end");
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_steer_during_backoff_goes_before_next_attempt)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.baseDelayMs=10", NULL };
+	json_t *ctx;
+
+	fx_init(&f, "[{\"error\":\"503\"}]", sets);
+	prompt(&f, "first");
+	clock_fake_settle(&f.clock);
+	ck_assert_int_eq(session_steer(&f.s, "mind the tests", NULL), 0);
+	types(&f);
+	clock_fake_advance(&f.clock, 10);
+	ck_assert_ptr_nonnull(strstr(types(&f), "turn_start,message_start:user,message_end:user,message_start:assistant"));
+	clock_fake_settle(&f.clock);
+	/* The echo answers the steering message, the last user message. */
+	ctx = json_array_get(f.s.messages, 2);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(ctx, "content"), 0), "text")),
+			 "mind the tests");
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_disabling_mid_chain_still_closes_chain_once)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.baseDelayMs=10", NULL };
+	json_t *data = NULL;
+	char err[256];
+	json_t *ev;
+
+	fx_init(&f, "[{\"error\":\"503\"},{\"error\":\"503\"}]", sets);
+	prompt(&f, "hi");
+	clock_fake_settle(&f.clock);
+	ck_assert_int_eq(session_set_auto_retry(&f.s, false, &data, err, sizeof(err)), 0);
+	ck_assert_ptr_null(data);
+	types(&f);
+	clock_fake_advance(&f.clock, 10);
+	clock_fake_settle(&f.clock);
+	ev = find(&f, "auto_retry_end");
+	ck_assert(json_is_false(json_object_get(ev, "success")));
+	ck_assert_int_eq(json_integer_value(json_object_get(ev, "attempt")), 1);
+	ck_assert_str_eq(types(&f), "turn_start,message_start:assistant,message_end:assistant,turn_end,"
+			 "auto_retry_end,agent_end");
+	/* Persisted to the settings file. */
+	ck_assert_int_eq(access(f.path, F_OK), 0);
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_usage_limit_switches_credential_with_zero_delay)
+{
+	struct fx f;
+	const char *const sets[] = { "sim.credentials=[\"a\",\"b\"]", NULL };
+	json_t *ev;
+
+	fx_init(&f, "[{\"error\":\"usage limit reached, try again in 2 hours\"}]", sets);
+	prompt(&f, "hi");
+	types(&f);
+	clock_run_due(&f.clock); /* the attempt only; the 0 ms retry waits for the next pass */
+	ev = find(&f, "retry_fallback_applied");
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "kind")), "credential");
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "from")), "a");
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "to")), "b");
+	ck_assert_int_eq(json_integer_value(json_object_get(find(&f, "auto_retry_start"), "delayMs")), 0);
+	ck_assert_str_eq(types(&f), "message_start:assistant,message_end:assistant,turn_end,"
+			 "retry_fallback_applied,auto_retry_start");
+	/* "a" stays exhausted until the hint (2 h) runs out. */
+	ck_assert_int_eq(f.s.auth.exhausted_until[0], clock_wall_ms(&f.clock) + 2 * 3600 * 1000);
+	clock_fake_settle(&f.clock);
+	ck_assert_str_eq(authstore_current(&f.s.auth), "b");
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_usage_limit_with_no_spare_credential_uses_backoff)
+{
+	struct fx f;
+
+	fx_init(&f, "[{\"error\":\"usage limit reached\"}]", NULL);
+	prompt(&f, "hi");
+	clock_fake_settle(&f.clock);
+	ck_assert_ptr_null(find(&f, "retry_fallback_applied"));
+	ck_assert_int_eq(json_integer_value(json_object_get(find(&f, "auto_retry_start"), "delayMs")), 2000);
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_state_reports_retry_fields_during_backoff)
+{
+	struct fx f;
+	json_t *st;
+
+	fx_init(&f, "[{\"error\":\"503\"}]", NULL);
+	prompt(&f, "hi");
+	clock_fake_settle(&f.clock);
+	st = session_state(&f.s);
+	ck_assert(json_is_true(json_object_get(st, "isStreaming")));
+	ck_assert(json_is_true(json_object_get(st, "isRetrying")));
+	ck_assert(json_is_true(json_object_get(st, "autoRetryEnabled")));
+	ck_assert_int_eq(json_integer_value(json_object_get(st, "retryAttempt")), 1);
+	/* The failed message was dropped: only the user message remains. */
+	ck_assert_int_eq(json_integer_value(json_object_get(st, "messageCount")), 1);
+	json_decref(st);
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_output_pause_stops_streaming_until_resumed)
+{
+	struct fx f;
+	size_t before;
+
+	fx_init(&f, "[{\"text\":\"w1 w2 w3 w4 w5 w6 w7 w8 w9 w10\"}]", NULL);
+	prompt(&f, "hi");
+	session_set_output_paused(&f.s, true);
+	clock_fake_advance(&f.clock, 1000);
+	before = json_array_size(f.events);
+	clock_fake_advance(&f.clock, 1000);
+	ck_assert_uint_eq(json_array_size(f.events), before);
+	ck_assert(f.s.busy);
+	session_set_output_paused(&f.s, false);
+	clock_fake_advance(&f.clock, 10);
+	ck_assert(!f.s.busy);
+	ck_assert_ptr_nonnull(strstr(types(&f), "text_end,message_end:assistant,turn_end,agent_end"));
+	fx_release(&f);
+}
+END_TEST
+
+Suite *session_suite(void)
+{
+	Suite *s = suite_create("session");
+	TCase *tc = tcase_create("lifecycle");
+
+	tcase_add_test(tc, test_two_overloads_then_answer_follow_the_contract);
+	tcase_add_test(tc, test_max_exceeded_closes_chain_after_last_turn_then_agent_end);
+	tcase_add_test(tc, test_non_retryable_first_failure_has_no_retry_events);
+	tcase_add_test(tc, test_context_overflow_in_open_chain_ends_it_unretried);
+	tcase_add_test(tc, test_abort_retry_cancels_backoff_at_once);
+	tcase_add_test(tc, test_abort_during_hang_ends_message_as_aborted);
+	tcase_add_test(tc, test_abort_in_retried_attempt_closes_chain_once);
+	tcase_add_test(tc, test_busy_prompt_is_refused_mentioning_streaming_behavior);
+	tcase_add_test(tc, test_follow_up_runs_after_chain_in_same_run);
+	tcase_add_test(tc, test_steer_during_backoff_goes_before_next_attempt);
+	tcase_add_test(tc, test_disabling_mid_chain_still_closes_chain_once);
+	tcase_add_test(tc, test_usage_limit_switches_credential_with_zero_delay);
+	tcase_add_test(tc, test_usage_limit_with_no_spare_credential_uses_backoff);
+	tcase_add_test(tc, test_state_reports_retry_fields_during_backoff);
+	tcase_add_test(tc, test_output_pause_stops_streaming_until_resumed);
+	suite_add_tcase(s, tc);
+	return s;
+}
