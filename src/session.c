@@ -366,7 +366,8 @@ static void set_usage(json_t *msg, int64_t input, int64_t output)
 	json_object_set_new(usage, "totalTokens", json_integer(input + output));
 }
 
-/* Closes the streamed message: stop reason, error, message_end, context. */
+/* Closes the streamed message: stop reason, error, message_end, context.
+ * Returns it borrowed from the context. */
 static json_t *close_message(struct session *self, enum stop_reason stop, const char *error,
 			     int64_t input, int64_t output)
 {
@@ -382,6 +383,8 @@ static json_t *close_message(struct session *self, enum stop_reason stop, const 
 	set_usage(msg, input, output);
 	emit(self, json_pack("{s:s, s:O}", "type", "message_end", "message", msg));
 	add_message(self, msg);
+	/* The context holds it now; borrowed until it is dropped from there. */
+	json_decref(msg);
 	return msg;
 }
 
