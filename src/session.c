@@ -273,18 +273,28 @@ static json_t *new_partial(struct session *self)
 			 "stopReason", "stop", "timestamp", (json_int_t)wall_ms(self));
 }
 
+/* pi's message_update repeats the whole partial message twice, so output
+ * grows with the square of the answer; rpc.messageUpdates "delta" sends the
+ * assistantMessageEvent alone. ame: stolen. */
 static json_t *update_event(struct session *self, json_t *ame)
 {
+	if (self->delta_updates)
+		return json_pack("{s:s, s:o}", "type", "message_update", "assistantMessageEvent", ame);
 	json_object_set(ame, "partial", self->partial);
 	return json_pack("{s:s, s:O, s:o}", "type", "message_update", "message", self->partial,
 			 "assistantMessageEvent", ame);
 }
 
-static size_t content_index(struct session *self)
+static size_t content_index_of(const json_t *msg)
 {
-	size_t n = json_array_size(json_object_get(self->partial, "content"));
+	size_t n = json_array_size(json_object_get(msg, "content"));
 
 	return n ? n - 1 : 0;
+}
+
+static size_t content_index(struct session *self)
+{
+	return content_index_of(self->partial);
 }
 
 static void sink_start(void *ctx)
@@ -338,8 +348,10 @@ static void sink_text_delta(void *ctx, const char *s, size_t n)
 	if (self->partial == NULL || text_append(self, s, n) != 0)
 		return;
 	idx = content_index(self);
-	block = json_array_get(json_object_get(self->partial, "content"), idx);
-	json_object_set_new(block, "text", json_stringn(self->text, self->text_len));
+	if (!self->delta_updates) {
+		block = json_array_get(json_object_get(self->partial, "content"), idx);
+		json_object_set_new(block, "text", json_stringn(self->text, self->text_len));
+	}
 	emit(self, update_event(self, json_pack("{s:s, s:i, s:s%}", "type", "text_delta",
 						"contentIndex", (int)idx, "delta", s, n)));
 }
@@ -376,6 +388,11 @@ static json_t *close_message(struct session *self, enum stop_reason stop, const 
 	sink_start(self);
 	msg = self->partial;
 	self->partial = NULL;
+	if (self->text_len > 0) {
+		json_t *block = json_array_get(json_object_get(msg, "content"), content_index_of(msg));
+
+		json_object_set_new(block, "text", json_stringn(self->text, self->text_len));
+	}
 	self->text_len = 0;
 	json_object_set_new(msg, "stopReason", json_string(stop_reason_name(stop)));
 	if (error != NULL)
@@ -502,6 +519,8 @@ static void start_attempt(struct session *self)
 
 	sink.ctx = self;
 	self->phase = SESSION_ATTEMPT;
+	self->delta_updates = strcmp(settings_string(self->cfg.settings, "rpc.messageUpdates", "full"),
+				     "delta") == 0;
 	if (p->ops->start(p, &actx, &sink, err, sizeof(err)) != 0) {
 		struct provider_result r = { .stop = STOP_ERROR, .error_message = err, .hint_ms = -1 };
 

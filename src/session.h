@@ -78,6 +78,7 @@ struct session {
 	char *text;            /* owned: the open text block's text so far */
 	size_t text_len, text_cap;
 	bool output_paused;
+	bool delta_updates;    /* rpc.messageUpdates "delta", read per attempt */
 
 	struct authstore auth;
 

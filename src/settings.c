@@ -24,35 +24,38 @@ enum rule_kind {
 	RULE_ARRAY,
 	RULE_STRINGS,      /* an array of strings */
 	RULE_SOME_STRINGS, /* a non-empty array of strings */
+	RULE_CHOICE,       /* one of the '|'-separated strings in `choices` */
 };
 
 struct rule {
 	const char *key;
 	enum rule_kind kind;
 	json_int_t min, max;
+	const char *choices;
 };
 
 /* One row per known key. A section's own row comes before its members, so a
  * "retry" that is not an object is reported as such. */
 static const struct rule rules[] = {
-	{ "retry",                         RULE_OBJECT,       0, 0 },
-	{ "rpc",                           RULE_OBJECT,       0, 0 },
-	{ "sim",                           RULE_OBJECT,       0, 0 },
-	{ "retry.enabled",                 RULE_BOOL,         0, 0 },
-	{ "retry.maxRetries",              RULE_INT,          0, 1000 },
-	{ "retry.baseDelayMs",             RULE_INT,          0, DAY_MS },
-	{ "retry.usageLimitCooldownMs",    RULE_INT,          0, 30 * DAY_MS },
+	{ "retry",                         RULE_OBJECT,       0, 0, NULL },
+	{ "rpc",                           RULE_OBJECT,       0, 0, NULL },
+	{ "sim",                           RULE_OBJECT,       0, 0, NULL },
+	{ "retry.enabled",                 RULE_BOOL,         0, 0, NULL },
+	{ "retry.maxRetries",              RULE_INT,          0, 1000, NULL },
+	{ "retry.baseDelayMs",             RULE_INT,          0, DAY_MS, NULL },
+	{ "retry.usageLimitCooldownMs",    RULE_INT,          0, 30 * DAY_MS, NULL },
 	/* Pattern syntax is classify's to check. */
-	{ "retry.retryablePatterns",       RULE_STRINGS,      0, 0 },
-	{ "retry.nonRetryablePatterns",    RULE_STRINGS,      0, 0 },
-	{ "retry.contextOverflowPatterns", RULE_STRINGS,      0, 0 },
-	{ "retry.usageLimitPatterns",      RULE_STRINGS,      0, 0 },
-	{ "rpc.maxLineBytes",              RULE_INT,          1, GIB },
-	{ "rpc.outputHighWaterBytes",      RULE_INT,          1024, GIB },
-	{ "sim.plan",                      RULE_ARRAY,        0, 0 },
-	{ "sim.chunkDelayMs",              RULE_INT,          0, 3600000 },
-	{ "sim.credentials",               RULE_STRINGS,      0, 0 },
-	{ "sim.models",                    RULE_SOME_STRINGS, 0, 0 },
+	{ "retry.retryablePatterns",       RULE_STRINGS,      0, 0, NULL },
+	{ "retry.nonRetryablePatterns",    RULE_STRINGS,      0, 0, NULL },
+	{ "retry.contextOverflowPatterns", RULE_STRINGS,      0, 0, NULL },
+	{ "retry.usageLimitPatterns",      RULE_STRINGS,      0, 0, NULL },
+	{ "rpc.maxLineBytes",              RULE_INT,          1, GIB, NULL },
+	{ "rpc.outputHighWaterBytes",      RULE_INT,          1024, GIB, NULL },
+	{ "rpc.messageUpdates",            RULE_CHOICE,       0, 0, "full|delta" },
+	{ "sim.plan",                      RULE_ARRAY,        0, 0, NULL },
+	{ "sim.chunkDelayMs",              RULE_INT,          0, 3600000, NULL },
+	{ "sim.credentials",               RULE_STRINGS,      0, 0, NULL },
+	{ "sim.models",                    RULE_SOME_STRINGS, 0, 0, NULL },
 };
 
 #define NRULES (sizeof(rules) / sizeof(rules[0]))
@@ -150,6 +153,18 @@ static int check_rule(const struct rule *r, const json_t *value, char *err, size
 			return 0;
 		describe(value, got, sizeof(got));
 		set_err(err, errlen, "%s must be an array (got %s)", r->key, got);
+		return -1;
+	case RULE_CHOICE:
+		if (json_is_string(value)) {
+			const char *v = json_string_value(value), *c = r->choices;
+			size_t n = strlen(v);
+
+			for (; c != NULL; c = strchr(c, '|') ? strchr(c, '|') + 1 : NULL)
+				if (strncmp(c, v, n) == 0 && (c[n] == '|' || c[n] == '\0'))
+					return 0;
+		}
+		describe(value, got, sizeof(got));
+		set_err(err, errlen, "%s must be one of %s (got %s)", r->key, r->choices, got);
 		return -1;
 	case RULE_STRINGS:
 	case RULE_SOME_STRINGS:
@@ -326,7 +341,7 @@ static json_t *build_defaults(void)
 {
 	json_t *defaults, *patterns;
 
-	defaults = json_pack("{s:{s:b, s:i, s:i, s:i}, s:{s:i, s:i}, s:{s:[], s:i, s:[], s:[s]}}",
+	defaults = json_pack("{s:{s:b, s:i, s:i, s:i}, s:{s:i, s:i, s:s}, s:{s:[], s:i, s:[], s:[s]}}",
 			     "retry",
 			     "enabled", 1,
 			     "maxRetries", 3,
@@ -335,6 +350,7 @@ static json_t *build_defaults(void)
 			     "rpc",
 			     "maxLineBytes", 67108864,
 			     "outputHighWaterBytes", 1048576,
+			     "messageUpdates", "full",
 			     "sim",
 			     "plan",
 			     "chunkDelayMs", 0,

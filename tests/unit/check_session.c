@@ -465,6 +465,35 @@ START_TEST(test_output_pause_stops_streaming_until_resumed)
 }
 END_TEST
 
+START_TEST(test_delta_updates_carry_no_partial_but_final_message_is_whole)
+{
+	struct fx f;
+	const char *const sets[] = { "rpc.messageUpdates=delta", NULL };
+	size_t i;
+	json_t *ev, *end = NULL;
+	int deltas = 0;
+
+	fx_init(&f, "[{\"text\":\"one two three\"}]", sets);
+	prompt(&f, "hi");
+	clock_fake_advance(&f.clock, 10);
+	json_array_foreach(f.events, i, ev) {
+		const char *t = json_string_value(json_object_get(ev, "type"));
+
+		if (strcmp(t, "message_update") == 0) {
+			ck_assert_ptr_null(json_object_get(ev, "message"));
+			ck_assert_ptr_null(json_object_get(json_object_get(ev, "assistantMessageEvent"), "partial"));
+			deltas++;
+		}
+		if (strcmp(t, "message_end") == 0)
+			end = json_object_get(ev, "message");
+	}
+	ck_assert_int_eq(deltas, 5); /* text_start, 3 deltas, text_end */
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(end, "content"), 0), "text")),
+			 "one two three");
+	fx_release(&f);
+}
+END_TEST
+
 Suite *session_suite(void)
 {
 	Suite *s = suite_create("session");
@@ -485,6 +514,7 @@ Suite *session_suite(void)
 	tcase_add_test(tc, test_usage_limit_with_no_spare_credential_uses_backoff);
 	tcase_add_test(tc, test_state_reports_retry_fields_during_backoff);
 	tcase_add_test(tc, test_output_pause_stops_streaming_until_resumed);
+	tcase_add_test(tc, test_delta_updates_carry_no_partial_but_final_message_is_whole);
 	suite_add_tcase(s, tc);
 	return s;
 }
