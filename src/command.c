@@ -257,11 +257,11 @@ int command_parse(const char *line, size_t len, struct command *cmd)
 		return fail(cmd, "Failed to parse command: \"type\" must be a string, not %s",
 			    json_kind(type));
 	cmd->name = json_string_value(type);
-	if (lookup(cmd, cmd->name) != 0)
-		return -1;
 	if (id != NULL && !json_is_string(id) && !json_is_null(id))
 		return fail(cmd, "%s: field \"id\" must be a string, not %s", cmd->name,
 			    json_kind(id));
+	if (lookup(cmd, cmd->name) != 0)
+		return -1;
 	return parse_fields(cmd);
 }
 

@@ -359,8 +359,8 @@ static int run(struct daemon *d, const struct options *o)
 	d->sigterm.data = d->sigint.data = d->grace.data = d;
 	uv_signal_start(&d->sigterm, on_signal, SIGTERM);
 	uv_signal_start(&d->sigint, on_signal, SIGINT);
-	uv_unref((uv_handle_t *)&d->sigterm);
-	uv_unref((uv_handle_t *)&d->sigint);
+	/* The signal handles stay referenced: the loop ends only through
+	 * close_all(), never because a hung attempt holds no handle. */
 	d->handles_ready = true;
 
 	emit_cb(d, json_pack("{s:s}", "type", "ready"));
