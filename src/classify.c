@@ -23,6 +23,7 @@ enum classify_list_id {
 	LIST_NON_RETRYABLE,
 	LIST_CONTEXT_OVERFLOW,
 	LIST_USAGE_LIMIT,
+	LIST_OVERLOAD,
 	LIST_COUNT,
 };
 
@@ -31,6 +32,7 @@ static const char *const list_keys[LIST_COUNT] = {
 	[LIST_NON_RETRYABLE] = "nonRetryablePatterns",
 	[LIST_CONTEXT_OVERFLOW] = "contextOverflowPatterns",
 	[LIST_USAGE_LIMIT] = "usageLimitPatterns",
+	[LIST_OVERLOAD] = "overloadPatterns",
 };
 
 /* Statuses only as whole numbers: "max_tokens must be <= 1500" and
@@ -101,11 +103,22 @@ static const char *const default_usage_limit[] = {
 	NULL,
 };
 
+/* The model itself is saturated: what model fallback counts. */
+static const char *const default_overload[] = {
+	"overloaded",
+	"(?<![0-9])(?:503|529)(?![0-9])",
+	"service.?unavailable",
+	"over.?capacity",
+	"model.?capacity",
+	NULL,
+};
+
 static const char *const *const default_lists[LIST_COUNT] = {
 	[LIST_RETRYABLE] = default_retryable,
 	[LIST_NON_RETRYABLE] = default_non_retryable,
 	[LIST_CONTEXT_OVERFLOW] = default_context_overflow,
 	[LIST_USAGE_LIMIT] = default_usage_limit,
+	[LIST_OVERLOAD] = default_overload,
 };
 
 struct classify_list {
@@ -292,6 +305,12 @@ bool classify_is_usage_limit(const struct classify *self, const char *message, s
 {
 	assert(self != NULL);
 	return list_matches(self, LIST_USAGE_LIMIT, message, len);
+}
+
+bool classify_is_overload(const struct classify *self, const char *message, size_t len)
+{
+	assert(self != NULL);
+	return list_matches(self, LIST_OVERLOAD, message, len);
 }
 
 const char *classify_verdict_name(enum classify_verdict verdict)

@@ -21,11 +21,12 @@ struct classify;
 
 /* The built-in lists, as a new reference:
  * {"retryablePatterns":[...], "nonRetryablePatterns":[...],
- *  "contextOverflowPatterns":[...], "usageLimitPatterns":[...]}.
+ *  "contextOverflowPatterns":[...], "usageLimitPatterns":[...],
+ *  "overloadPatterns":[...]}.
  * settings.c merges this object into its defaults under "retry". */
 json_t *classify_defaults(void);
 
-/* Compiles the four lists from `retry` (borrowed; the settings' "retry"
+/* Compiles the five lists from `retry` (borrowed; the settings' "retry"
  * object, may be NULL). A list missing from `retry` falls back to its
  * default. Returns NULL and fills err with e.g.
  * "retry.retryablePatterns[2] \"(oops\": missing closing parenthesis at offset 5"
@@ -36,6 +37,8 @@ void classify_free(struct classify *self);
 /* message: borrowed, `len` bytes, need not be NUL-terminated. */
 enum classify_verdict classify_error(const struct classify *self, const char *message, size_t len);
 bool classify_is_usage_limit(const struct classify *self, const char *message, size_t len);
+/* The model is overloaded (what retry.fallbackAfterConsecutive counts). */
+bool classify_is_overload(const struct classify *self, const char *message, size_t len);
 
 /* "retryable", "not-retryable", "context-overflow". */
 const char *classify_verdict_name(enum classify_verdict verdict);

@@ -27,13 +27,16 @@ static const struct command_spec specs[] = {
 	{ "set_session_name", CMD_SET_SESSION_NAME },
 	{ "get_session_stats", CMD_GET_SESSION_STATS },
 	{ "get_commands", CMD_GET_COMMANDS },
+	{ "get_retry_policy", CMD_GET_RETRY_POLICY },
+	{ "set_retry_policy", CMD_SET_RETRY_POLICY },
 };
 
 const char *const command_names[] = {
 	"prompt", "steer", "follow_up", "abort", "set_auto_retry", "abort_retry",
 	"get_state", "get_messages", "get_last_assistant_text", "new_session",
 	"set_model", "get_available_models", "set_steering_mode", "set_follow_up_mode",
-	"set_session_name", "get_session_stats", "get_commands", NULL,
+	"set_session_name", "get_session_stats", "get_commands", "get_retry_policy",
+	"set_retry_policy", NULL,
 };
 
 /* pi commands with no meaning in retryd, and why. */
@@ -183,9 +186,29 @@ static int parse_fields(struct command *cmd)
 
 	switch (cmd->type) {
 	case CMD_PROMPT:
-		if (parse_message(cmd) != 0)
+		if (parse_message(cmd) != 0 || parse_behavior(cmd) != 0)
 			return -1;
-		return parse_behavior(cmd);
+		v = json_object_get(cmd->root, "retry");
+		if (v != NULL && !json_is_null(v) && !json_is_object(v))
+			return fail(cmd, "%s: field \"retry\" must be an object of retry settings, not %s",
+				    cmd->name, json_kind(v));
+		cmd->retry = json_is_object(v) ? v : NULL;
+		return 0;
+	case CMD_SET_RETRY_POLICY:
+		v = json_object_get(cmd->root, "policy");
+		if (v == NULL)
+			return fail(cmd, "%s: missing required field \"policy\" (an object of retry settings)",
+				    cmd->name);
+		if (!json_is_object(v))
+			return fail(cmd, "%s: field \"policy\" must be an object, not %s", cmd->name,
+				    json_kind(v));
+		cmd->policy = v;
+		v = json_object_get(cmd->root, "persist");
+		if (v != NULL && !json_is_null(v) && !json_is_boolean(v))
+			return fail(cmd, "%s: field \"persist\" must be true or false, not %s",
+				    cmd->name, json_kind(v));
+		cmd->persist = json_is_true(v);
+		return 0;
 	case CMD_STEER:
 	case CMD_FOLLOW_UP:
 		return parse_message(cmd);

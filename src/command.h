@@ -30,6 +30,8 @@ enum command_type {
 	CMD_SET_SESSION_NAME,
 	CMD_GET_SESSION_STATS,
 	CMD_GET_COMMANDS,
+	CMD_GET_RETRY_POLICY,
+	CMD_SET_RETRY_POLICY,
 	CMD_UNSUPPORTED, /* a pi command that has no meaning here */
 };
 
@@ -49,6 +51,9 @@ struct command {
 	const char *message;   /* prompt, steer, follow_up */
 	json_t *images;        /* prompt, steer, follow_up; NULL when absent */
 	enum streaming_behavior behavior; /* prompt */
+	json_t *retry;         /* prompt: its own retry settings; NULL when absent */
+	json_t *policy;        /* set_retry_policy */
+	bool persist;          /* set_retry_policy */
 	bool enabled;          /* set_auto_retry */
 	const char *provider;  /* set_model */
 	const char *model_id;  /* set_model */

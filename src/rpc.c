@@ -66,15 +66,14 @@ static void dispatch(struct rpc *self, struct command *cmd)
 
 	switch (cmd->type) {
 	case CMD_PROMPT:
-		if (s->busy && cmd->behavior == BEHAVIOR_NONE) {
-			session_prompt(s, cmd->message, cmd->images, cmd->behavior, err, sizeof(err));
+		if (session_accept(s, cmd->behavior, cmd->retry, &data, err, sizeof(err)) != 0) {
 			respond_error(self, cmd->id, cmd->name, err);
 			return;
 		}
 		/* Accepted: the response goes out before the run's first event. */
 		respond_ok(self, cmd, NULL);
-		if (session_prompt(s, cmd->message, cmd->images, cmd->behavior, err, sizeof(err)) != 0)
-			respond_error(self, cmd->id, cmd->name, err);
+		if (session_prompt(s, cmd->message, cmd->images, cmd->behavior, data) != 0)
+			respond_error(self, cmd->id, cmd->name, "out of memory");
 		return;
 	case CMD_STEER:
 	case CMD_FOLLOW_UP:
@@ -94,6 +93,15 @@ static void dispatch(struct rpc *self, struct command *cmd)
 	case CMD_SET_AUTO_RETRY:
 		session_set_auto_retry(s, cmd->enabled, &data, err, sizeof(err));
 		respond_ok(self, cmd, data);
+		return;
+	case CMD_GET_RETRY_POLICY:
+		respond_ok(self, cmd, json_pack("{s:o}", "policy", session_retry_policy(s)));
+		return;
+	case CMD_SET_RETRY_POLICY:
+		if (session_set_retry_policy(s, cmd->policy, cmd->persist, &data, err, sizeof(err)) != 0)
+			respond_error(self, cmd->id, cmd->name, err);
+		else
+			respond_ok(self, cmd, data);
 		return;
 	case CMD_GET_STATE:
 		respond_ok(self, cmd, session_state(s));

@@ -1,5 +1,6 @@
 #include "session.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,14 +54,28 @@ static void make_uuid_v7(char out[40], int64_t ms)
 		 b[12], b[13], b[14], b[15]);
 }
 
+/* The running chain's snapshot, except that set_auto_retry after the
+ * snapshot was taken still turns retrying off (or on) at the next failure. */
 static struct retry_policy current_policy(struct session *self)
 {
-	struct retry_policy p = {
-		.enabled = settings_bool(self->cfg.settings, "retry.enabled", true),
-		.max_retries = (int)settings_int(self->cfg.settings, "retry.maxRetries", 3),
-		.base_delay_ms = settings_int(self->cfg.settings, "retry.baseDelayMs", 2000),
-	};
+	struct retry_policy p = self->policy.retry;
+
+	if (self->auto_retry_gen != self->policy_gen)
+		p.enabled = settings_bool(self->cfg.settings, "retry.enabled", true);
 	return p;
+}
+
+static struct classify *classifier(struct session *self)
+{
+	return policy_classifier(&self->policy, self->cfg.classify);
+}
+
+/* A number from the snapshot; `fallback` when absent. */
+static int64_t policy_int(struct session *self, const char *key, int64_t fallback)
+{
+	json_t *v = json_object_get(self->policy.json, key);
+
+	return json_is_integer(v) ? json_integer_value(v) : fallback;
 }
 
 static json_t *user_message(struct session *self, const char *text, const json_t *images)
@@ -159,14 +174,28 @@ int session_init(struct session *self, const struct session_config *cfg)
 		session_release(self);
 		return -1;
 	}
+	self->primary_model = strdup(self->model);
+	self->model_cooldown = json_object();
+	retry_policy_default(&self->policy.retry);
+	retry_budget_configure(&self->budget, settings_get(cfg->settings, "retry.budget"));
+	if (self->primary_model == NULL || self->model_cooldown == NULL) {
+		session_release(self);
+		return -1;
+	}
 	start_new_session(self);
 	return 0;
 }
 
 void session_release(struct session *self)
 {
-	if (self->cfg.clock != NULL)
+	if (self->cfg.clock != NULL) {
 		clock_timer_stop(self->cfg.clock, &self->retry_timer);
+		clock_timer_stop(self->cfg.clock, &self->idle_timer);
+	}
+	classify_free(self->cfg.classify);
+	policy_release(&self->policy);
+	free(self->primary_model);
+	json_decref(self->model_cooldown);
 	json_decref(self->messages);
 	json_decref(self->run_messages);
 	json_decref(self->steering);
@@ -225,15 +254,41 @@ static json_t *take_queued(json_t *queue, bool all)
 	return out;
 }
 
-/* turn_start, the newly delivered user messages (stolen array), an attempt. */
-static void start_turn(struct session *self, json_t *deliver)
+/* A new chain runs on the policy its prompt was accepted with. */
+static void adopt_policy(struct session *self, json_t *resolved)
+{
+	json_t *daemon_retry = settings_get(self->cfg.settings, "retry");
+	char err[512];
+
+	policy_release(&self->policy);
+	self->policy_gen = self->auto_retry_gen;
+	if (policy_load(&self->policy, resolved, daemon_retry, err, sizeof(err)) != 0) {
+		/* Checked at acceptance, so only memory can fail here. */
+		LOG_ERROR("retry policy: %s", err);
+		retry_policy_default(&self->policy.retry);
+	}
+}
+
+static void revert_model_if_rested(struct session *self);
+
+/* turn_start, the newly delivered queue items (stolen array of
+ * {"message","policy"}), an attempt. A new chain adopts the policy of the
+ * last item delivered. */
+static void start_turn(struct session *self, json_t *deliver, bool new_chain)
 {
 	size_t i;
-	json_t *m;
+	json_t *item;
 
+	if (new_chain && json_array_size(deliver) > 0) {
+		adopt_policy(self, json_object_get(json_array_get(deliver, json_array_size(deliver) - 1),
+						   "policy"));
+		revert_model_if_rested(self);
+	}
 	self->phase = SESSION_ATTEMPT;
 	emit_simple(self, "turn_start");
-	json_array_foreach(deliver, i, m) {
+	json_array_foreach(deliver, i, item) {
+		json_t *m = json_object_get(item, "message");
+
 		emit(self, json_pack("{s:s, s:O}", "type", "message_start", "message", m));
 		add_message(self, m);
 		emit(self, json_pack("{s:s, s:O}", "type", "message_end", "message", m));
@@ -245,9 +300,9 @@ static void start_turn(struct session *self, json_t *deliver)
 static void next_or_end(struct session *self)
 {
 	if (json_array_size(self->steering) > 0)
-		start_turn(self, take_queued(self->steering, self->steer_all));
+		start_turn(self, take_queued(self->steering, self->steer_all), true);
 	else if (json_array_size(self->follow_ups) > 0)
-		start_turn(self, take_queued(self->follow_ups, self->follow_up_all));
+		start_turn(self, take_queued(self->follow_ups, self->follow_up_all), true);
 	else
 		end_run(self);
 }
@@ -259,7 +314,7 @@ static void on_retry_timer(struct clock_timer *timer, void *ctx)
 	(void)timer;
 	/* Steering that arrived during the backoff goes before the next attempt. */
 	start_turn(self, json_array_size(self->steering) > 0
-			 ? take_queued(self->steering, self->steer_all) : json_array());
+			 ? take_queued(self->steering, self->steer_all) : json_array(), false);
 }
 
 static json_t *new_partial(struct session *self)
@@ -297,21 +352,41 @@ static size_t content_index(struct session *self)
 	return content_index_of(self->partial);
 }
 
-static void sink_start(void *ctx)
-{
-	struct session *self = ctx;
+static void on_idle_timeout(struct clock_timer *timer, void *ctx);
 
+/* Data arrived: the stall clock starts again. */
+static void touch(struct session *self)
+{
+	int64_t idle = self->policy.retry.idle_timeout_ms;
+
+	if (idle > 0 && self->phase == SESSION_ATTEMPT)
+		clock_timer_start(self->cfg.clock, &self->idle_timer, (uint64_t)idle,
+				  on_idle_timeout, self);
+}
+
+/* message_start, once per attempt. */
+static void ensure_partial(struct session *self)
+{
 	if (self->partial != NULL)
 		return;
 	self->partial = new_partial(self);
 	emit(self, json_pack("{s:s, s:O}", "type", "message_start", "message", self->partial));
 }
 
+static void sink_start(void *ctx)
+{
+	struct session *self = ctx;
+
+	touch(self);
+	ensure_partial(self);
+}
+
 static void sink_text_start(void *ctx)
 {
 	struct session *self = ctx;
 
-	sink_start(self);
+	touch(self);
+	ensure_partial(self);
 	self->text_len = 0;
 	json_array_append_new(json_object_get(self->partial, "content"),
 			      json_pack("{s:s, s:s}", "type", "text", "text", ""));
@@ -345,6 +420,7 @@ static void sink_text_delta(void *ctx, const char *s, size_t n)
 	json_t *block;
 	size_t idx;
 
+	touch(self);
 	if (self->partial == NULL || text_append(self, s, n) != 0)
 		return;
 	idx = content_index(self);
@@ -361,6 +437,7 @@ static void sink_text_end(void *ctx)
 	struct session *self = ctx;
 	size_t idx;
 
+	touch(self);
 	if (self->partial == NULL)
 		return;
 	idx = content_index(self);
@@ -385,7 +462,7 @@ static json_t *close_message(struct session *self, enum stop_reason stop, const 
 {
 	json_t *msg;
 
-	sink_start(self);
+	ensure_partial(self);
 	msg = self->partial;
 	self->partial = NULL;
 	if (self->text_len > 0) {
@@ -424,30 +501,136 @@ static void emit_retry_end(struct session *self, const struct retry_decision *d)
 	emit(self, ev);
 }
 
-/* A usage-limit error: mark the credential, and say whether another is ready. */
-static int usage_limit_switch(struct session *self, const struct provider_result *r)
+/* How long a server asked us to wait: the provider's structured hint, else
+ * one parsed from the error text; -1 when there is none. */
+static int64_t server_hint(struct session *self, const struct provider_result *r)
+{
+	int64_t hint = r->hint_ms;
+
+	if (hint < 0 && r->error_message != NULL &&
+	    !hint_parse(r->error_message, strlen(r->error_message), wall_ms(self), &hint))
+		hint = -1;
+	return hint;
+}
+
+/* A usage-limit error: mark the credential exhausted until the hint (or the
+ * cooldown), and say which credential is ready instead (-1: none). */
+static int credential_switch(struct session *self, int64_t hint)
 {
 	int64_t now = wall_ms(self);
-	int64_t wait = r->hint_ms;
+	int64_t wait = hint >= 0 ? hint : policy_int(self, "usageLimitCooldownMs", 1800000);
 
-	if (!classify_is_usage_limit(self->cfg.classify, r->error_message,
-				     strlen(r->error_message)))
-		return -1;
-	if (wait < 0 && !hint_parse(r->error_message, strlen(r->error_message), now, &wait))
-		wait = settings_int(self->cfg.settings, "retry.usageLimitCooldownMs", 1800000);
 	authstore_mark_exhausted(&self->auth, now + wait);
 	return authstore_next_available(&self->auth, now);
+}
+
+static bool model_rested(struct session *self, const char *model, int64_t now)
+{
+	json_t *until = json_object_get(self->model_cooldown, model);
+
+	return until == NULL || json_integer_value(until) <= now;
+}
+
+/* The first model of [primary, fallbackModels...] other than the current one
+ * that is not cooling down, or NULL. Borrowed. */
+static const char *next_model(struct session *self, int64_t now)
+{
+	json_t *list = json_object_get(self->policy.json, "fallbackModels");
+	size_t i;
+	json_t *id;
+
+	if (json_array_size(list) == 0)
+		return NULL;
+	if (strcmp(self->primary_model, self->model) != 0 &&
+	    model_rested(self, self->primary_model, now))
+		return self->primary_model;
+	json_array_foreach(list, i, id) {
+		const char *m = json_string_value(id);
+
+		if (m != NULL && strcmp(m, self->model) != 0 && model_rested(self, m, now))
+			return m;
+	}
+	return NULL;
+}
+
+static void use_model(struct session *self, const char *model, const char *kind_reason)
+{
+	json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", "retry_fallback_applied",
+			       "kind", "model", "from", self->model, "to", model,
+			       "reason", kind_reason);
+	char *copy = strdup(model);
+
+	if (copy == NULL) {
+		json_decref(ev);
+		return;
+	}
+	free(self->model);
+	self->model = copy;
+	self->overloads = 0;
+	emit(self, ev);
+}
+
+/* The primary model comes back once its cooldown is over (checked when a
+ * chain starts, so one chain never flips between models). */
+static void revert_model_if_rested(struct session *self)
+{
+	if (strcmp(self->model, self->primary_model) == 0 ||
+	    !model_rested(self, self->primary_model, wall_ms(self)))
+		return;
+	use_model(self, self->primary_model, "cooldown-expired");
+}
+
+/* After a transient failure: pick what changes before the retry. Returns
+ * the switch made ready (performed later, only if a retry happens). */
+static enum retry_switch plan_switch(struct session *self, const char *error, int64_t hint,
+				     int *cred, const char **model, const char **why)
+{
+	struct classify *c = classifier(self);
+	int64_t now = wall_ms(self);
+	size_t len = strlen(error);
+	bool usage = classify_is_usage_limit(c, error, len);
+
+	*cred = -1;
+	*model = NULL;
+	if (usage) {
+		*cred = credential_switch(self, hint);
+		if (*cred >= 0)
+			return RETRY_SWITCH_CREDENTIAL;
+	}
+	if (classify_is_overload(c, error, len))
+		self->overloads++;
+	else
+		self->overloads = 0;
+	if (usage || self->overloads >= self->policy.retry.fallback_after_consecutive) {
+		*model = next_model(self, now);
+		if (*model != NULL) {
+			int64_t rest = usage ? (hint >= 0 ? hint : policy_int(self, "usageLimitCooldownMs", 1800000))
+					     : policy_int(self, "fallbackCooldownMs", 60000);
+
+			json_object_set_new(self->model_cooldown, self->model, json_integer(now + rest));
+			*why = usage ? "usage-limit" : "overloaded";
+			return RETRY_SWITCH_MODEL;
+		}
+	}
+	return RETRY_SWITCH_NONE;
+}
+
+static void stop_idle_timer(struct session *self)
+{
+	clock_timer_stop(self->cfg.clock, &self->idle_timer);
 }
 
 static void sink_finish(void *ctx, const struct provider_result *r)
 {
 	struct session *self = ctx;
 	struct retry_policy policy = current_policy(self);
-	struct retry_outcome outcome = { .failure = RETRY_OK };
+	struct retry_outcome outcome = { .failure = RETRY_OK, .hint_ms = -1 };
 	struct retry_decision d;
 	int next_cred = -1;
-	json_t *msg;
+	const char *next_mod = NULL, *why = NULL;
+	json_t *msg, *ev;
 
+	stop_idle_timer(self);
 	msg = close_message(self, r->stop, r->stop == STOP_ERROR ? r->error_message : NULL,
 			    r->input_tokens, r->output_tokens);
 	if (r->stop == STOP_ERROR || r->stop == STOP_ABORTED) {
@@ -456,13 +639,17 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 		outcome.error_message = r->error_message ? r->error_message : "Unknown error";
 		outcome.failure = RETRY_PERMANENT;
 		if (r->stop == STOP_ERROR && r->error_message != NULL &&
-		    classify_error(self->cfg.classify, text, strlen(text)) == CLASSIFY_RETRYABLE) {
+		    classify_error(classifier(self), text, strlen(text)) == CLASSIFY_RETRYABLE) {
 			outcome.failure = RETRY_TRANSIENT;
-			next_cred = usage_limit_switch(self, r);
-			outcome.switched_credential = next_cred >= 0;
+			outcome.hint_ms = server_hint(self, r);
+			if (policy.enabled)
+				outcome.switched = plan_switch(self, text, outcome.hint_ms, &next_cred,
+							       &next_mod, &why);
 		}
+	} else {
+		self->overloads = 0;
 	}
-	d = retry_decide(&policy, &self->chain, &outcome, clock_now(self->cfg.clock));
+	retry_decide(&policy, &self->chain, &self->budget, &outcome, clock_now(self->cfg.clock), &d);
 	switch (d.action) {
 	case RETRY_ACT_DONE:
 		emit_retry_end(self, &d);
@@ -476,19 +663,24 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 		break;
 	case RETRY_ACT_WAIT:
 		emit_turn_end(self, msg);
-		if (next_cred >= 0) {
+		if (outcome.switched == RETRY_SWITCH_CREDENTIAL) {
 			const char *from = authstore_current(&self->auth);
-			json_t *ev = json_pack("{s:s, s:s, s:s, s:s}", "type", "retry_fallback_applied",
-					       "kind", "credential", "from", from ? from : "",
-					       "to", self->auth.names[next_cred]);
 
+			ev = json_pack("{s:s, s:s, s:s, s:s}", "type", "retry_fallback_applied",
+				       "kind", "credential", "from", from ? from : "",
+				       "to", self->auth.names[next_cred]);
 			authstore_use(&self->auth, (size_t)next_cred);
 			emit(self, ev);
+		} else if (outcome.switched == RETRY_SWITCH_MODEL) {
+			use_model(self, next_mod, why);
 		}
-		emit(self, json_pack("{s:s, s:i, s:i, s:I, s:s}", "type", "auto_retry_start",
-				     "attempt", d.attempt, "maxAttempts", d.max_attempts,
-				     "delayMs", (json_int_t)d.delay_ms, "errorMessage",
-				     outcome.error_message));
+		ev = json_pack("{s:s, s:i, s:i, s:I, s:s, s:s}", "type", "auto_retry_start",
+			       "attempt", d.attempt, "maxAttempts", d.max_attempts,
+			       "delayMs", (json_int_t)d.delay_ms, "errorMessage",
+			       outcome.error_message, "reason", retry_reason_name(d.reason));
+		if (ev != NULL && d.hint_ms >= 0)
+			json_object_set_new(ev, "hintMs", json_integer(d.hint_ms));
+		emit(self, ev);
 		/* The failed message leaves the context; the session file keeps it. */
 		drop_last_message(self);
 		self->phase = SESSION_BACKOFF;
@@ -496,6 +688,22 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 				  on_retry_timer, self);
 		break;
 	}
+	retry_decision_release(&d);
+}
+
+static void on_idle_timeout(struct clock_timer *timer, void *ctx)
+{
+	struct session *self = ctx;
+	char err[96];
+	struct provider_result r = { .stop = STOP_ERROR, .error_message = err, .hint_ms = -1 };
+
+	(void)timer;
+	if (self->phase != SESSION_ATTEMPT)
+		return;
+	snprintf(err, sizeof(err), "stream stall: no data for %" PRId64 " ms",
+		 self->policy.retry.idle_timeout_ms);
+	self->cfg.provider->ops->abort(self->cfg.provider);
+	sink_finish(self, &r);
 }
 
 static const struct provider_sink sink_template = {
@@ -521,6 +729,7 @@ static void start_attempt(struct session *self)
 	self->phase = SESSION_ATTEMPT;
 	self->delta_updates = strcmp(settings_string(self->cfg.settings, "rpc.messageUpdates", "full"),
 				     "delta") == 0;
+	touch(self);
 	if (p->ops->start(p, &actx, &sink, err, sizeof(err)) != 0) {
 		struct provider_result r = { .stop = STOP_ERROR, .error_message = err, .hint_ms = -1 };
 
@@ -533,54 +742,72 @@ static void start_attempt(struct session *self)
 
 /* Commands. */
 
-static void begin_run(struct session *self, json_t *msg)
+static void begin_run(struct session *self, json_t *item)
 {
 	json_t *deliver = json_array();
 
-	json_array_append_new(deliver, msg);
+	json_array_append_new(deliver, item);
 	self->busy = true;
 	json_array_clear(self->run_messages);
 	emit_simple(self, "agent_start");
-	start_turn(self, deliver);
+	start_turn(self, deliver, true);
 }
 
-static int enqueue(struct session *self, json_t *queue, const char *text, const json_t *images)
+/* A queue item: the user message and the policy snapshot taken now.
+ * policy: stolen. */
+static int enqueue(struct session *self, json_t *queue, const char *text, const json_t *images,
+		   json_t *policy)
 {
-	json_t *msg = user_message(self, text, images);
+	json_t *item = json_pack("{s:o, s:o}", "message", user_message(self, text, images),
+				 "policy", policy);
 
-	if (msg == NULL)
+	if (item == NULL)
 		return -1;
 	if (!self->busy) {
-		begin_run(self, msg);
+		begin_run(self, item);
 		return 0;
 	}
-	return json_array_append_new(queue, msg);
+	return json_array_append_new(queue, item);
 }
 
-int session_prompt(struct session *self, const char *text, const json_t *images,
-		   int behavior, char *err, size_t errlen)
+int session_accept(struct session *self, int behavior, const json_t *retry, json_t **policy,
+		   char *err, size_t errlen)
 {
 	if (self->busy && behavior == BEHAVIOR_NONE) {
 		snprintf(err, errlen, "Agent is already processing. Specify streamingBehavior "
 			 "('steer' or 'followUp') to queue the message.");
 		return -1;
 	}
-	if (enqueue(self, behavior == BEHAVIOR_STEER ? self->steering : self->follow_ups, text,
-		    images) != 0) {
-		snprintf(err, errlen, "out of memory");
+	*policy = policy_resolve(self->cfg.settings, retry, err, errlen);
+	return *policy ? 0 : -1;
+}
+
+int session_prompt(struct session *self, const char *text, const json_t *images,
+		   int behavior, json_t *policy)
+{
+	return enqueue(self, behavior == BEHAVIOR_STEER ? self->steering : self->follow_ups, text,
+		       images, policy);
+}
+
+static int enqueue_plain(struct session *self, json_t *queue, const char *text,
+			 const json_t *images)
+{
+	char err[256];
+	json_t *policy = policy_resolve(self->cfg.settings, NULL, err, sizeof(err));
+
+	if (policy == NULL)
 		return -1;
-	}
-	return 0;
+	return enqueue(self, queue, text, images, policy);
 }
 
 int session_steer(struct session *self, const char *text, const json_t *images)
 {
-	return enqueue(self, self->steering, text, images);
+	return enqueue_plain(self, self->steering, text, images);
 }
 
 int session_follow_up(struct session *self, const char *text, const json_t *images)
 {
-	return enqueue(self, self->follow_ups, text, images);
+	return enqueue_plain(self, self->follow_ups, text, images);
 }
 
 void session_abort_retry(struct session *self)
@@ -591,7 +818,7 @@ void session_abort_retry(struct session *self)
 		return;
 	clock_timer_stop(self->cfg.clock, &self->retry_timer);
 	self->phase = SESSION_IDLE;
-	d = retry_cancel(&self->chain);
+	retry_cancel(&self->chain, &d);
 	emit_retry_end(self, &d);
 	next_or_end(self);
 }
@@ -602,7 +829,7 @@ static void collect_texts(json_t *out, json_t *queue)
 	json_t *m;
 
 	json_array_foreach(queue, i, m) {
-		json_t *first = json_array_get(json_object_get(m, "content"), 0);
+		json_t *first = json_array_get(json_object_get(json_object_get(m, "message"), "content"), 0);
 
 		json_array_append(out, json_object_get(first, "text"));
 	}
@@ -619,15 +846,16 @@ void session_abort(struct session *self, json_t **data)
 	collect_texts(dropped, self->follow_ups);
 	if (self->phase == SESSION_BACKOFF) {
 		clock_timer_stop(self->cfg.clock, &self->retry_timer);
-		d = retry_cancel(&self->chain);
+		retry_cancel(&self->chain, &d);
 		emit_retry_end(self, &d);
 	} else if (self->phase == SESSION_ATTEMPT) {
 		json_t *msg;
 
 		self->cfg.provider->ops->abort(self->cfg.provider);
+		stop_idle_timer(self);
 		msg = close_message(self, STOP_ABORTED, ABORTED_MESSAGE, 0, 0);
 		emit_turn_end(self, msg);
-		d = retry_cancel(&self->chain);
+		retry_cancel(&self->chain, &d);
 		emit_retry_end(self, &d);
 	}
 	if (self->busy)
@@ -644,6 +872,7 @@ int session_set_auto_retry(struct session *self, bool enabled, json_t **data,
 	int rc = settings_persist(self->cfg.settings, "retry.enabled", json_boolean(enabled),
 				  err, errlen);
 
+	self->auto_retry_gen++;
 	*data = NULL;
 	if (rc != 0) {
 		/* Applied for this process all the same; say what was not saved. */
@@ -684,11 +913,72 @@ json_t *session_state(struct session *self)
 			       "isRetrying", self->phase == SESSION_BACKOFF,
 			       "retryAttempt", self->chain.attempt);
 
-	if (st != NULL && self->file != NULL)
+	if (st == NULL)
+		return NULL;
+	if (self->file != NULL)
 		json_object_set_new(st, "sessionFile", json_string(self->file));
-	if (st != NULL && self->name != NULL)
+	if (self->name != NULL)
 		json_object_set_new(st, "sessionName", json_string(self->name));
+	/* The snapshot the running chain uses; null when idle. */
+	json_object_set_new(st, "retryPolicy", self->busy && self->policy.json
+						? json_deep_copy(self->policy.json) : json_null());
+	json_object_set_new(st, "retryBudget", retry_budget_json(&self->budget));
 	return st;
+}
+
+json_t *session_retry_policy(struct session *self)
+{
+	char err[512];
+
+	return policy_resolve(self->cfg.settings, NULL, err, sizeof(err));
+}
+
+int session_set_retry_policy(struct session *self, const json_t *policy, bool persist,
+			     json_t **data, char *err, size_t errlen)
+{
+	json_t *resolved;
+	struct classify *c;
+	const char *key;
+	json_t *v;
+	char name[128], werr[512] = "";
+	bool saved = true;
+
+	*data = NULL;
+	if (!json_is_object(policy)) {
+		snprintf(err, errlen, "set_retry_policy: field \"policy\" must be an object of retry settings");
+		return -1;
+	}
+	/* Everything is checked before anything changes. */
+	resolved = policy_resolve(self->cfg.settings, policy, err, errlen);
+	if (resolved == NULL)
+		return -1;
+	c = classify_new(resolved, err, errlen);
+	json_decref(resolved);
+	if (c == NULL)
+		return -1;
+	json_object_foreach((json_t *)policy, key, v) {
+		snprintf(name, sizeof(name), "retry.%s", key);
+		if (persist) {
+			if (settings_persist(self->cfg.settings, name, json_deep_copy(v), werr,
+					     sizeof(werr)) != 0)
+				saved = false;
+		} else {
+			settings_override_value(self->cfg.settings, name, json_deep_copy(v), werr,
+						sizeof(werr));
+		}
+		if (strcmp(key, "enabled") == 0)
+			self->auto_retry_gen++;
+	}
+	classify_free(self->cfg.classify);
+	self->cfg.classify = c;
+	retry_budget_configure(&self->budget, settings_get(self->cfg.settings, "retry.budget"));
+	*data = json_pack("{s:o, s:b}", "policy", session_retry_policy(self), "persisted",
+			  persist && saved);
+	if (!saved) {
+		LOG_WARN("%s", werr);
+		json_object_set_new(*data, "warning", json_string(werr));
+	}
+	return 0;
 }
 
 json_t *session_messages(struct session *self)
@@ -806,7 +1096,12 @@ int session_set_model(struct session *self, const char *provider, const char *mo
 	}
 	free(self->model);
 	self->model = copy;
-	return 0;
+	/* A model the caller picks is the new primary; fallbacks start over. */
+	free(self->primary_model);
+	self->primary_model = strdup(copy);
+	self->overloads = 0;
+	json_object_clear(self->model_cooldown);
+	return self->primary_model ? 0 : -1;
 }
 
 void session_new(struct session *self)

@@ -26,6 +26,7 @@
 #include "classify.h"
 #include "clock.h"
 #include "journal.h"
+#include "policy.h"
 #include "provider.h"
 #include "retry.h"
 #include "settings.h"
@@ -35,7 +36,7 @@ typedef void (*session_emit_fn)(void *ctx, json_t *event);
 
 struct session_config {
 	struct settings *settings;   /* borrowed */
-	struct classify *classify;   /* borrowed */
+	struct classify *classify;   /* stolen: compiled from the settings */
 	struct clock *clock;         /* borrowed */
 	struct provider *provider;   /* borrowed */
 	const char *model;           /* borrowed (copied) */
@@ -73,6 +74,15 @@ struct session {
 	enum session_phase phase;
 	struct retry_chain chain;
 	struct clock_timer retry_timer;
+	struct clock_timer idle_timer;  /* retry.idleTimeoutMs: no data for that long */
+	struct policy policy;   /* the running chain's snapshot (policy.json NULL when none yet) */
+	unsigned auto_retry_gen;  /* bumped by set_auto_retry */
+	unsigned policy_gen;      /* auto_retry_gen when the snapshot was taken */
+	struct retry_budget budget; /* shared by every prompt of the daemon */
+
+	char *primary_model;    /* owned: the model chosen by --model / set_model */
+	json_t *model_cooldown; /* owned: model id -> wall ms until it may be used again */
+	int overloads;          /* consecutive overload errors on the current model */
 
 	json_t *partial;       /* owned: the assistant message being streamed */
 	char *text;            /* owned: the open text block's text so far */
@@ -91,8 +101,14 @@ void session_release(struct session *self);
 
 /* Answers of the commands. Each returns 0, or -1 with err for the failed
  * response; `data` (when non-NULL) receives a new reference or NULL. */
+/* Whether a prompt can be accepted now: not busy unless queued by
+ * `behavior`, and its own retry settings (borrowed, may be NULL) valid.
+ * Returns 0 with *policy (new reference: the snapshot), or -1 with err. */
+int session_accept(struct session *self, int behavior, const json_t *retry, json_t **policy,
+		   char *err, size_t errlen);
+/* Runs (or queues) an accepted prompt; policy: stolen, from session_accept(). */
 int session_prompt(struct session *self, const char *text, const json_t *images,
-		   int behavior, char *err, size_t errlen);
+		   int behavior, json_t *policy);
 int session_steer(struct session *self, const char *text, const json_t *images);
 int session_follow_up(struct session *self, const char *text, const json_t *images);
 /* Cancels everything in flight; *data lists the queued messages it dropped. */
@@ -102,6 +118,12 @@ void session_abort_retry(struct session *self);
 int session_set_auto_retry(struct session *self, bool enabled, json_t **data,
 			   char *err, size_t errlen);
 json_t *session_state(struct session *self);          /* new reference */
+/* The policy a prompt accepted now would run on (new reference). */
+json_t *session_retry_policy(struct session *self);
+/* Validates policy (borrowed) as a whole, then applies it to later chains:
+ * persisted to the settings file, or for this process only. */
+int session_set_retry_policy(struct session *self, const json_t *policy, bool persist,
+			     json_t **data, char *err, size_t errlen);
 json_t *session_messages(struct session *self);       /* new reference */
 json_t *session_last_assistant_text(struct session *self); /* new reference */
 json_t *session_stats(struct session *self);          /* new reference */

@@ -25,6 +25,8 @@ enum rule_kind {
 	RULE_STRINGS,      /* an array of strings */
 	RULE_SOME_STRINGS, /* a non-empty array of strings */
 	RULE_CHOICE,       /* one of the '|'-separated strings in `choices` */
+	RULE_DELAYS,       /* an array of integers from min to max */
+	RULE_BUDGET,       /* null, or {"maxTokens": (0, max], "tokenRatio": (0, max]} */
 };
 
 struct rule {
@@ -44,6 +46,17 @@ static const struct rule rules[] = {
 	{ "retry.maxRetries",              RULE_INT,          0, 1000, NULL },
 	{ "retry.baseDelayMs",             RULE_INT,          0, DAY_MS, NULL },
 	{ "retry.usageLimitCooldownMs",    RULE_INT,          0, 30 * DAY_MS, NULL },
+	{ "retry.maxDelayMs",              RULE_INT,          -30 * DAY_MS, 30 * DAY_MS, NULL },
+	{ "retry.respectServerHints",      RULE_BOOL,         0, 0, NULL },
+	{ "retry.jitter",                  RULE_CHOICE,       0, 0, "none|full|equal|decorrelated" },
+	{ "retry.jitterSeed",              RULE_INT,          0, 9007199254740991LL, NULL },
+	{ "retry.schedule",                RULE_DELAYS,       0, 30 * DAY_MS, NULL },
+	{ "retry.budget",                  RULE_BUDGET,       0, 1000, NULL },
+	{ "retry.idleTimeoutMs",           RULE_INT,          0, DAY_MS, NULL },
+	{ "retry.fallbackModels",          RULE_STRINGS,      0, 0, NULL },
+	{ "retry.fallbackAfterConsecutive", RULE_INT,         1, 1000, NULL },
+	{ "retry.fallbackCooldownMs",      RULE_INT,          0, 30 * DAY_MS, NULL },
+	{ "retry.overloadPatterns",        RULE_STRINGS,      0, 0, NULL },
 	/* Pattern syntax is classify's to check. */
 	{ "retry.retryablePatterns",       RULE_STRINGS,      0, 0, NULL },
 	{ "retry.nonRetryablePatterns",    RULE_STRINGS,      0, 0, NULL },
@@ -121,6 +134,41 @@ static bool is_string_array(const json_t *value, size_t *bad)
 	return true;
 }
 
+static int check_budget(const struct rule *r, const json_t *value, char *err, size_t errlen)
+{
+	static const char *const fields[] = { "maxTokens", "tokenRatio" };
+	char got[GOT_MAX + 8];
+	const char *name;
+	json_t *v;
+
+	if (json_is_null(value))
+		return 0;
+	if (!json_is_object(value)) {
+		describe(value, got, sizeof(got));
+		set_err(err, errlen, "%s must be null or {\"maxTokens\": N, \"tokenRatio\": R} (got %s)",
+			r->key, got);
+		return -1;
+	}
+	for (size_t i = 0; i < 2; i++) {
+		v = json_object_get(value, fields[i]);
+		if (json_is_number(v) && json_number_value(v) > 0 &&
+		    json_number_value(v) <= (double)r->max)
+			continue;
+		describe(v ? v : json_null(), got, sizeof(got));
+		set_err(err, errlen, "%s.%s must be a number above 0 and at most %" JSON_INTEGER_FORMAT
+			" (got %s)", r->key, fields[i], r->max, got);
+		return -1;
+	}
+	json_object_foreach((json_t *)value, name, v) {
+		if (strcmp(name, "maxTokens") != 0 && strcmp(name, "tokenRatio") != 0) {
+			set_err(err, errlen, "%s has no key \"%.40s\" (only maxTokens and tokenRatio)",
+				r->key, name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int check_rule(const struct rule *r, const json_t *value, char *err, size_t errlen)
 {
 	char got[GOT_MAX + 8];
@@ -166,6 +214,28 @@ static int check_rule(const struct rule *r, const json_t *value, char *err, size
 		describe(value, got, sizeof(got));
 		set_err(err, errlen, "%s must be one of %s (got %s)", r->key, r->choices, got);
 		return -1;
+	case RULE_DELAYS:
+		if (!json_is_array(value) || json_array_size(value) > 64) {
+			describe(value, got, sizeof(got));
+			set_err(err, errlen, "%s must be an array of at most 64 delays in ms (got %s)",
+				r->key, got);
+			return -1;
+		}
+		for (size_t i = 0; i < json_array_size(value); i++) {
+			const json_t *d = json_array_get(value, i);
+
+			if (json_is_integer(d) && json_integer_value(d) >= r->min &&
+			    json_integer_value(d) <= r->max)
+				continue;
+			describe(d, got, sizeof(got));
+			set_err(err, errlen,
+				"%s[%zu] must be an integer from %" JSON_INTEGER_FORMAT " to %"
+				JSON_INTEGER_FORMAT " (got %s)", r->key, i, r->min, r->max, got);
+			return -1;
+		}
+		return 0;
+	case RULE_BUDGET:
+		return check_budget(r, value, err, errlen);
 	case RULE_STRINGS:
 	case RULE_SOME_STRINGS:
 		if (!json_is_array(value) ||
@@ -341,12 +411,21 @@ static json_t *build_defaults(void)
 {
 	json_t *defaults, *patterns;
 
-	defaults = json_pack("{s:{s:b, s:i, s:i, s:i}, s:{s:i, s:i, s:s}, s:{s:[], s:i, s:[], s:[s]}}",
+	defaults = json_pack("{s:{s:b, s:i, s:i, s:i, s:i, s:b, s:s, s:[], s:n, s:i, s:[], s:i, s:i}, s:{s:i, s:i, s:s}, s:{s:[], s:i, s:[], s:[s]}}",
 			     "retry",
 			     "enabled", 1,
 			     "maxRetries", 3,
 			     "baseDelayMs", 2000,
 			     "usageLimitCooldownMs", 1800000,
+			     "maxDelayMs", 60000,
+			     "respectServerHints", 1,
+			     "jitter", "none",
+			     "schedule",
+			     "budget",
+			     "idleTimeoutMs", 0,
+			     "fallbackModels",
+			     "fallbackAfterConsecutive", 3,
+			     "fallbackCooldownMs", 60000,
 			     "rpc",
 			     "maxLineBytes", 67108864,
 			     "outputHighWaterBytes", 1048576,

@@ -70,9 +70,9 @@ static void expect_new_error(const char *json, const char *expected)
 /* Does `pattern`, alone in list `key` (every other list emptied), match? */
 static bool pattern_matches(const char *key, const char *pattern, const char *sample)
 {
-	json_t *retry = json_pack("{s:[], s:[], s:[], s:[]}", "retryablePatterns",
+	json_t *retry = json_pack("{s:[], s:[], s:[], s:[], s:[]}", "retryablePatterns",
 				  "nonRetryablePatterns", "contextOverflowPatterns",
-				  "usageLimitPatterns");
+				  "usageLimitPatterns", "overloadPatterns");
 	bool non_retryable = strcmp(key, "nonRetryablePatterns") == 0;
 	char err[256] = "";
 	struct classify *c;
@@ -88,6 +88,8 @@ static bool pattern_matches(const char *key, const char *pattern, const char *sa
 	ck_assert_msg(c != NULL, "%s", err);
 	if (strcmp(key, "usageLimitPatterns") == 0)
 		matched = classify_is_usage_limit(c, sample, strlen(sample));
+	else if (strcmp(key, "overloadPatterns") == 0)
+		matched = classify_is_overload(c, sample, strlen(sample));
 	else if (non_retryable)
 		matched = classify_error(c, sample, strlen(sample)) == CLASSIFY_NOT_RETRYABLE;
 	else
@@ -193,6 +195,33 @@ START_TEST(test_every_default_context_overflow_pattern_matches_a_real_message)
 
 	check_each_default("contextOverflowPatterns", samples, NELEMS(samples),
 			   CLASSIFY_CONTEXT_OVERFLOW);
+}
+END_TEST
+
+START_TEST(test_every_default_overload_pattern_matches_and_is_retryable)
+{
+	static const char *const samples[] = {
+		"overloaded_error: Overloaded",
+		"529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}",
+		"The service is temporarily unavailable (Service Unavailable)",
+		"The server is currently over capacity",
+		"Model capacity exceeded for gemini-2.5-pro",
+	};
+	json_t *defaults = classify_defaults();
+	json_t *list = json_object_get(defaults, "overloadPatterns");
+	size_t i;
+
+	ck_assert_uint_eq(json_array_size(list), NELEMS(samples));
+	for (i = 0; i < NELEMS(samples); i++) {
+		const char *pattern = json_string_value(json_array_get(list, i));
+
+		ck_assert_msg(pattern_matches("overloadPatterns", pattern, samples[i]),
+			      "/%s/ does not match \"%s\"", pattern, samples[i]);
+		ck_assert(classify_is_overload(cls, samples[i], strlen(samples[i])));
+	}
+	/* A rate limit is not an overload of the model. */
+	ck_assert(!classify_is_overload(cls, "429 Rate limit reached", 22));
+	json_decref(defaults);
 }
 END_TEST
 
@@ -440,11 +469,11 @@ START_TEST(test_invalid_utf8_message_is_still_classified)
 }
 END_TEST
 
-START_TEST(test_defaults_are_a_fresh_object_of_four_string_arrays)
+START_TEST(test_defaults_are_a_fresh_object_of_five_string_arrays)
 {
 	static const char *const keys[] = {
 		"retryablePatterns", "nonRetryablePatterns", "contextOverflowPatterns",
-		"usageLimitPatterns",
+		"usageLimitPatterns", "overloadPatterns",
 	};
 	json_t *a = classify_defaults();
 	json_t *b = classify_defaults();
@@ -505,6 +534,7 @@ Suite *classify_suite(void)
 	tcase_add_test(tc, test_every_default_non_retryable_pattern_matches_a_real_message);
 	tcase_add_test(tc, test_every_default_context_overflow_pattern_matches_a_real_message);
 	tcase_add_test(tc, test_every_default_usage_limit_pattern_matches_a_real_message);
+	tcase_add_test(tc, test_every_default_overload_pattern_matches_and_is_retryable);
 	tcase_add_test(tc, test_status_5xx_and_429_match_only_as_whole_numbers);
 	tcase_add_test(tc, test_status_4xx_is_non_retryable_only_as_whole_number);
 	tcase_add_test(tc, test_context_overflow_beats_retryable);
@@ -525,7 +555,7 @@ Suite *classify_suite(void)
 	tcase_add_test(tc, test_message_length_is_honoured_without_nul);
 	tcase_add_test(tc, test_embedded_nul_does_not_end_the_message);
 	tcase_add_test(tc, test_invalid_utf8_message_is_still_classified);
-	tcase_add_test(tc, test_defaults_are_a_fresh_object_of_four_string_arrays);
+	tcase_add_test(tc, test_defaults_are_a_fresh_object_of_five_string_arrays);
 	tcase_add_test(tc, test_defaults_passed_back_in_behave_as_defaults);
 	tcase_add_test(tc, test_free_null_is_a_no_op);
 	tcase_add_test(tc, test_verdict_names);

@@ -66,7 +66,7 @@ static void fx_release(struct fx *f)
 {
 	session_release(&f->s);
 	f->sim->ops->free(f->sim);
-	classify_free(f->classify);
+	/* The session owns the classifier. */
 	settings_release(&f->settings);
 	json_decref(f->events);
 	unlink(f->path);
@@ -113,11 +113,26 @@ static json_t *find(struct fx *f, const char *type)
 	return NULL;
 }
 
+/* Accept and run a prompt as rpc does; returns -1 with err when refused.
+ * retry: the prompt's own retry settings as JSON text, or NULL. */
+static int submit(struct fx *f, const char *text, int behavior, const char *retry,
+		  char *err, size_t errlen)
+{
+	json_t *r = retry ? json_loads(retry, 0, NULL) : NULL;
+	json_t *policy;
+	int rc = session_accept(&f->s, behavior, r, &policy, err, errlen);
+
+	json_decref(r);
+	if (rc == 0)
+		rc = session_prompt(&f->s, text, NULL, behavior, policy);
+	return rc;
+}
+
 static void prompt(struct fx *f, const char *text)
 {
 	char err[256];
 
-	ck_assert_int_eq(session_prompt(&f->s, text, NULL, BEHAVIOR_NONE, err, sizeof(err)), 0);
+	ck_assert_msg(submit(f, text, BEHAVIOR_NONE, NULL, err, sizeof(err)) == 0, "%s", err);
 }
 
 #define FIRST_TURN "agent_start,turn_start,message_start:user,message_end:user"
@@ -258,7 +273,7 @@ START_TEST(test_abort_during_hang_ends_message_as_aborted)
 	fx_init(&f, "[{\"text\":\"partial words\",\"hang\":true}]", NULL);
 	prompt(&f, "hi");
 	clock_fake_advance(&f.clock, 10);
-	ck_assert_int_eq(session_prompt(&f.s, "later", NULL, BEHAVIOR_FOLLOW_UP, err, sizeof(err)), 0);
+	ck_assert_int_eq(submit(&f, "later", BEHAVIOR_FOLLOW_UP, NULL, err, sizeof(err)), 0);
 	types(&f);
 	session_abort(&f.s, &data);
 	ev = find(&f, "message_end");
@@ -302,7 +317,7 @@ START_TEST(test_busy_prompt_is_refused_mentioning_streaming_behavior)
 	prompt(&f, "hi");
 	clock_fake_settle(&f.clock);
 	ck_assert_int_eq(f.s.phase, SESSION_BACKOFF);
-	ck_assert_int_eq(session_prompt(&f.s, "again", NULL, BEHAVIOR_NONE, err, sizeof(err)), -1);
+	ck_assert_int_eq(submit(&f, "again", BEHAVIOR_NONE, NULL, err, sizeof(err)), -1);
 	ck_assert_ptr_nonnull(strstr(err, "streamingBehavior"));
 	fx_release(&f);
 }
@@ -318,7 +333,7 @@ START_TEST(test_follow_up_runs_after_chain_in_same_run)
 	fx_init(&f, "[{\"error\":\"503\"},{\"text\":\"one\"},{\"text\":\"two\"}]", sets);
 	prompt(&f, "first");
 	clock_fake_settle(&f.clock);
-	ck_assert_int_eq(session_prompt(&f.s, "second", NULL, BEHAVIOR_FOLLOW_UP, err, sizeof(err)), 0);
+	ck_assert_int_eq(submit(&f, "second", BEHAVIOR_FOLLOW_UP, NULL, err, sizeof(err)), 0);
 	ck_assert_int_eq(json_array_size(f.s.follow_ups), 1);
 	types(&f);
 	clock_fake_advance(&f.clock, 10);
@@ -494,6 +509,261 @@ START_TEST(test_delta_updates_carry_no_partial_but_final_message_is_whole)
 }
 END_TEST
 
+static json_t *ev_field(struct fx *f, const char *type, const char *field)
+{
+	return json_object_get(find(f, type), field);
+}
+
+START_TEST(test_prompt_snapshot_survives_later_policy_changes)
+{
+	struct fx f;
+	char err[512];
+	json_t *data = NULL, *pol, *st;
+
+	fx_init(&f, "[{\"error\":\"503\"},{\"error\":\"503\"},{\"error\":\"503\"}]", NULL);
+	ck_assert_msg(submit(&f, "hi", BEHAVIOR_NONE, "{\"baseDelayMs\":50,\"maxRetries\":1}", err,
+			     sizeof(err)) == 0, "%s", err);
+	clock_fake_settle(&f.clock);
+	ck_assert_int_eq(json_integer_value(ev_field(&f, "auto_retry_start", "delayMs")), 50);
+	st = session_state(&f.s);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(st, "retryPolicy"), "baseDelayMs")), 50);
+	json_decref(st);
+	/* A new policy mid-chain reaches the next chain only. */
+	pol = json_pack("{s:i, s:i}", "baseDelayMs", 7000, "maxRetries", 9);
+	ck_assert_msg(session_set_retry_policy(&f.s, pol, false, &data, err, sizeof(err)) == 0, "%s", err);
+	json_decref(pol);
+	json_decref(data);
+	types(&f);
+	clock_fake_advance(&f.clock, 50);
+	clock_fake_settle(&f.clock);
+	/* maxRetries 1 from the snapshot: the second failure ends the chain. */
+	ck_assert_int_eq(json_integer_value(ev_field(&f, "auto_retry_end", "attempt")), 1);
+	ck_assert_ptr_null(find(&f, "auto_retry_start"));
+	types(&f);
+	prompt(&f, "again");
+	clock_fake_settle(&f.clock);
+	st = session_state(&f.s);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(st, "retryPolicy"), "baseDelayMs")), 7000);
+	json_decref(st);
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_set_auto_retry_off_still_stops_a_snapshot_chain)
+{
+	struct fx f;
+	char err[256];
+	json_t *data = NULL;
+
+	fx_init(&f, "[{\"error\":\"503\"},{\"error\":\"503\"}]", NULL);
+	ck_assert(submit(&f, "hi", BEHAVIOR_NONE, "{\"enabled\":true,\"baseDelayMs\":10}", err,
+			 sizeof(err)) == 0);
+	clock_fake_settle(&f.clock);
+	session_set_auto_retry(&f.s, false, &data, err, sizeof(err));
+	types(&f);
+	clock_fake_advance(&f.clock, 10);
+	clock_fake_settle(&f.clock);
+	ck_assert_str_eq(types(&f), "turn_start,message_start:assistant,message_end:assistant,turn_end,"
+			 "auto_retry_end,agent_end");
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_prompt_with_invalid_retry_settings_is_refused_naming_key)
+{
+	struct fx f;
+	char err[512];
+
+	fx_init(&f, "[]", NULL);
+	ck_assert_int_eq(submit(&f, "hi", BEHAVIOR_NONE, "{\"maxRetries\":\"many\"}", err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "retry.maxRetries must be an integer"));
+	ck_assert_int_eq(submit(&f, "hi", BEHAVIOR_NONE, "{\"bogus\":1}", err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "retry.bogus is not a retry setting");
+	ck_assert_int_eq(submit(&f, "hi", BEHAVIOR_NONE, "{\"retryablePatterns\":[\"(oops\"]}", err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "retry.retryablePatterns[0] \"(oops\""));
+	ck_assert_ptr_nonnull(strstr(err, "offset"));
+	ck_assert(!f.s.busy);
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_hint_in_error_text_lengthens_the_backoff)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.baseDelayMs=100", NULL };
+	json_t *ev;
+
+	fx_init(&f, "[{\"error\":\"429 Too Many Requests. Please retry in 1.5s\"}]", sets);
+	prompt(&f, "hi");
+	clock_fake_settle(&f.clock);
+	ev = find(&f, "auto_retry_start");
+	ck_assert_int_eq(json_integer_value(json_object_get(ev, "delayMs")), 1500);
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "reason")), "server-hint");
+	ck_assert_int_eq(json_integer_value(json_object_get(ev, "hintMs")), 1500);
+	ck_assert_int_eq(clock_fake_next_in(&f.clock), 1500);
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_structured_hint_above_cap_fails_fast)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.maxDelayMs=100", NULL };
+	json_t *ev;
+
+	fx_init(&f, "[{\"error\":\"503 busy\",\"retryAfterMs\":11180000}]", sets);
+	prompt(&f, "hi");
+	clock_fake_settle(&f.clock);
+	ck_assert_ptr_null(find(&f, "auto_retry_start"));
+	ev = find(&f, "auto_retry_end");
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_int_eq(json_integer_value(json_object_get(ev, "attempt")), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "finalError")),
+			 "Provider requested 11180000ms wait, exceeds retry.maxDelayMs (100ms). "
+			 "Original error: 503 busy");
+	ck_assert_str_eq(types(&f), FIRST_TURN ",message_start:assistant,message_end:assistant,turn_end,"
+			 "auto_retry_end,agent_end");
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_stalled_stream_is_aborted_and_retried)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.idleTimeoutMs=500", "retry.baseDelayMs=10", NULL };
+	json_t *ev;
+
+	fx_init(&f, "[{\"text\":\"half\",\"hang\":true},{\"text\":\"whole\"}]", sets);
+	prompt(&f, "hi");
+	clock_fake_advance(&f.clock, 499);
+	ck_assert_ptr_null(find(&f, "auto_retry_start"));
+	clock_fake_advance(&f.clock, 1);
+	ev = find(&f, "auto_retry_start");
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "errorMessage")),
+			 "stream stall: no data for 500 ms");
+	types(&f);
+	clock_fake_advance(&f.clock, 10);
+	clock_fake_settle(&f.clock);
+	ck_assert(json_is_true(ev_field(&f, "auto_retry_end", "success")));
+	ck_assert_int_eq(clock_fake_next_in(&f.clock), -1);
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_consecutive_overloads_fall_back_to_next_model_then_revert)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.fallbackModels=[\"sim-2\"]", "retry.fallbackAfterConsecutive=2",
+				     "retry.baseDelayMs=10", "retry.fallbackCooldownMs=1000", NULL };
+	json_t *ev;
+
+	fx_init(&f, "[{\"error\":\"overloaded_error\"},{\"error\":\"529 overloaded\"},{\"text\":\"ok\"}]", sets);
+	prompt(&f, "hi");
+	clock_fake_settle(&f.clock);
+	ck_assert_ptr_null(find(&f, "retry_fallback_applied"));
+	types(&f);
+	clock_fake_advance(&f.clock, 10);
+	clock_fake_settle(&f.clock);
+	ev = find(&f, "retry_fallback_applied");
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "kind")), "model");
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "from")), "sim-1");
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "to")), "sim-2");
+	ck_assert_str_eq(json_string_value(ev_field(&f, "auto_retry_start", "reason")), "model-fallback");
+	ck_assert_int_eq(json_integer_value(ev_field(&f, "auto_retry_start", "delayMs")), 0);
+	/* The answer came from the fallback model. */
+	ev = json_array_get(f.events, json_array_size(f.events) - 4);
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "type")), "message_end");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "message"), "model")), "sim-2");
+	types(&f);
+	/* Before the cooldown the next prompt stays on the fallback ... */
+	prompt(&f, "two");
+	clock_fake_settle(&f.clock);
+	ck_assert_ptr_null(find(&f, "retry_fallback_applied"));
+	types(&f);
+	/* ... after it, the primary comes back. */
+	clock_fake_advance(&f.clock, 1000);
+	prompt(&f, "three");
+	ev = find(&f, "retry_fallback_applied");
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "to")), "sim-1");
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "reason")), "cooldown-expired");
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_usage_limit_without_spare_credential_falls_back_to_model)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.fallbackModels=[\"sim-2\"]", NULL };
+	json_t *ev;
+
+	fx_init(&f, "[{\"error\":\"usage limit reached\"}]", sets);
+	prompt(&f, "hi");
+	clock_fake_settle(&f.clock);
+	ev = find(&f, "retry_fallback_applied");
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "reason")), "usage-limit");
+	ck_assert_int_eq(json_integer_value(ev_field(&f, "auto_retry_start", "delayMs")), 0);
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_budget_is_shared_across_prompts)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.budget={\"maxTokens\":6,\"tokenRatio\":1}", "retry.baseDelayMs=10",
+				     "retry.maxRetries=1", NULL };
+	json_t *st, *ev;
+
+	/* Each prompt: a failure (-1) and a retried success (+1) — then failures only. */
+	fx_init(&f, "[{\"error\":\"503\"},{\"error\":\"503\"},{\"error\":\"503\"},{\"error\":\"503\"},"
+		    "{\"error\":\"503\"}]", sets);
+	prompt(&f, "one");
+	clock_fake_advance(&f.clock, 100);   /* 503, 503: 6 -> 4, chain over (max 1) */
+	st = session_state(&f.s);
+	ck_assert(json_real_value(json_object_get(json_object_get(st, "retryBudget"), "tokens")) == 4.0);
+	json_decref(st);
+	types(&f);
+	prompt(&f, "two");
+	clock_fake_advance(&f.clock, 100);   /* 503: 4 -> 3 = half: throttled */
+	ev = find(&f, "auto_retry_end");
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_ptr_null(find(&f, "auto_retry_start"));
+	ck_assert(strncmp(json_string_value(json_object_get(ev, "finalError")), "Retry budget exhausted", 22) == 0);
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_set_retry_policy_validates_everything_before_applying)
+{
+	struct fx f;
+	char err[512];
+	json_t *data = NULL, *pol;
+
+	fx_init(&f, "[]", NULL);
+	pol = json_pack("{s:i, s:[s]}", "baseDelayMs", 5, "nonRetryablePatterns", "a[b");
+	ck_assert_int_eq(session_set_retry_policy(&f.s, pol, false, &data, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "retry.nonRetryablePatterns[0] \"a[b\""));
+	json_decref(pol);
+	/* Nothing changed: not even the valid key. */
+	ck_assert_int_eq(settings_int(&f.settings, "retry.baseDelayMs", -1), 2000);
+	pol = json_pack("{s:s}", "jitter", "sometimes");
+	ck_assert_int_eq(session_set_retry_policy(&f.s, pol, false, &data, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "retry.jitter must be one of none|full|equal|decorrelated"));
+	json_decref(pol);
+	pol = json_pack("{s:i, s:s}", "baseDelayMs", 5, "jitter", "full");
+	ck_assert_int_eq(session_set_retry_policy(&f.s, pol, true, &data, err, sizeof(err)), 0);
+	ck_assert(json_is_true(json_object_get(data, "persisted")));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(data, "policy"), "baseDelayMs")), 5);
+	ck_assert_int_eq(access(f.path, F_OK), 0);
+	json_decref(pol);
+	json_decref(data);
+	fx_release(&f);
+}
+END_TEST
+
 Suite *session_suite(void)
 {
 	Suite *s = suite_create("session");
@@ -515,6 +785,16 @@ Suite *session_suite(void)
 	tcase_add_test(tc, test_state_reports_retry_fields_during_backoff);
 	tcase_add_test(tc, test_output_pause_stops_streaming_until_resumed);
 	tcase_add_test(tc, test_delta_updates_carry_no_partial_but_final_message_is_whole);
+	tcase_add_test(tc, test_prompt_snapshot_survives_later_policy_changes);
+	tcase_add_test(tc, test_set_auto_retry_off_still_stops_a_snapshot_chain);
+	tcase_add_test(tc, test_prompt_with_invalid_retry_settings_is_refused_naming_key);
+	tcase_add_test(tc, test_hint_in_error_text_lengthens_the_backoff);
+	tcase_add_test(tc, test_structured_hint_above_cap_fails_fast);
+	tcase_add_test(tc, test_stalled_stream_is_aborted_and_retried);
+	tcase_add_test(tc, test_consecutive_overloads_fall_back_to_next_model_then_revert);
+	tcase_add_test(tc, test_usage_limit_without_spare_credential_falls_back_to_model);
+	tcase_add_test(tc, test_budget_is_shared_across_prompts);
+	tcase_add_test(tc, test_set_retry_policy_validates_everything_before_applying);
 	suite_add_tcase(s, tc);
 	return s;
 }
