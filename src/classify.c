@@ -127,6 +127,7 @@ struct classify_list {
 };
 
 struct classify {
+	int refs;
 	struct classify_list lists[LIST_COUNT];
 	/* One block shared by every pattern, sized for the one with the most
 	 * groups: a verdict needs only "did it match", and the daemon
@@ -227,6 +228,8 @@ struct classify *classify_new(const json_t *retry, char *err, size_t errlen)
 		return NULL;
 	}
 	self = calloc(1, sizeof(*self));
+	if (self != NULL)
+		self->refs = 1;
 	defaults = classify_defaults();
 	if (self == NULL || defaults == NULL) {
 		set_err(err, errlen, "retry: out of memory");
@@ -254,9 +257,16 @@ fail:
 	return NULL;
 }
 
+struct classify *classify_ref(struct classify *self)
+{
+	if (self != NULL)
+		self->refs++;
+	return self;
+}
+
 void classify_free(struct classify *self)
 {
-	if (self == NULL)
+	if (self == NULL || --self->refs > 0)
 		return;
 	for (size_t l = 0; l < LIST_COUNT; l++) {
 		for (size_t i = 0; i < self->lists[l].count; i++)

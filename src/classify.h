@@ -32,6 +32,10 @@ json_t *classify_defaults(void);
  * "retry.retryablePatterns[2] \"(oops\": missing closing parenthesis at offset 5"
  * when a pattern does not compile or a list is not an array of strings. */
 struct classify *classify_new(const json_t *retry, char *err, size_t errlen);
+/* Classifiers are shared by reference (a running chain keeps the one its
+ * prompt was accepted with): classify_ref adds one, classify_free drops one
+ * and frees with the last. */
+struct classify *classify_ref(struct classify *self);
 void classify_free(struct classify *self);
 
 /* message: borrowed, `len` bytes, need not be NUL-terminated. */

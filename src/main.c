@@ -341,6 +341,8 @@ static int run(struct daemon *d, const struct options *o)
 			       (size_t)settings_int(&d->settings, "rpc.outputHighWaterBytes", 1 << 20),
 			       &wcb);
 	d->reader = reader_new(d->loop, 0, &rcb);
+	/* The session owns the classifier from here on, even if it fails. */
+	d->classify = NULL;
 	if (d->provider == NULL || d->writer == NULL || d->reader == NULL ||
 	    session_init(&d->session, &scfg) != 0) {
 		fprintf(stderr, "retryd: cannot start (stdin/stdout unusable or out of memory)\n");

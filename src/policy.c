@@ -44,7 +44,7 @@ json_t *policy_resolve(const struct settings *settings, const json_t *override,
 		       char *err, size_t errlen)
 {
 	json_t *base = settings_get(settings, "retry");
-	json_t *out = json_deep_copy(base ? base : json_object());
+	json_t *out = json_object();
 	json_t *schedule, *v;
 	const char *key;
 	struct classify *c;
@@ -53,6 +53,11 @@ json_t *policy_resolve(const struct settings *settings, const json_t *override,
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	/* Only what retryd knows: a newer settings file's extra keys stay in the
+	 * file but are no part of a policy. */
+	json_object_foreach(base, key, v)
+		if (known(key))
+			json_object_set_new(out, key, json_deep_copy(v));
 	if (override != NULL && !json_is_object(override)) {
 		snprintf(err, errlen, "retry must be an object of retry settings");
 		goto fail;
@@ -82,16 +87,19 @@ fail:
 }
 
 int policy_load(struct policy *self, json_t *resolved, const json_t *daemon_retry,
-		char *err, size_t errlen)
+		struct classify *daemon_classify, char *err, size_t errlen)
 {
 	memset(self, 0, sizeof(*self));
 	if (retry_policy_from_json(&self->retry, resolved, true, err, errlen) != 0)
 		return -1;
-	if (patterns_differ(resolved, daemon_retry)) {
+	/* The chain keeps the classifier it starts with, even if the daemon's
+	 * is replaced by set_retry_policy meanwhile. */
+	if (patterns_differ(resolved, daemon_retry))
 		self->classify = classify_new(resolved, err, errlen);
-		if (self->classify == NULL)
-			return -1;
-	}
+	else
+		self->classify = classify_ref(daemon_classify);
+	if (self->classify == NULL)
+		return -1;
 	self->json = json_incref(resolved);
 	return 0;
 }
@@ -101,6 +109,16 @@ void policy_release(struct policy *self)
 	classify_free(self->classify);
 	json_decref(self->json);
 	memset(self, 0, sizeof(*self));
+}
+
+int policy_check_prompt_override(const json_t *override, char *err, size_t errlen)
+{
+	if (json_object_get(override, "budget") != NULL) {
+		snprintf(err, errlen, "retry.budget is shared by every prompt of the daemon; "
+			 "set it with set_retry_policy, not per prompt");
+		return -1;
+	}
+	return 0;
 }
 
 struct classify *policy_classifier(const struct policy *self, struct classify *fallback)

@@ -30,12 +30,16 @@ json_t *policy_resolve(const struct settings *settings, const json_t *override,
 
 /* Loads a resolved policy (borrowed; a reference is kept). `daemon_retry`
  * (borrowed) is the settings' retry object: when the pattern lists equal
- * its own, no classifier is compiled. Returns 0, or -1 with err. */
+ * its own, the daemon's classifier (borrowed) is shared rather than compiled
+ * again. Returns 0, or -1 with err. */
 int policy_load(struct policy *self, json_t *resolved, const json_t *daemon_retry,
-		char *err, size_t errlen);
+		struct classify *daemon_classify, char *err, size_t errlen);
 void policy_release(struct policy *self);
 
-/* The classifier to use: the snapshot's own, else `fallback`. */
+/* A prompt's own retry object may not carry daemon-wide keys (budget). */
+int policy_check_prompt_override(const json_t *override, char *err, size_t errlen);
+
+/* The classifier to use: the snapshot's, else `fallback`. */
 struct classify *policy_classifier(const struct policy *self, struct classify *fallback);
 
 #endif

@@ -185,6 +185,9 @@ static int64_t jittered(const struct retry_policy *p, struct retry_chain *c, int
 	int64_t d = retry_backoff_ms(p, attempt);
 	int64_t base, prev;
 
+	/* AWS: the jitter is drawn within min(cap, nominal). */
+	if (p->max_delay_ms > 0 && d > p->max_delay_ms)
+		d = p->max_delay_ms;
 	if (p->jitter == RETRY_JITTER_NONE)
 		return d;
 	if (c->rng == 0) {

@@ -255,14 +255,16 @@ static json_t *take_queued(json_t *queue, bool all)
 }
 
 /* A new chain runs on the policy its prompt was accepted with. */
-static void adopt_policy(struct session *self, json_t *resolved)
+static void adopt_policy(struct session *self, json_t *item)
 {
 	json_t *daemon_retry = settings_get(self->cfg.settings, "retry");
 	char err[512];
 
 	policy_release(&self->policy);
-	self->policy_gen = self->auto_retry_gen;
-	if (policy_load(&self->policy, resolved, daemon_retry, err, sizeof(err)) != 0) {
+	/* set_auto_retry after the prompt was accepted still has its say. */
+	self->policy_gen = (unsigned)json_integer_value(json_object_get(item, "autoRetryGen"));
+	if (policy_load(&self->policy, json_object_get(item, "policy"), daemon_retry,
+			self->cfg.classify, err, sizeof(err)) != 0) {
 		/* Checked at acceptance, so only memory can fail here. */
 		LOG_ERROR("retry policy: %s", err);
 		retry_policy_default(&self->policy.retry);
@@ -280,8 +282,7 @@ static void start_turn(struct session *self, json_t *deliver, bool new_chain)
 	json_t *item;
 
 	if (new_chain && json_array_size(deliver) > 0) {
-		adopt_policy(self, json_object_get(json_array_get(deliver, json_array_size(deliver) - 1),
-						   "policy"));
+		adopt_policy(self, json_array_get(deliver, json_array_size(deliver) - 1));
 		revert_model_if_rested(self);
 	}
 	self->phase = SESSION_ATTEMPT;
@@ -758,8 +759,8 @@ static void begin_run(struct session *self, json_t *item)
 static int enqueue(struct session *self, json_t *queue, const char *text, const json_t *images,
 		   json_t *policy)
 {
-	json_t *item = json_pack("{s:o, s:o}", "message", user_message(self, text, images),
-				 "policy", policy);
+	json_t *item = json_pack("{s:o, s:o, s:I}", "message", user_message(self, text, images),
+				 "policy", policy, "autoRetryGen", (json_int_t)self->auto_retry_gen);
 
 	if (item == NULL)
 		return -1;
@@ -779,6 +780,10 @@ int session_accept(struct session *self, int behavior, const json_t *retry, json
 		return -1;
 	}
 	*policy = policy_resolve(self->cfg.settings, retry, err, errlen);
+	if (*policy != NULL && policy_check_prompt_override(retry, err, errlen) != 0) {
+		json_decref(*policy);
+		*policy = NULL;
+	}
 	return *policy ? 0 : -1;
 }
 
@@ -966,8 +971,6 @@ int session_set_retry_policy(struct session *self, const json_t *policy, bool pe
 			settings_override_value(self->cfg.settings, name, json_deep_copy(v), werr,
 						sizeof(werr));
 		}
-		if (strcmp(key, "enabled") == 0)
-			self->auto_retry_gen++;
 	}
 	classify_free(self->cfg.classify);
 	self->cfg.classify = c;

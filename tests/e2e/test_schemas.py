@@ -533,6 +533,303 @@ class LifecycleSchemaTest(DaemonTest):
         self.assertEqual(d.finish()[0], 0)
 
 
+class RetryPolicySchemaTest(DaemonTest):
+    """Issue 3: the retry policy knobs, through the binary (protocol/README.md section 10)."""
+
+    DEFAULT_SCALARS = {
+        "enabled": True, "maxRetries": 3, "baseDelayMs": 2000, "usageLimitCooldownMs": 1800000,
+        "maxDelayMs": 60000, "respectServerHints": True, "jitter": "none", "schedule": [], "budget": None,
+        "idleTimeoutMs": 0, "fallbackModels": [], "fallbackAfterConsecutive": 3, "fallbackCooldownMs": 60000}
+    PATTERN_KEYS = ("retryablePatterns", "nonRetryablePatterns", "contextOverflowPatterns", "usageLimitPatterns",
+                    "overloadPatterns")
+
+    def retry_events(self, objs):
+        return [o for o in objs if o["type"] in ("auto_retry_start", "auto_retry_end", "retry_fallback_applied")]
+
+    def delays(self, objs):
+        return [o["delayMs"] for o in objs if o["type"] == "auto_retry_start"]
+
+    def test_get_retry_policy_answers_the_defaults_and_idle_state_has_no_snapshot(self):
+        d = self.start(plan=[])
+        policy = d.request({"type": "get_retry_policy", "id": "g"})["data"]["policy"]
+        self.assertEqual({k: policy[k] for k in self.DEFAULT_SCALARS}, self.DEFAULT_SCALARS)
+        self.assertEqual(sorted(policy), sorted(list(self.DEFAULT_SCALARS) + list(self.PATTERN_KEYS)))
+        self.assertNotIn("jitterSeed", policy)
+        self.assertEqual(policy["overloadPatterns"], [
+            "overloaded", "(?<![0-9])(?:503|529)(?![0-9])", "service.?unavailable", "over.?capacity",
+            "model.?capacity"])
+        self.assertIn("stream stall", policy["retryablePatterns"])
+        state = d.request({"type": "get_state", "id": "s"})["data"]
+        self.assertEqual((state["retryPolicy"], state["retryBudget"]), (None, None))
+        self.assertEqual(d.finish()[0], 0)
+
+    def test_set_retry_policy_applies_for_this_process_or_persists_atomically(self):
+        d = self.start(plan=[])
+        settings = d.config / "retryd" / "settings.json"
+        r = d.request({"type": "set_retry_policy", "id": "a", "policy": {"baseDelayMs": 50, "schedule": [5, 6]}})
+        self.assertEqual((r["data"]["persisted"], "warning" in r["data"]), (False, False))
+        self.assertEqual((r["data"]["policy"]["baseDelayMs"], r["data"]["policy"]["schedule"],
+                          r["data"]["policy"]["maxRetries"]), (50, [5, 6], 2))
+        self.assertFalse(settings.exists(), "without persist nothing is written")
+        self.assertEqual(d.request({"type": "get_retry_policy", "id": "g"})["data"]["policy"], r["data"]["policy"])
+        r = d.request({"type": "set_retry_policy", "id": "b", "persist": True,
+                       "policy": {"maxDelayMs": 30000, "jitter": "full", "jitterSeed": 7}})
+        self.assertIs(r["data"]["persisted"], True)
+        self.assertNotIn("warning", r["data"])
+        self.assertEqual((r["data"]["policy"]["jitter"], r["data"]["policy"]["jitterSeed"],
+                          r["data"]["policy"]["baseDelayMs"]), ("full", 7, 50))
+        self.assertEqual(json.loads(settings.read_text()),
+                         {"retry": {"maxDelayMs": 30000, "jitter": "full", "jitterSeed": 7}})
+        self.assertEqual(d.finish()[0], 0)
+
+        again = self.start("--settings", str(settings), plan=[])
+        policy = again.request({"type": "get_retry_policy", "id": "g"})["data"]["policy"]
+        self.assertEqual((policy["maxDelayMs"], policy["jitter"], policy["baseDelayMs"]), (30000, "full", 2000))
+        self.assertEqual(again.finish()[0], 0)
+
+    def test_set_retry_policy_without_config_dir_applies_and_says_not_saved(self):
+        d = self.start(plan=[], plain_env=True)
+        r = d.request({"type": "set_retry_policy", "id": "p", "persist": True, "policy": {"maxRetries": 1}})
+        self.assertEqual(r["data"]["persisted"], False)
+        self.assertEqual(r["data"]["warning"], "could not save settings: no settings file path "
+                                               "(neither XDG_CONFIG_HOME nor HOME is set)")
+        self.assertEqual(r["data"]["policy"]["maxRetries"], 1)
+        self.assertEqual(d.finish()[0], 0)
+
+    BAD_POLICIES = [
+        # (policy, error, whether commands.schema.json can tell)
+        ({"frob": 1}, "retry.frob is not a retry setting", True),
+        ({"maxRetries": -1}, "retry.maxRetries must be an integer from 0 to 1000 (got -1)", True),
+        ({"maxDelayMs": "1s"}, 'retry.maxDelayMs must be an integer from -2592000000 to 2592000000 (got "1s")', True),
+        ({"jitter": "some"}, 'retry.jitter must be one of none|full|equal|decorrelated (got "some")', True),
+        ({"jitterSeed": -5}, "retry.jitterSeed must be an integer from 0 to 9007199254740991 (got -5)", True),
+        ({"schedule": [1, -2]}, "retry.schedule[1] must be an integer from 0 to 2592000000 (got -2)", True),
+        ({"budget": 5}, 'retry.budget must be null or {"maxTokens": N, "tokenRatio": R} (got 5)', True),
+        ({"budget": {"maxTokens": 10, "tokenRatio": 0.1, "x": 1}},
+         'retry.budget has no key "x" (only maxTokens and tokenRatio)', True),
+        ({"budget": {"maxTokens": 0, "tokenRatio": 1}},
+         "retry.budget.maxTokens must be a number above 0 and at most 1000 (got 0)", False),
+        ({"fallbackModels": "sim-2"}, 'retry.fallbackModels must be an array of strings (got "sim-2")', True),
+        ({"fallbackAfterConsecutive": 0}, "retry.fallbackAfterConsecutive must be an integer from 1 to 1000 (got 0)",
+         True),
+        ({"retryablePatterns": ["ok", "(x"]},
+         'retry.retryablePatterns[1] "(x": missing closing parenthesis at offset 2', False),
+        ({"overloadPatterns": ["[a"]},
+         'retry.overloadPatterns[0] "[a": missing terminating ] for character class at offset 2', False),
+    ]
+
+    def test_bad_policies_are_refused_naming_the_key_and_nothing_changes(self):
+        d = self.start(plan=[{"error": "503"}], base_delay=1)
+        before = d.request({"type": "get_retry_policy", "id": "before"})["data"]["policy"]
+        for i, (policy, error, schema_tells) in enumerate(self.BAD_POLICIES):
+            with self.subTest(policy=policy):
+                # set_retry_policy also carries a good key: the whole object is refused, so it must not apply.
+                good_too = policy if "maxRetries" in policy else dict(policy, maxRetries=0)
+                for cmd in ({"type": "set_retry_policy", "id": "s%d" % i, "policy": good_too},
+                            {"type": "prompt", "id": "p%d" % i, "message": "x", "retry": policy}):
+                    rejected = VALIDATOR.errors(cmd, "commands.schema.json") != []
+                    self.assertEqual(rejected, schema_tells, cmd)
+                    d.send_raw(json.dumps(cmd).encode() + b"\n")
+                    r = d.next()
+                    self.assertEqual((r["id"], r["success"], r["error"]), (cmd["id"], False, error))
+        self.assertEqual(d.request({"type": "get_retry_policy", "id": "after"})["data"]["policy"], before)
+        # No prompt was accepted: the plan's failure is still unused, and retries with the old policy.
+        d.send({"type": "prompt", "id": "ok", "message": "x"})
+        got = d.until_type("agent_end")
+        self.assertEqual(self.retry_events(got)[0]["maxAttempts"], 3)
+        self.assertEqual(d.finish()[0], 0)
+
+    def test_server_hint_lengthens_the_backoff_with_reason_and_hint(self):
+        d = self.start("--set", "retry.maxDelayMs=1000",
+                       plan=[{"error": "429 Please retry in 50ms"}, {"error": "503 retry-after-ms: 5"},
+                             {"error": "503", "retryAfterMs": 60}, {"text": "ok"}], base_delay=10)
+        d.send({"type": "prompt", "id": "p", "message": "hi"})
+        got = d.until_type("agent_end")
+        self.assertEqual(self.retry_events(got), [
+            {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 50,
+             "errorMessage": "429 Please retry in 50ms", "reason": "server-hint", "hintMs": 50},
+            {"type": "auto_retry_start", "attempt": 2, "maxAttempts": 3, "delayMs": 20,
+             "errorMessage": "503 retry-after-ms: 5", "reason": "backoff"},
+            {"type": "auto_retry_start", "attempt": 3, "maxAttempts": 3, "delayMs": 60,
+             "errorMessage": "503", "reason": "server-hint", "hintMs": 60},
+            {"type": "auto_retry_end", "success": True, "attempt": 3}])
+        self.assertEqual(d.finish()[0], 0)
+
+    def test_server_wait_above_the_cap_fails_fast_without_auto_retry_start(self):
+        d = self.start("--set", "retry.maxDelayMs=100",
+                       plan=[{"error": "503 Service Unavailable", "retryAfterMs": 9000},
+                             {"error": "503"}, {"error": "429 Please retry in 1.5s"}], base_delay=1)
+        d.send({"type": "prompt", "id": "p", "message": "hi"})
+        got = d.until_type("agent_end")
+        self.assertSequence(got, [
+            "response:prompt:ok", "agent_start", "turn_start", "message_start:user", "message_end:user",
+            "message_start:assistant", "message_end:assistant:error", "turn_end:error", "auto_retry_end:fail:1",
+            "agent_end"])
+        self.assertEqual(got[-2]["finalError"], "Provider requested 9000ms wait, exceeds retry.maxDelayMs (100ms). "
+                                                "Original error: 503 Service Unavailable")
+        # After one retry, the refused retry is number 2.
+        d.send({"type": "prompt", "id": "p2", "message": "again"})
+        got = self.retry_events(d.until_type("agent_end"))
+        self.assertEqual([describe(o) for o in got], ["auto_retry_start:1", "auto_retry_end:fail:2"])
+        self.assertEqual(got[1]["finalError"], "Provider requested 1500ms wait, exceeds retry.maxDelayMs (100ms). "
+                                               "Original error: 429 Please retry in 1.5s")
+        state = d.request({"type": "get_state", "id": "s"})["data"]
+        self.assertEqual((state["retryAttempt"], state["isStreaming"]), (0, False))
+        self.assertEqual(d.finish()[0], 0)
+
+    def test_usage_limit_with_a_long_reset_and_nowhere_to_switch_fails_fast(self):
+        d = self.start(plan=[{"error": "usage limit reached, try again in 5 minutes"}])
+        d.send({"type": "prompt", "id": "p", "message": "hi"})
+        got = self.retry_events(d.until_type("agent_end"))
+        self.assertEqual(got, [{"type": "auto_retry_end", "success": False, "attempt": 1, "finalError":
+                                "Provider requested 300000ms wait, exceeds retry.maxDelayMs (60000ms). "
+                                "Original error: usage limit reached, try again in 5 minutes"}])
+        self.assertEqual(d.finish()[0], 0)
+
+    def test_ignoring_server_hints_caps_the_backoff_instead(self):
+        d = self.start("--set", "retry.maxDelayMs=40", "--set", "retry.respectServerHints=false",
+                       plan=[{"error": "503", "retryAfterMs": 9000}, {"text": "ok"}], base_delay=1000)
+        d.send({"type": "prompt", "id": "p", "message": "hi"})
+        got = self.retry_events(d.until_type("agent_end"))
+        self.assertEqual(got[0], {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 40,
+                                  "errorMessage": "503", "reason": "backoff"})
+        self.assertEqual(d.finish()[0], 0)
+
+    def test_seeded_jitter_replays_in_every_chain_within_its_bounds(self):
+        nominal = [20, 40, 80]
+        bounds = {"full": [(0, n) for n in nominal], "equal": [(n // 2, n) for n in nominal],
+                  "decorrelated": [(20, 60), (20, 180), (20, 540)]}
+        for jitter, limits in bounds.items():
+            with self.subTest(jitter=jitter):
+                d = self.start("--set", "retry.jitter=" + jitter, "--set", "retry.jitterSeed=42",
+                               plan=[{"error": "503"}] * 3 + [{"text": "ok"}] + [{"error": "503"}] * 3,
+                               base_delay=20)
+                chains = []
+                for p in ("p1", "p2"):
+                    d.send({"type": "prompt", "id": p, "message": "hi"})
+                    chains.append(self.delays(d.until_type("agent_end")))
+                self.assertEqual(chains[0], chains[1], "a seeded chain replays the same delays")
+                for delay, (lo, hi) in zip(chains[0], limits):
+                    self.assertTrue(lo <= delay <= hi, "%s: %d not in [%d, %d]" % (jitter, delay, lo, hi))
+                self.assertNotEqual(chains[0], nominal)
+                self.assertEqual(d.finish()[0], 0)
+
+    def test_schedule_replaces_the_formula_and_sets_max_retries(self):
+        d = self.start("--set", "retry.schedule=[5,10,15]", "--set", "retry.maxDelayMs=12",
+                       plan=[{"error": "503"}] * 4, base_delay=1000)
+        self.assertEqual(d.request({"type": "get_retry_policy", "id": "g"})["data"]["policy"]["maxRetries"], 3)
+        d.send({"type": "prompt", "id": "p", "message": "hi"})
+        got = self.retry_events(d.until_type("agent_end"))
+        self.assertEqual([(o.get("delayMs"), o.get("maxAttempts")) for o in got[:3]], [(5, 3), (10, 3), (12, 3)])
+        self.assertEqual(got[3], {"type": "auto_retry_end", "success": False, "attempt": 3, "finalError": "503"})
+        self.assertEqual(d.finish()[0], 0)
+
+    def test_prompt_retry_snapshot_is_kept_by_its_chain(self):
+        d = self.start(plan=[{"error": "503"}] * 3 + [{"error": "503"}, {"text": "ok"}], base_delay=1)
+        d.send({"type": "prompt", "id": "p", "message": "hi", "retry": {"schedule": [300, 20], "maxRetries": 2}})
+        d.until_type("auto_retry_start")
+        state = d.request({"type": "get_state", "id": "s"})["data"]
+        self.assertEqual((state["isRetrying"], state["retryPolicy"]["schedule"], state["retryPolicy"]["maxRetries"],
+                          state["retryPolicy"]["baseDelayMs"]), (True, [300, 20], 2, 1))
+        r = d.request({"type": "set_retry_policy", "id": "sp", "policy": {"schedule": [5], "maxRetries": 5}})
+        self.assertEqual(r["data"]["policy"]["maxRetries"], 5)
+        got = self.retry_events(d.until_type("agent_end"))
+        self.assertEqual([describe(o) for o in got], ["auto_retry_start:2", "auto_retry_end:fail:2"])
+        self.assertEqual((got[0]["delayMs"], got[0]["maxAttempts"]), (20, 2))
+        state = d.request({"type": "get_state", "id": "s2"})["data"]
+        self.assertIsNone(state["retryPolicy"])
+        # The next prompt runs on the daemon's new policy.
+        d.send({"type": "prompt", "id": "p2", "message": "again"})
+        got = self.retry_events(d.until_type("agent_end"))
+        self.assertEqual([(o.get("delayMs"), o.get("maxAttempts")) for o in got],
+                         [(5, 5), (None, None)])
+        self.assertEqual(d.finish()[0], 0)
+
+    def test_set_auto_retry_still_stops_a_snapshot_chain(self):
+        d = self.start(plan=[{"error": "503"}, {"error": "503 again"}], base_delay=1)
+        d.send({"type": "prompt", "id": "p", "message": "hi", "retry": {"baseDelayMs": 300, "maxRetries": 5}})
+        d.until_type("auto_retry_start")
+        self.assertTrue(d.request({"type": "set_auto_retry", "id": "off", "enabled": False})["success"])
+        state = d.request({"type": "get_state", "id": "s"})["data"]
+        self.assertEqual((state["autoRetryEnabled"], state["retryPolicy"]["enabled"]), (False, True))
+        got = self.retry_events(d.until_type("agent_end"))
+        self.assertEqual(got, [{"type": "auto_retry_end", "success": False, "attempt": 1, "finalError": "503 again"}])
+        self.assertEqual(d.finish()[0], 0)
+
+    def test_retry_budget_throttles_every_prompt_and_reports_its_tokens(self):
+        d = self.start("--set", 'retry.budget={"maxTokens":4,"tokenRatio":0.5}',
+                       plan=[{"error": "503"}] * 3 + [{"text": "ok"}], base_delay=1)
+        self.assertEqual(d.request({"type": "get_state", "id": "s0"})["data"]["retryBudget"],
+                         {"tokens": 4.0, "maxTokens": 4.0, "tokenRatio": 0.5, "throttled": False})
+        d.send({"type": "prompt", "id": "p1", "message": "one"})
+        got = self.retry_events(d.until_type("agent_end"))
+        self.assertEqual([describe(o) for o in got], ["auto_retry_start:1", "auto_retry_end:fail:1"])
+        self.assertEqual(got[1]["finalError"], "Retry budget exhausted (2.00 of 4.00 tokens left; retries resume "
+                                               "above 2.00). Original error: 503")
+        # Already throttled: the first failure is refused at once, attempt 0, no auto_retry_start.
+        d.send({"type": "prompt", "id": "p2", "message": "two"})
+        got = d.until_type("agent_end")
+        self.assertSequence(got[-3:], ["turn_end:error", "auto_retry_end:fail:0", "agent_end"])
+        self.assertTrue(got[-2]["finalError"].startswith("Retry budget exhausted (1.00 of 4.00 tokens left"))
+        d.send({"type": "prompt", "id": "p3", "message": "three"})
+        self.assertEqual(self.retry_events(d.until_type("agent_end")), [])
+        state = d.request({"type": "get_state", "id": "s"})["data"]
+        self.assertEqual(state["retryBudget"], {"tokens": 1.5, "maxTokens": 4.0, "tokenRatio": 0.5, "throttled": True})
+        r = d.request({"type": "set_retry_policy", "id": "off", "policy": {"budget": None}})
+        self.assertIsNone(r["data"]["policy"]["budget"])
+        self.assertIsNone(d.request({"type": "get_state", "id": "s2"})["data"]["retryBudget"])
+        self.assertEqual(d.finish()[0], 0)
+
+    def test_stream_stall_aborts_a_silent_attempt_and_is_retried(self):
+        d = self.start("--set", "retry.idleTimeoutMs=50", plan=[{"hang": True}, {"text": "ok"}], base_delay=1)
+        d.send({"type": "prompt", "id": "p", "message": "hi"})
+        got = d.until_type("agent_end")
+        self.assertSequence(got, [
+            "response:prompt:ok", "agent_start", "turn_start", "message_start:user", "message_end:user",
+            "message_start:assistant", "message_end:assistant:error", "turn_end:error", "auto_retry_start:1",
+            "turn_start", "message_start:assistant", "message_update:text_start", "message_update:text_delta",
+            "message_update:text_end", "message_end:assistant:stop", "auto_retry_end:ok:1", "turn_end:stop",
+            "agent_end"])
+        self.assertEqual(got[6]["message"]["errorMessage"], "stream stall: no data for 50 ms")
+        self.assertEqual(got[8]["reason"], "backoff")
+        self.assertEqual(d.finish()[0], 0)
+
+    def test_overloaded_model_falls_back_then_the_primary_comes_back_after_its_cooldown(self):
+        d = self.start("--set", 'retry.fallbackModels=["sim-2"]', "--set", "retry.fallbackAfterConsecutive=2",
+                       "--set", "retry.fallbackCooldownMs=0",
+                       plan=[{"error": "503 Service Unavailable"}, {"error": "529 overloaded_error"},
+                             {"text": "from fallback"}, {"text": "back"}], base_delay=1)
+        d.send({"type": "prompt", "id": "p", "message": "hi"})
+        got = d.until_type("agent_end")
+        at = [o["type"] for o in got].index("retry_fallback_applied")
+        self.assertSequence(got[at - 1:at + 3], ["turn_end:error", "retry_fallback_applied", "auto_retry_start:2",
+                                                 "turn_start"])
+        self.assertEqual(got[at], {"type": "retry_fallback_applied", "kind": "model", "from": "sim-1", "to": "sim-2",
+                                   "reason": "overloaded"})
+        self.assertEqual((got[at + 1]["delayMs"], got[at + 1]["reason"]), (0, "model-fallback"))
+        self.assertEqual(got[-1]["messages"][-1]["model"], "sim-2")
+        self.assertEqual(d.request({"type": "get_state", "id": "s"})["data"]["model"]["id"], "sim-2")
+        d.send({"type": "prompt", "id": "p2", "message": "again"})
+        got = d.until_type("agent_end")
+        self.assertSequence(got[:4], ["response:prompt:ok", "agent_start", "retry_fallback_applied", "turn_start"])
+        self.assertEqual(got[2], {"type": "retry_fallback_applied", "kind": "model", "from": "sim-2", "to": "sim-1",
+                                  "reason": "cooldown-expired"})
+        self.assertEqual(got[-1]["messages"][-1]["model"], "sim-1")
+        self.assertEqual(d.finish()[0], 0)
+
+    def test_usage_limit_without_credentials_falls_back_to_a_model(self):
+        d = self.start("--set", 'retry.fallbackModels=["sim-2"]',
+                       plan=[{"error": "usage limit reached, try again in 5 minutes"}, {"text": "ok"}])
+        d.send({"type": "prompt", "id": "p", "message": "hi"})
+        got = self.retry_events(d.until_type("agent_end"))
+        self.assertEqual(got, [
+            {"type": "retry_fallback_applied", "kind": "model", "from": "sim-1", "to": "sim-2", "reason": "usage-limit"},
+            {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 0,
+             "errorMessage": "usage limit reached, try again in 5 minutes", "reason": "model-fallback"},
+            {"type": "auto_retry_end", "success": True, "attempt": 1}])
+        self.assertEqual(d.finish()[0], 0)
+
+
 class ShutdownSchemaTest(DaemonTest):
 
     def test_sigterm_during_backoff_cancels_chain_then_exits_zero(self):
@@ -610,6 +907,18 @@ class BadInputSchemaTest(DaemonTest):
          'set_follow_up_mode: field "mode" must be "all" or "one-at-a-time"', "j"),
         ("id not a string", b'{"id":7,"type":"get_state"}', "get_state",
          'get_state: field "id" must be a string, not a number', None),
+        ("retry not an object", b'{"id":"k","type":"prompt","message":"x","retry":5}', "prompt",
+         'prompt: field "retry" must be an object of retry settings, not a number', "k"),
+        ("unknown retry setting", b'{"id":"l","type":"prompt","message":"x","retry":{"nope":true}}', "prompt",
+         "retry.nope is not a retry setting", "l"),
+        ("policy missing", b'{"id":"m","type":"set_retry_policy"}', "set_retry_policy",
+         'set_retry_policy: missing required field "policy" (an object of retry settings)', "m"),
+        ("policy not an object", b'{"id":"n","type":"set_retry_policy","policy":null}', "set_retry_policy",
+         'set_retry_policy: field "policy" must be an object, not null', "n"),
+        ("persist not a boolean", b'{"id":"o","type":"set_retry_policy","policy":{},"persist":"yes"}',
+         "set_retry_policy", 'set_retry_policy: field "persist" must be true or false, not a string', "o"),
+        ("retry setting out of range", b'{"id":"q","type":"set_retry_policy","policy":{"maxRetries":-1}}',
+         "set_retry_policy", "retry.maxRetries must be an integer from 0 to 1000 (got -1)", "q"),
     ]
 
     def check(self, resp, command, error, rid):
@@ -655,8 +964,11 @@ class BadInputSchemaTest(DaemonTest):
         d = self.start(plan=[])
         d.send({"type": "get_commands", "id": None})
         self.assertNotIn("id", d.next())
-        d.send({"type": "prompt", "id": "p", "message": "x", "images": None, "streamingBehavior": None})
+        d.send({"type": "prompt", "id": "p", "message": "x", "images": None, "streamingBehavior": None,
+                "retry": None})
         self.assertSequence(d.until_type("agent_end")[:2], ["response:prompt:ok", "agent_start"])
+        r = d.request({"type": "set_retry_policy", "id": "r", "policy": {}, "persist": None})
+        self.assertEqual(r["data"]["persisted"], False)
         d.send({"type": "new_session", "id": "n", "parentSession": None})
         self.assertTrue(d.response("n")[0]["success"])
         self.assertEqual(d.finish()[0], 0)
@@ -762,7 +1074,30 @@ class ValidatorTest(unittest.TestCase):
     def test_known_good_event_is_accepted(self):
         VALIDATOR.validate({"type": "message_end", "message": GOOD_ASSISTANT}, "events.schema.json")
         VALIDATOR.validate({"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 2000,
-                            "errorMessage": "503"}, "events.schema.json")
+                            "errorMessage": "503", "reason": "backoff"}, "events.schema.json")
+
+    def test_validator_rejects_hint_ms_unless_the_hint_set_the_delay(self):
+        start = {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 2000, "errorMessage": "x"}
+        VALIDATOR.validate(dict(start, reason="server-hint", hintMs=2000), "events.schema.json")
+        self.assertRejected(dict(start, reason="backoff", hintMs=5), "events.schema.json", "$.hintMs", "not allowed")
+        self.assertRejected(dict(start, reason="server-hint"), "events.schema.json", "$.hintMs", "required")
+        self.assertRejected(dict(start, reason="model-fallback"), "events.schema.json", "$.delayMs", "expected 0")
+        self.assertRejected(dict(start, delayMs=0, reason="guess"), "events.schema.json", "$.reason",
+                            '"guess" is not one of')
+
+    def test_validator_rejects_model_fallback_without_reason_and_reason_on_credentials(self):
+        fallback = {"type": "retry_fallback_applied", "kind": "model", "from": "a", "to": "b"}
+        self.assertRejected(fallback, "events.schema.json", "$.reason", "required")
+        self.assertRejected(dict(fallback, kind="credential", reason="overloaded"), "events.schema.json", "$.reason",
+                            "not allowed")
+
+    def test_validator_holds_retry_settings_to_their_keys_and_ranges(self):
+        self.assertRejected({"type": "prompt", "message": "x", "retry": {"maxDelay": 5}}, "commands.schema.json",
+                            "$.retry.maxDelay", "not allowed")
+        self.assertRejected({"type": "set_retry_policy", "policy": {"schedule": [1] * 65}}, "commands.schema.json",
+                            "$.policy.schedule", "at most 64")
+        self.assertRejected({"type": "set_retry_policy", "policy": {"budget": {"maxTokens": 1}}},
+                            "commands.schema.json", "$.policy.budget.tokenRatio", "required")
 
     def test_validator_rejects_auto_retry_start_without_delay(self):
         self.assertRejected({"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "errorMessage": "x"},

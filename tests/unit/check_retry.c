@@ -514,6 +514,30 @@ START_TEST(test_policy_from_json_reads_every_knob)
 }
 END_TEST
 
+START_TEST(test_jitter_is_drawn_within_the_capped_delay)
+{
+	struct retry_policy p = seed;
+	int64_t lo = INT64_MAX;
+
+	p.jitter = RETRY_JITTER_FULL;
+	p.base_delay_ms = 1000;
+	p.max_delay_ms = 100;
+	for (uint64_t seed_i = 1; seed_i <= 500; seed_i++) {
+		int64_t got[3];
+
+		p.seeded = true;
+		p.jitter_seed = seed_i;
+		draw_chain(&p, got, 3);
+		for (int k = 0; k < 3; k++) {
+			ck_assert_int_le(got[k], 100);
+			lo = got[k] < lo ? got[k] : lo;
+		}
+	}
+	/* Still spread, not pinned at the cap. */
+	ck_assert_int_lt(lo, 20);
+}
+END_TEST
+
 Suite *retry_suite(void)
 {
 	Suite *s = suite_create("retry");
@@ -546,6 +570,7 @@ Suite *retry_suite(void)
 	tcase_add_test(tc, test_budget_costs_one_per_failure_refunds_ratio_and_throttles_at_half);
 	tcase_add_test(tc, test_model_switch_retries_without_delay_and_names_reason);
 	tcase_add_test(tc, test_policy_from_json_reads_every_knob);
+	tcase_add_test(tc, test_jitter_is_drawn_within_the_capped_delay);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -764,6 +764,60 @@ START_TEST(test_set_retry_policy_validates_everything_before_applying)
 }
 END_TEST
 
+START_TEST(test_running_chain_keeps_its_patterns_when_policy_changes)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.baseDelayMs=10", NULL };
+	char err[512];
+	json_t *data = NULL, *pol;
+
+	fx_init(&f, "[{\"error\":\"503\"},{\"error\":\"503\"},{\"text\":\"ok\"}]", sets);
+	prompt(&f, "hi");
+	clock_fake_settle(&f.clock);
+	/* From now on nothing would be retryable — for later chains only. */
+	pol = json_pack("{s:[s]}", "retryablePatterns", "never-matches-anything");
+	ck_assert_msg(session_set_retry_policy(&f.s, pol, false, &data, err, sizeof(err)) == 0, "%s", err);
+	json_decref(pol);
+	json_decref(data);
+	types(&f);
+	clock_fake_advance(&f.clock, 100);
+	ck_assert_int_eq(json_integer_value(ev_field(&f, "auto_retry_start", "attempt")), 2);
+	ck_assert(json_is_true(ev_field(&f, "auto_retry_end", "success")));
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_set_auto_retry_off_reaches_follow_ups_queued_before_it)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.baseDelayMs=10", NULL };
+	char err[256];
+	json_t *data = NULL;
+
+	fx_init(&f, "[{\"text\":\"one\",\"delayMs\":5},{\"error\":\"503\"}]", sets);
+	prompt(&f, "first");
+	ck_assert_int_eq(submit(&f, "second", BEHAVIOR_FOLLOW_UP, NULL, err, sizeof(err)), 0);
+	session_set_auto_retry(&f.s, false, &data, err, sizeof(err));
+	clock_fake_advance(&f.clock, 100);
+	ck_assert_ptr_null(find(&f, "auto_retry_start"));
+	ck_assert(!f.s.busy);
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_budget_in_a_prompt_is_refused_as_daemon_wide)
+{
+	struct fx f;
+	char err[256];
+
+	fx_init(&f, "[]", NULL);
+	ck_assert_int_eq(submit(&f, "hi", BEHAVIOR_NONE, "{\"budget\":{\"maxTokens\":5,\"tokenRatio\":1}}",
+				err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "retry.budget is shared by every prompt"));
+	fx_release(&f);
+}
+END_TEST
+
 Suite *session_suite(void)
 {
 	Suite *s = suite_create("session");
@@ -795,6 +849,9 @@ Suite *session_suite(void)
 	tcase_add_test(tc, test_usage_limit_without_spare_credential_falls_back_to_model);
 	tcase_add_test(tc, test_budget_is_shared_across_prompts);
 	tcase_add_test(tc, test_set_retry_policy_validates_everything_before_applying);
+	tcase_add_test(tc, test_running_chain_keeps_its_patterns_when_policy_changes);
+	tcase_add_test(tc, test_set_auto_retry_off_reaches_follow_ups_queued_before_it);
+	tcase_add_test(tc, test_budget_in_a_prompt_is_refused_as_daemon_wide);
 	suite_add_tcase(s, tc);
 	return s;
 }

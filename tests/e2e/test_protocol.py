@@ -1,0 +1,329 @@
+"""Framing, parsing, responses and errors of the RPC protocol."""
+import json
+
+from harness import (DaemonTestCase, has_whitespace_outside_strings, is_response, is_type,
+                     signature, text_of)
+
+UNSUPPORTED = ["bash", "abort_bash", "compact", "set_auto_compaction", "export_html",
+               "switch_session", "fork", "get_fork_messages", "cycle_model",
+               "set_thinking_level", "cycle_thinking_level", "extension_ui_response"]
+
+
+class StartupTests(DaemonTestCase):
+    def test_first_line_is_exactly_the_ready_frame(self):
+        d = self.spawn(expect_ready=False)
+        first = d.recv()
+        self.assertEqual(first, {"type": "ready"})
+        self.assertEqual(d.raw_lines()[0], '{"type":"ready"}')
+        d.finish()
+
+    def test_idle_daemon_exits_0_on_stdin_eof_with_only_ready_written(self):
+        d = self.spawn()
+        d.finish()
+        self.assertEqual(d.raw_lines(), ['{"type":"ready"}'])
+
+
+class FramingTests(DaemonTestCase):
+    def test_trailing_cr_is_stripped(self):
+        d = self.spawn()
+        # A CR-only line is blank once its CR is stripped: no answer for it.
+        d.send(b'\r\n{"type":"get_state","id":"crlf"}\r\n\r\n')
+        r = d.recv()
+        self.assertEqual((r["type"], r["command"], r["id"], r["success"]),
+                         ("response", "get_state", "crlf", True))
+        d.send({"type": "get_state", "id": "next"})
+        self.assertEqual(d.recv()["id"], "next")
+        d.finish()
+
+    def test_blank_lines_are_ignored(self):
+        d = self.spawn()
+        d.send(b'\n\n   \n\t\n\r\n{"type":"get_state","id":"after-blanks"}\n\n')
+        r = d.recv()
+        self.assertEqual(r.get("id"), "after-blanks")
+        d.send({"type": "get_state", "id": "next"})
+        self.assertEqual(d.recv().get("id"), "next")
+        d.finish()
+        self.assertEqual(len(d.seen()), 3)  # ready + two responses, nothing for blanks
+
+    def test_line_split_across_writes_is_reassembled(self):
+        d = self.spawn()
+        d.send(b'{"type":"get_st')
+        d.expect_silence(0.1)  # an unfinished line gets no answer
+        d.send(b'ate","id":"split"}\n')
+        r = d.recv()
+        self.assertEqual((r["command"], r["id"], r["success"]), ("get_state", "split", True))
+        d.finish()
+
+    def test_several_commands_in_one_write_are_answered_in_order(self):
+        d = self.spawn()
+        d.send(b'{"type":"get_state","id":"a"}\n{"type":"get_messages","id":"b"}\n'
+               b'{"type":"get_state","id":"c"}\n')
+        got = [d.recv() for _ in range(3)]
+        self.assertEqual([(r["id"], r["command"]) for r in got],
+                         [("a", "get_state"), ("b", "get_messages"), ("c", "get_state")])
+        d.finish()
+
+    def test_final_line_without_newline_is_handled_at_eof(self):
+        d = self.spawn()
+        d.send(b'{"type":"get_state","id":"last"}')
+        d.close_stdin()
+        r = d.recv()
+        self.assertEqual((r["id"], r["success"]), ("last", True))
+        d.assert_clean_exit()
+
+    def test_1000_pipelined_commands_in_one_write_are_all_answered_in_order(self):
+        d = self.spawn()
+        kinds = ["get_state", "get_messages", "no_such_command", "get_last_assistant_text",
+                 "abort_retry"]
+        lines = []
+        for i in range(1000):
+            lines.append(json.dumps({"type": kinds[i % len(kinds)], "id": "p%d" % i},
+                                    separators=(",", ":")))
+        d.send(("\n".join(lines) + "\n").encode())
+        got = [d.recv(timeout=10) for _ in range(1000)]
+        self.assertEqual([r.get("id") for r in got], ["p%d" % i for i in range(1000)])
+        self.assertTrue(all(r["type"] == "response" for r in got))
+        self.assertEqual([r["command"] for r in got], [kinds[i % len(kinds)] for i in range(1000)])
+        self.assertEqual([r["success"] for r in got],
+                         [kinds[i % len(kinds)] != "no_such_command" for i in range(1000)])
+        for r in got:  # {"id"?, "type", "command", "success", "data"? | "error"}
+            allowed = {"id", "type", "command", "success", "data" if r["success"] else "error"}
+            self.assertLessEqual(set(r), allowed, r)
+            if not r["success"]:
+                self.assertIsInstance(r["error"], str)
+        d.finish()
+        self.assertEqual(len(d.seen()), 1001)
+
+
+class OversizeLineTests(DaemonTestCase):
+    LIMIT = 1000
+
+    def _daemon(self):
+        return self.spawn(sets={"rpc.maxLineBytes": self.LIMIT}, args=["--no-session"])
+
+    @staticmethod
+    def _line(size, id_="big"):
+        """A valid get_state command of exactly `size` bytes (without the LF)."""
+        head = '{"type":"get_state","id":"%s","pad":"' % id_
+        tail = '"}'
+        return (head + "x" * (size - len(head) - len(tail)) + tail).encode()
+
+    def _assert_oversize_error(self, r):
+        self.assertEqual(r["type"], "response")
+        self.assertEqual(r["command"], "parse")
+        self.assertIs(r["success"], False)
+        self.assertTrue(r["error"].startswith("Failed to parse command:"), r["error"])
+        self.assertNotIn("id", r)
+
+    def test_line_over_max_line_bytes_gets_one_parse_error_and_next_line_works(self):
+        d = self._daemon()
+        big = json.dumps({"type": "prompt", "id": "huge", "message": "y" * 5000}).encode()
+        d.send(big + b'\n{"type":"get_state","id":"after"}\n')
+        self._assert_oversize_error(d.recv())
+        r = d.recv()
+        self.assertEqual((r["id"], r["command"], r["success"]), ("after", "get_state", True))
+        self.assertFalse(r["data"]["isStreaming"])  # the oversize prompt never ran
+        d.finish()
+        self.assertEqual(len(d.seen()), 3)
+
+    def test_oversize_line_spanning_many_reads_gives_exactly_one_error(self):
+        d = self._daemon()
+        # 400 kB: far more than one read of stdin; the rest of the line is discarded.
+        d.send(b'{"type":"get_state","id":"huge","pad":"' + b"z" * 400000)
+        d.send(b'"}\n{"type":"get_state","id":"after"}\n')
+        self._assert_oversize_error(d.recv())
+        self.assertEqual(d.recv().get("id"), "after")
+        d.finish()
+        self.assertEqual(len(d.seen()), 3)
+
+    def test_a_megabyte_line_is_fine_under_the_default_limit(self):
+        d = self.spawn(args=["--no-session"])
+        big = "x" * (1 << 20)
+        msgs = self.run_prompt(d, big)
+        self.assertIs(msgs[0]["success"], True)
+        self.assertEqual(text_of(msgs[-1]["messages"][-1]), big)
+        d.finish()
+
+    def test_line_of_exactly_max_line_bytes_is_accepted(self):
+        d = self._daemon()
+        d.send(self._line(self.LIMIT, "fits") + b"\n")
+        r = d.recv()
+        self.assertEqual((r.get("id"), r["success"]), ("fits", True))
+        d.send(self._line(self.LIMIT + 1, "over") + b"\n")
+        self._assert_oversize_error(d.recv())
+        d.finish()
+
+
+class ParseErrorTests(DaemonTestCase):
+    def _bad(self, d, raw):
+        d.send(raw)
+        r = d.recv()
+        self.assertEqual(r["type"], "response")
+        self.assertIs(r["success"], False)
+        self.assertIsInstance(r.get("error"), str)
+        self.assertTrue(r["error"])
+        return r
+
+    def test_non_json_line_is_a_parse_error_and_the_daemon_goes_on(self):
+        d = self.spawn()
+        for raw in (b"not json\n", b"{\"type\":\"get_state\"\n", b"{]\n"):
+            r = self._bad(d, raw)
+            self.assertEqual(r["command"], "parse")
+            self.assertTrue(r["error"].startswith("Failed to parse command:"), r["error"])
+            self.assertNotIn("id", r)
+        self.assertEqual(d.request({"type": "get_state"})["success"], True)
+        d.finish()
+
+    def test_invalid_utf8_is_a_parse_error(self):
+        d = self.spawn()
+        r = self._bad(d, b'{"type":"get_state","id":"\xff\xfe"}\n')
+        self.assertEqual(r["command"], "parse")
+        self.assertTrue(r["error"].startswith("Failed to parse command:"), r["error"])
+        r = self._bad(d, b'{"type":"prompt","message":"caf\xc3"}\n')
+        self.assertEqual(r["command"], "parse")
+        self.assertTrue(r["error"].startswith("Failed to parse command:"), r["error"])
+        self.assertEqual(d.request({"type": "get_state"})["success"], True)
+        d.finish()
+
+    def test_json_that_is_not_an_object_is_a_parse_error(self):
+        d = self.spawn()
+        for raw in (b"[1,2]\n", b'"get_state"\n', b"42\n", b"null\n", b"true\n"):
+            r = self._bad(d, raw)
+            self.assertEqual(r["command"], "parse", raw)
+            self.assertNotIn("id", r)
+        d.finish()
+
+    def test_object_without_string_type_is_a_parse_error_with_id_echoed(self):
+        d = self.spawn()
+        r = self._bad(d, b'{"id":"no-type"}\n')
+        self.assertEqual((r["command"], r.get("id")), ("parse", "no-type"))
+        r = self._bad(d, b'{"id":"num-type","type":5}\n')
+        self.assertEqual((r["command"], r.get("id")), ("parse", "num-type"))
+        r = self._bad(d, b'{"type":null}\n')
+        self.assertEqual(r["command"], "parse")
+        d.finish()
+
+    def test_unknown_command_names_it_and_echoes_id(self):
+        d = self.spawn()
+        r = self._bad(d, b'{"type":"frobnicate","id":"u1"}\n')
+        self.assertEqual(r, {"id": "u1", "type": "response", "command": "frobnicate",
+                             "success": False, "error": "Unknown command: frobnicate"})
+        d.finish()
+
+    def test_id_is_echoed_on_success_and_absent_when_not_given(self):
+        d = self.spawn()
+        d.send({"type": "get_state", "id": "with-id"})
+        self.assertEqual(d.recv()["id"], "with-id")
+        d.send({"type": "get_state"})
+        r = d.recv()
+        self.assertEqual(r["command"], "get_state")
+        self.assertNotIn("id", r)
+        d.finish()
+
+    def test_non_string_id_is_not_echoed(self):
+        d = self.spawn()
+        d.send(b'{"type":"get_state","id":7}\n')
+        r = d.recv()
+        self.assertEqual((r["type"], r["command"]), ("response", "get_state"))
+        self.assertNotIn("id", r)
+        d.finish()
+
+    def test_missing_or_mistyped_fields_are_errors_naming_the_field(self):
+        cases = [
+            ({"type": "prompt"}, "message"),
+            ({"type": "prompt", "message": 5}, "message"),
+            ({"type": "prompt", "message": "x", "streamingBehavior": "later"}, "streamingBehavior"),
+            ({"type": "prompt", "message": "x", "images": "nope"}, "images"),
+            ({"type": "steer"}, "message"),
+            ({"type": "follow_up", "message": ["x"]}, "message"),
+            ({"type": "set_auto_retry"}, "enabled"),
+            ({"type": "set_auto_retry", "enabled": "yes"}, "enabled"),
+            ({"type": "set_auto_retry", "enabled": 1}, "enabled"),
+            ({"type": "set_model", "provider": "sim"}, "modelId"),
+            ({"type": "set_steering_mode", "mode": "sometimes"}, "mode"),
+            ({"type": "set_session_name"}, "name"),
+        ]
+        d = self.spawn(args=["--no-session"])
+        for i, (cmd, field) in enumerate(cases):
+            with self.subTest(cmd=cmd):
+                cmd = dict(cmd, id="f%d" % i)
+                d.send(cmd)
+                r = d.recv()
+                self.assertEqual((r["type"], r["command"], r.get("id"), r["success"]),
+                                 ("response", cmd["type"], cmd["id"], False))
+                self.assertIn(field, r["error"])
+        # None of them started anything.
+        self.assertFalse(d.request({"type": "get_state"})["data"]["isStreaming"])
+        d.finish()
+
+    def test_pi_commands_that_do_not_apply_are_refused_as_not_supported(self):
+        d = self.spawn()
+        for name in UNSUPPORTED:
+            with self.subTest(command=name):
+                d.send({"type": name, "id": "x-" + name, "command": "ls"})
+                r = d.recv()
+                self.assertEqual((r["command"], r.get("id"), r["success"]),
+                                 (name, "x-" + name, False))
+                self.assertIn("is not supported", r["error"])
+        d.finish()
+
+
+class OutputTests(DaemonTestCase):
+    def test_stdout_is_only_compact_json_objects_and_events_carry_no_id(self):
+        d = self.spawn(plan=[{"error": "503 Service Unavailable"}, {"text": "fine \"quoted\" words"}],
+                       sets={"retry.baseDelayMs": 1}, env={"RETRYD_LOG": "debug"})
+        d.send({"type": "prompt", "message": "spaces, commas: and \"quotes\"", "id": "p"})
+        d.wait_for(is_type("agent_end"))
+        d.request({"type": "get_state"})
+        d.send(b"garbage\n")
+        d.wait_for(is_response("parse"))
+        d.finish()
+        for raw in d.raw_lines():
+            self.assertFalse(has_whitespace_outside_strings(raw), raw[:200])
+        for m in d.seen():
+            if m["type"] != "response":
+                self.assertNotIn("id", m, m["type"])
+
+    def test_prompt_response_comes_before_the_first_event(self):
+        d = self.spawn(plan=[{"text": "x"}])
+        msgs = self.run_prompt(d, "hi")
+        self.assertEqual(signature(msgs)[:2], ["response:prompt", "agent_start"])
+        self.assertIs(msgs[0]["success"], True)
+        d.finish()
+
+
+class OtherCommandTests(DaemonTestCase):
+    def test_get_last_assistant_text_returns_the_last_answer(self):
+        d = self.spawn(plan=[{"text": "the answer"}])
+        self.assertIsNone(d.request({"type": "get_last_assistant_text"})["data"]["text"])
+        self.run_prompt(d, "q")
+        r = d.request({"type": "get_last_assistant_text"})
+        self.assertEqual(r["data"]["text"], "the answer")
+        d.finish()
+
+    def test_models_can_be_listed_and_unknown_ones_are_refused(self):
+        d = self.spawn(args=["--model", "sim-x"], sets={"sim.models": ["sim-x", "sim-y"]})
+        r = d.request({"type": "get_available_models"})
+        self.assertEqual([m["id"] for m in r["data"]["models"]], ["sim-x", "sim-y"])
+        r = d.request({"type": "set_model", "provider": "sim", "modelId": "sim-y"})
+        self.assertEqual((r["success"], r["data"]["id"]), (True, "sim-y"))
+        self.assertEqual(d.request({"type": "get_state"})["data"]["model"]["id"], "sim-y")
+        r = d.request({"type": "set_model", "provider": "sim", "modelId": "gpt-nope"})
+        self.assertIs(r["success"], False)
+        self.assertIn("gpt-nope", r["error"])
+        r = d.request({"type": "set_model", "provider": "openai", "modelId": "sim-y"})
+        self.assertIs(r["success"], False)
+        d.finish()
+
+    def test_new_session_clears_the_context_and_changes_the_session_id(self):
+        d = self.spawn(plan=[{"text": "a"}])
+        self.run_prompt(d, "q")
+        before = d.request({"type": "get_state"})["data"]
+        self.assertEqual(before["messageCount"], 2)
+        r = d.request({"type": "new_session"})
+        self.assertIs(r["success"], True)
+        after = d.request({"type": "get_state"})["data"]
+        self.assertEqual(after["messageCount"], 0)
+        self.assertNotEqual(after["sessionId"], before["sessionId"])
+        self.assertEqual(d.request({"type": "get_messages"})["data"]["messages"], [])
+        d.finish()

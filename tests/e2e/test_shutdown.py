@@ -1,0 +1,172 @@
+"""Orderly shutdown: stdin EOF, SIGTERM, and a reader that goes away."""
+import json
+import os
+import signal
+import time
+import unittest
+
+from harness import DaemonTestCase, is_sanitized_build, is_type, role_of, signature, types
+
+SLOW = {"retry.baseDelayMs": 5000}
+# SIGTERM must end the process "within ~1 s"; ASan's exit-time leak scan adds a little.
+SIGTERM_BOUND = 1.0 if not is_sanitized_build() else 2.0
+
+
+def assistant_start(m):
+    return m.get("type") == "message_start" and role_of(m) == "assistant"
+
+
+class StdinEofTests(DaemonTestCase):
+    def test_eof_when_idle_exits_0(self):
+        d = self.spawn()
+        t0 = time.monotonic()
+        d.finish(timeout=2)
+        self.assertLess(time.monotonic() - t0, 1.0)
+
+    def test_eof_right_after_a_prompt_finishes_the_whole_retry_chain(self):
+        d = self.spawn(plan=[{"error": "503"}, {"error": "overloaded"}, {"text": "done"}],
+                       sets={"retry.baseDelayMs": 20})
+        d.send({"type": "prompt", "message": "q"})
+        d.close_stdin()
+        d.assert_clean_exit()
+        msgs = d.remaining()
+        self.assertEqual(types(msgs)[-1], "agent_end")
+        self.assertEqual([s["attempt"] for s in msgs if s["type"] == "auto_retry_start"], [1, 2])
+        ends = [e for e in msgs if e["type"] == "auto_retry_end"]
+        self.assertEqual([(e["success"], e["attempt"]) for e in ends], [(True, 2)])
+
+    def test_eof_during_backoff_still_runs_the_retry(self):
+        d = self.spawn(plan=[{"error": "503"}, {"text": "done"}], sets={"retry.baseDelayMs": 200})
+        d.send({"type": "prompt", "message": "q"})
+        d.wait_for(is_type("auto_retry_start"))
+        d.close_stdin()
+        msgs = d.collect_until(is_type("agent_end"))
+        self.assertEqual(signature(msgs)[-3:], ["auto_retry_end", "turn_end", "agent_end"])
+        self.assertIs(msgs[-3]["success"], True)
+        d.assert_clean_exit()
+        self.assertEqual(d.remaining(), [])
+
+    def test_eof_runs_queued_follow_ups_before_exiting(self):
+        d = self.spawn(plan=[{"delayMs": 30, "text": "first"}])
+        d.send(b'{"type":"prompt","message":"p1"}\n'
+               b'{"type":"prompt","message":"p2","streamingBehavior":"followUp"}\n'
+               b'{"type":"follow_up","message":"p3"}\n')
+        d.close_stdin()
+        d.assert_clean_exit()
+        msgs = d.remaining()
+        self.assertEqual(types(msgs).count("turn_start"), 3)
+        self.assertEqual(types(msgs).count("agent_end"), 1)
+        self.assertEqual(types(msgs)[-1], "agent_end")
+        self.assertEqual([m["role"] for m in msgs[-1]["messages"]], ["user", "assistant"] * 3)
+
+
+    def test_eof_during_a_hang_keeps_waiting_until_sigterm(self):
+        d = self.spawn(plan=[{"hang": True}])
+        d.send({"type": "prompt", "message": "q"})
+        d.wait_for(assistant_start)
+        d.close_stdin()
+        d.expect_silence(0.3)  # the in-flight attempt is not dropped silently
+        self.assertIsNone(d.proc.poll(), "the daemon left with an attempt in flight")
+        t0 = time.monotonic()
+        d.signal(signal.SIGTERM)
+        d.assert_clean_exit(timeout=5)
+        self.assertLess(d.exit_time - t0, SIGTERM_BOUND)
+        msgs = d.remaining()
+        self.assertEqual(signature(msgs), ["message_end:assistant", "turn_end", "agent_end"])
+        self.assertEqual(msgs[0]["message"]["stopReason"], "aborted")
+
+
+class SigtermTests(DaemonTestCase):
+    def _term(self, d):
+        t0 = time.monotonic()
+        d.signal(signal.SIGTERM)
+        rc = d.wait_exit(timeout=5)
+        elapsed = d.exit_time - t0
+        d.check_output_clean()
+        self.assertEqual(rc, 0)
+        self.assertLess(elapsed, SIGTERM_BOUND)
+        return d.remaining()
+
+    def test_sigterm_when_idle_exits_0(self):
+        d = self.spawn()
+        self.assertEqual(self._term(d), [])
+
+    def test_sigterm_during_backoff_cancels_the_chain_and_exits_0(self):
+        d = self.spawn(plan=[{"error": "503"}, {"text": "never"}], sets=SLOW)
+        d.send({"type": "prompt", "message": "q"})
+        d.wait_for(is_type("auto_retry_start"))
+        msgs = self._term(d)
+        self.assertEqual(types(msgs), ["auto_retry_end", "agent_end"])
+        self.assertEqual((msgs[0]["success"], msgs[0]["attempt"], msgs[0]["finalError"]),
+                         (False, 1, "Retry cancelled"))
+
+    def test_sigterm_during_a_hang_ends_the_run_and_exits_0(self):
+        d = self.spawn(plan=[{"hang": True}])
+        d.send({"type": "prompt", "message": "q"})
+        d.wait_for(assistant_start)
+        msgs = self._term(d)
+        self.assertEqual(signature(msgs), ["message_end:assistant", "turn_end", "agent_end"])
+        self.assertEqual(msgs[0]["message"]["stopReason"], "aborted")
+
+    def test_sigterm_during_a_hang_in_an_open_chain_closes_the_chain(self):
+        d = self.spawn(plan=[{"error": "503"}, {"hang": True}], sets={"retry.baseDelayMs": 1})
+        d.send({"type": "prompt", "message": "q"})
+        d.wait_for(is_type("auto_retry_start"))
+        d.wait_for(assistant_start)
+        msgs = self._term(d)
+        self.assertEqual(signature(msgs), ["message_end:assistant", "turn_end", "auto_retry_end",
+                                           "agent_end"])
+        self.assertEqual((msgs[2]["success"], msgs[2]["finalError"]), (False, "Retry cancelled"))
+
+    def test_sigterm_exits_in_bounded_time_when_output_cannot_drain(self):
+        words = " ".join("w%d" % i for i in range(3000))
+        d = self.spawn(plan=[{"text": words}], args=["--no-session"])
+        d.send({"type": "prompt", "message": "q"})
+        d.wait_for(lambda m: m.get("type") == "message_update")
+        d.pause_reading()
+        self.assertTrue(d.wait_quiescent(), "the daemon never blocked on its full stdout")
+        t0 = time.monotonic()
+        d.signal(signal.SIGTERM)
+        rc = d.wait_exit(timeout=5)
+        self.assertLess(d.exit_time - t0, 1.5)  # the drain grace is bounded
+        self.assertEqual(rc, 0)
+        d.check_no_sanitizer_report()
+
+
+class StdoutClosedTests(DaemonTestCase):
+    def test_daemon_exits_when_the_reader_closes_stdout_during_a_stream(self):
+        words = " ".join("w%d" % i for i in range(2000))
+        d = self.spawn(plan=[{"error": "503"}, {"text": words}],
+                       sets={"sim.chunkDelayMs": 5, "retry.baseDelayMs": 1},
+                       args=["--session", "{tmp}/s.jsonl"])
+        d.send({"type": "prompt", "message": "q"})
+        d.wait_for(lambda m: m.get("type") == "message_update")
+        d.close_stdout()
+        t0 = time.monotonic()
+        rc = d.wait_exit(timeout=3)  # stdin stays open: it must leave by itself
+        self.assertLess(d.exit_time - t0, 2.0)
+        self.assertEqual(rc, 0)
+        d.check_no_sanitizer_report()
+        # The run was aborted: the session file ends with the aborted attempt.
+        with open(os.path.join(d.tmp, "s.jsonl")) as f:
+            last = json.loads(f.read().splitlines()[-1])["message"]
+        self.assertEqual((last["role"], last["stopReason"]), ("assistant", "aborted"))
+
+    def test_daemon_exits_when_the_reader_closed_stdout_and_a_command_arrives(self):
+        d = self.spawn()
+        d.close_stdout()
+        d.send({"type": "get_state"})
+        rc = d.wait_exit(timeout=3)
+        self.assertEqual(rc, 0)
+        d.check_no_sanitizer_report()
+
+    @unittest.skipUnless(os.environ.get("E2E_STRICT"),
+                         "documented limitation (protocol/README.md section 12: a closed stdout is "
+                         "noticed at the next write), so an idle daemon keeps running; "
+                         "E2E_STRICT=1 runs it")
+    def test_idle_daemon_exits_by_itself_when_the_reader_closes_stdout(self):
+        d = self.spawn()
+        d.close_stdout()
+        rc = d.wait_exit(timeout=3)  # no input at all, stdin stays open
+        self.assertEqual(rc, 0)
+        d.check_no_sanitizer_report()
