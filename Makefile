@@ -8,7 +8,7 @@ BUILD   := build/san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
 
-PKGS      := libuv jansson libpcre2-8
+PKGS      := libuv jansson libpcre2-8 libcurl
 # Evaluated lazily, once, after scripts/deps.sh has had its chance to install them.
 PKG_CFLAGS = $(eval PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS)))$(PKG_CFLAGS)
 PKG_LIBS   = $(eval PKG_LIBS := $(shell pkg-config --libs $(PKGS)))$(PKG_LIBS)
@@ -30,7 +30,7 @@ UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%.o)
 BIN      := $(BUILD)/retryd
 UNIT_BIN := $(BUILD)/check_unit
 
-.PHONY: all deps check unit e2e demo clean
+.PHONY: all deps check unit e2e demo bench conformance clean
 all: $(BIN)
 
 deps:
@@ -71,6 +71,16 @@ check: deps
 demo: deps
 	@$(MAKE) --no-print-directory $(BIN)
 	@RETRYD=$(abspath $(BIN)) scripts/demo.sh
+
+# Not part of make check: these install pi from npm into build/pi (when the
+# registry is reachable) and measure or compare against it.
+bench: deps
+	@$(MAKE) --no-print-directory $(BIN)
+	RETRYD=$(abspath $(BIN)) python3 scripts/bench.py
+
+conformance: deps
+	@$(MAKE) --no-print-directory $(BIN)
+	RETRYD=$(abspath $(BIN)) python3 scripts/conformance.py
 
 clean:
 	rm -rf build

@@ -3,8 +3,8 @@
 # already find them. Safe to run repeatedly; make demo / make check call it.
 set -eu
 
-PKGS="libuv1-dev libjansson-dev libpcre2-dev check pkg-config python3"
-MODULES="libuv jansson libpcre2-8 check"
+PKGS="libuv1-dev libjansson-dev libpcre2-dev libcurl4-openssl-dev check pkg-config python3"
+MODULES="libuv jansson libpcre2-8 libcurl check"
 
 missing=0
 command -v pkg-config >/dev/null 2>&1 || missing=1

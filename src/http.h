@@ -4,7 +4,14 @@
  *
  * A request streams: status and headers first, then body bytes as they
  * come, then exactly one done() — unless it is cancelled, after which no
- * callback runs. TLS peers are verified against the system CA store. */
+ * callback runs. TLS peers are verified against the system CA store.
+ *
+ * Only http and https URLs; HTTP/1.1; redirects are not followed (a 3xx is
+ * the response: following one would send the request's key headers to
+ * another host). The callbacks may call any function here, for any request
+ * or the client, also http_request_cancel on their own request and
+ * http_client_close; what curl cannot take from inside its callbacks
+ * (removing or adding a transfer) then waits until curl has returned. */
 #ifndef RETRYD_HTTP_H
 #define RETRYD_HTTP_H
 
@@ -16,15 +23,22 @@ struct http_client;
 struct http_request;
 
 struct http_callbacks {
-	/* Once, when the response's status line and headers are in. name/value
+	/* Once, when the response's status line and headers are in (delivered
+	 * with the first body byte, or at the end for an empty body). name/value
 	 * pairs: `headers` holds `nheaders` * 2 strings (borrowed for the call),
-	 * names lower-cased. */
+	 * names lower-cased, values trimmed; only the final response's headers
+	 * (interim 1xx ones are dropped). Not called when the transfer fails
+	 * before a final status line and its headers came. */
 	void (*response)(void *ctx, long status, const char *const *headers, size_t nheaders);
-	/* Body bytes, borrowed for the call. */
+	/* Body bytes, borrowed for the call. May run inside
+	 * http_request_pause(req, false) with bytes curl held back. */
 	void (*data)(void *ctx, const char *bytes, size_t len);
 	/* The end: err 0 for a complete response, else a negative code and a
 	 * sentence for people (e.g. "Connection refused", "Operation timed out
-	 * after 10000 milliseconds with 0 bytes received"). */
+	 * after 10000 milliseconds with 0 bytes received"). Codes: UV_ETIMEDOUT
+	 * (connect, total or idle timeout), UV_ECONNREFUSED and other socket
+	 * errors, UV_EOF (closed before the response was complete), UV_EPROTO
+	 * (TLS or HTTP protocol), UV_EAI_NONAME, UV_ENOMEM, UV_EIO. */
 	void (*done)(void *ctx, int err, const char *message);
 	void *ctx;
 };
@@ -36,23 +50,31 @@ struct http_options {
 	const char *body;            /* borrowed until done/cancel; may be NULL */
 	size_t body_len;
 	long connect_timeout_ms;     /* 0: curl's default */
-	long idle_timeout_ms;        /* no bytes for this long: done() with an error; 0: off */
-	long total_timeout_ms;       /* 0: none */
+	long idle_timeout_ms;        /* no bytes for this long: done() with an error; 0: off.
+				      * Counted from the start, restarted by every byte
+				      * received (headers or body); stopped while paused. */
+	long total_timeout_ms;       /* 0: none; keeps running while paused */
 };
 
 /* Returns NULL on failure. */
 struct http_client *http_client_new(uv_loop_t *loop);
-/* Cancels every request and frees the client once its handles are closed;
- * done(ctx) then runs (may be NULL). */
+/* Cancels every request (no callback of theirs runs) and frees the client
+ * once its handles are closed; done(ctx) then runs, always from the loop,
+ * never from inside this call (done may be NULL). */
 void http_client_close(struct http_client *self, void (*done)(void *ctx), void *ctx);
 
 /* Starts a request. Returns NULL (and no callback runs) when it cannot be
- * started; err says why. */
+ * started (a bad URL or scheme, method or header line, a closing client);
+ * err says why, never echoing the URL or headers. */
 struct http_request *http_request_start(struct http_client *client, const struct http_options *opts,
 					const struct http_callbacks *cbs, char *err, size_t errlen);
-/* Stops the transfer at once; no callback runs afterwards; frees it. */
+/* Stops the transfer at once; no callback runs afterwards; frees it (the
+ * memory goes once its timer is closed). Safe inside the request's own
+ * callbacks. */
 void http_request_cancel(struct http_request *req);
-/* Backpressure: stop (true) or resume (false) receiving. */
+/* Backpressure: stop (true) or resume (false) receiving. While paused no
+ * response()/data() runs; curl holds what it already read and stops reading
+ * the socket. Resuming may deliver held bytes before it returns. */
 void http_request_pause(struct http_request *req, bool paused);
 
 #endif

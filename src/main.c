@@ -11,6 +11,8 @@
 #include "framer.h"
 #include "journal.h"
 #include "log.h"
+#include "http.h"
+#include "provider_http.h"
 #include "provider_sim.h"
 #include "reader.h"
 #include "retryd/protocol.h"
@@ -39,6 +41,7 @@ struct daemon {
 	struct classify *classify;
 	struct clock_uv clock;
 	struct provider *provider;
+	struct http_client *http;   /* NULL with the sim provider */
 	struct session session;
 	struct rpc rpc;
 	struct framer framer;
@@ -135,8 +138,6 @@ static int parse_options(int argc, char **argv, struct options *o)
 	}
 	if (o->session_file != NULL && o->no_session)
 		return usage_error("%s", "--session and --no-session exclude each other");
-	if (o->provider != NULL && strcmp(o->provider, "sim") != 0)
-		return usage_error("unknown provider '%s' (available: sim)", o->provider);
 	return -1;
 }
 
@@ -306,6 +307,13 @@ static void close_all(struct daemon *d)
 		writer_close(d->writer);
 	d->reader = NULL;
 	d->writer = NULL;
+	if (d->http != NULL) {
+		/* The provider's transfer goes first; the client then closes its handles. */
+		if (d->provider != NULL)
+			d->provider->ops->abort(d->provider);
+		http_client_close(d->http, NULL, NULL);
+		d->http = NULL;
+	}
 	clock_uv_close(&d->clock);
 }
 
@@ -332,10 +340,28 @@ static int run(struct daemon *d, const struct options *o)
 		.emit_ctx = d,
 	};
 
+	char err[512];
+
 	d->loop = uv_default_loop();
 	clock_uv_init(&d->clock, d->loop);
-	d->provider = provider_sim_new(&d->clock.clock, settings_get(&d->settings, "sim.plan"),
-				       settings_int(&d->settings, "sim.chunkDelayMs", 0));
+	if (o->provider == NULL || strcmp(o->provider, "sim") == 0) {
+		d->provider = provider_sim_new(&d->clock.clock, settings_get(&d->settings, "sim.plan"),
+					       settings_int(&d->settings, "sim.chunkDelayMs", 0),
+					       settings_get(&d->settings, "sim.models"),
+					       settings_get(&d->settings, "sim.credentials"));
+	} else {
+		d->http = http_client_new(d->loop);
+		d->provider = d->http ? provider_http_new(d->http, &d->clock.clock, &d->settings,
+							  o->provider, err, sizeof(err))
+				      : NULL;
+		if (d->provider == NULL) {
+			fprintf(stderr, "retryd: %s\n", d->http ? err : "cannot start libcurl");
+			free(dir);
+			return 2;
+		}
+	}
+	if (o->model == NULL && json_array_size(d->provider->models) > 0)
+		scfg.model = json_string_value(json_object_get(json_array_get(d->provider->models, 0), "id"));
 	scfg.provider = d->provider;
 	d->writer = writer_new(d->loop, 1,
 			       (size_t)settings_int(&d->settings, "rpc.outputHighWaterBytes", 1 << 20),

@@ -65,8 +65,17 @@ struct provider_ops {
 
 struct provider {
 	const struct provider_ops *ops;
-	const char *name; /* "sim", ... */
-	const char *api;  /* pi's api field */
+	const char *name;      /* "sim", "openai", ... */
+	const char *api;       /* pi's api field */
+	const char *base_url;  /* "" when there is none */
+	json_t *models;        /* owned by the provider: [{"id", "contextWindow"?, "maxTokens"?}] */
+	json_t *credentials;   /* owned by the provider: credential names, never secrets */
 };
+
+/* The entry of `models` with this id (borrowed), or NULL. */
+json_t *provider_model(const struct provider *self, const char *id);
+/* Model ids as the configuration lists them: a string or {"id", ...}; turns
+ * either form into a new array of objects. */
+json_t *provider_models_from(const json_t *list);
 
 #endif

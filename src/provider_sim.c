@@ -314,6 +314,8 @@ static void sim_free(struct provider *base)
 
 	reset_attempt(self);
 	json_decref(self->plan);
+	json_decref(self->base.models);
+	json_decref(self->base.credentials);
 	free(self);
 }
 
@@ -324,7 +326,8 @@ static const struct provider_ops sim_ops = {
 	.free = sim_free,
 };
 
-struct provider *provider_sim_new(struct clock *clock, const json_t *plan, int64_t chunk_delay_ms)
+struct provider *provider_sim_new(struct clock *clock, const json_t *plan, int64_t chunk_delay_ms,
+				  const json_t *models, const json_t *credentials)
 {
 	struct sim *self = calloc(1, sizeof(*self));
 
@@ -333,12 +336,15 @@ struct provider *provider_sim_new(struct clock *clock, const json_t *plan, int64
 	self->base.ops = &sim_ops;
 	self->base.name = "sim";
 	self->base.api = "sim";
+	self->base.base_url = "";
+	self->base.models = provider_models_from(models);
+	self->base.credentials = credentials ? json_deep_copy(credentials) : json_array();
 	self->clock = clock;
 	self->plan = plan ? json_deep_copy(plan) : json_array();
 	self->chunk_delay_ms = chunk_delay_ms;
 	self->hint_ms = -1;
-	if (self->plan == NULL) {
-		free(self);
+	if (self->plan == NULL || self->base.models == NULL || self->base.credentials == NULL) {
+		sim_free(&self->base);
 		return NULL;
 	}
 	return &self->base;

@@ -20,7 +20,9 @@
  * key: "sim.plan[1]: \"error\" must be a string". */
 int provider_sim_check_plan(const json_t *plan, char *err, size_t errlen);
 
-/* plan: borrowed (copied); must have passed the check. clock: borrowed. */
-struct provider *provider_sim_new(struct clock *clock, const json_t *plan, int64_t chunk_delay_ms);
+/* plan: borrowed (copied); must have passed the check. clock: borrowed.
+ * models, credentials: borrowed (copied): sim.models and sim.credentials. */
+struct provider *provider_sim_new(struct clock *clock, const json_t *plan, int64_t chunk_delay_ms,
+				  const json_t *models, const json_t *credentials);
 
 #endif

@@ -170,7 +170,7 @@ int session_init(struct session *self, const struct session_config *cfg)
 	self->follow_ups = json_array();
 	if (self->model == NULL || self->messages == NULL || self->run_messages == NULL ||
 	    self->steering == NULL || self->follow_ups == NULL ||
-	    authstore_init(&self->auth, settings_get(cfg->settings, "sim.credentials")) != 0) {
+	    authstore_init(&self->auth, cfg->provider->credentials) != 0) {
 		session_release(self);
 		return -1;
 	}
@@ -889,11 +889,16 @@ int session_set_auto_retry(struct session *self, bool enabled, json_t **data,
 
 static json_t *model_object(struct session *self, const char *id)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:[s], s:{s:f, s:f, s:f, s:f}, s:i, s:i}",
+	json_t *m = provider_model(self->cfg.provider, id);
+	json_t *cw = json_object_get(m, "contextWindow"), *mt = json_object_get(m, "maxTokens");
+
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:[s], s:{s:f, s:f, s:f, s:f}, s:I, s:I}",
 			 "id", id, "name", id, "api", self->cfg.provider->api,
-			 "provider", self->cfg.provider->name, "baseUrl", "", "reasoning", 0,
-			 "input", "text", "cost", "input", 0.0, "output", 0.0, "cacheRead", 0.0,
-			 "cacheWrite", 0.0, "contextWindow", 128000, "maxTokens", 8192);
+			 "provider", self->cfg.provider->name, "baseUrl", self->cfg.provider->base_url,
+			 "reasoning", 0, "input", "text", "cost", "input", 0.0, "output", 0.0,
+			 "cacheRead", 0.0, "cacheWrite", 0.0,
+			 "contextWindow", json_is_integer(cw) ? json_integer_value(cw) : (json_int_t)128000,
+			 "maxTokens", json_is_integer(mt) ? json_integer_value(mt) : (json_int_t)8192);
 }
 
 json_t *session_model(struct session *self)
@@ -1054,17 +1059,17 @@ json_t *session_stats(struct session *self)
 
 json_t *session_models(struct session *self)
 {
-	json_t *ids = settings_get(self->cfg.settings, "sim.models");
+	json_t *ids = self->cfg.provider->models;
 	json_t *models = json_array();
 	size_t i;
 	json_t *id;
 	bool listed = false;
 
 	json_array_foreach(ids, i, id) {
-		if (!json_is_string(id))
-			continue;
-		json_array_append_new(models, model_object(self, json_string_value(id)));
-		listed |= strcmp(json_string_value(id), self->model) == 0;
+		const char *mid = json_string_value(json_object_get(id, "id"));
+
+		json_array_append_new(models, model_object(self, mid));
+		listed |= strcmp(mid, self->model) == 0;
 	}
 	if (!listed)
 		json_array_insert_new(models, 0, session_model(self));
@@ -1074,9 +1079,6 @@ json_t *session_models(struct session *self)
 int session_set_model(struct session *self, const char *provider, const char *model_id,
 		      char *err, size_t errlen)
 {
-	json_t *ids = settings_get(self->cfg.settings, "sim.models");
-	size_t i;
-	json_t *id;
 	char *copy;
 
 	if (strcmp(provider, self->cfg.provider->name) != 0) {
@@ -1084,11 +1086,7 @@ int session_set_model(struct session *self, const char *provider, const char *mo
 			 provider, model_id, self->cfg.provider->name);
 		return -1;
 	}
-	json_array_foreach(ids, i, id) {
-		if (json_is_string(id) && strcmp(json_string_value(id), model_id) == 0)
-			break;
-	}
-	if (i == json_array_size(ids) && strcmp(model_id, self->model) != 0) {
+	if (provider_model(self->cfg.provider, model_id) == NULL && strcmp(model_id, self->model) != 0) {
 		snprintf(err, errlen, "Model not found: %.100s/%.100s", provider, model_id);
 		return -1;
 	}

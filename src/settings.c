@@ -1,6 +1,7 @@
 #include "settings.h"
 
 #include "classify.h"
+#include "provider_http.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +43,10 @@ static const struct rule rules[] = {
 	{ "retry",                         RULE_OBJECT,       0, 0, NULL },
 	{ "rpc",                           RULE_OBJECT,       0, 0, NULL },
 	{ "sim",                           RULE_OBJECT,       0, 0, NULL },
+	{ "http",                          RULE_OBJECT,       0, 0, NULL },
+	{ "providers",                     RULE_OBJECT,       0, 0, NULL },
+	{ "http.connectTimeoutMs",         RULE_INT,          0, DAY_MS, NULL },
+	{ "http.idleTimeoutMs",            RULE_INT,          0, DAY_MS, NULL },
 	{ "retry.enabled",                 RULE_BOOL,         0, 0, NULL },
 	{ "retry.maxRetries",              RULE_INT,          0, 1000, NULL },
 	{ "retry.baseDelayMs",             RULE_INT,          0, DAY_MS, NULL },
@@ -411,7 +416,7 @@ static json_t *build_defaults(void)
 {
 	json_t *defaults, *patterns;
 
-	defaults = json_pack("{s:{s:b, s:i, s:i, s:i, s:i, s:b, s:s, s:[], s:n, s:i, s:[], s:i, s:i}, s:{s:i, s:i, s:s}, s:{s:[], s:i, s:[], s:[s]}}",
+	defaults = json_pack("{s:{s:b, s:i, s:i, s:i, s:i, s:b, s:s, s:[], s:n, s:i, s:[], s:i, s:i}, s:{s:i, s:i, s:s}, s:{s:[], s:i, s:[], s:[s]}, s:{s:i, s:i}, s:o}",
 			     "retry",
 			     "enabled", 1,
 			     "maxRetries", 3,
@@ -434,7 +439,12 @@ static json_t *build_defaults(void)
 			     "plan",
 			     "chunkDelayMs", 0,
 			     "credentials",
-			     "models", "sim-1");
+			     "models", "sim-1",
+			     "http",
+			     "connectTimeoutMs", 30000,
+			     "idleTimeoutMs", 300000,
+			     /* Providers are checked when one is chosen (provider_http.c). */
+			     "providers", provider_http_builtins());
 	patterns = classify_defaults();
 	if (defaults == NULL || !json_is_object(patterns) ||
 	    json_object_update(json_object_get(defaults, "retry"), patterns) < 0) {

@@ -52,7 +52,8 @@ static void fx_init(struct fx *f, const char *plan, const char *const *sets)
 	ck_assert_ptr_nonnull(p);
 	ck_assert_int_eq(provider_sim_check_plan(p, err, sizeof(err)), 0);
 	clock_fake_init(&f->clock, 0);
-	f->sim = provider_sim_new(&f->clock, p, 0);
+	f->sim = provider_sim_new(&f->clock, p, 0, settings_get(&f->settings, "sim.models"),
+				  settings_get(&f->settings, "sim.credentials"));
 	json_decref(p);
 	f->events = json_array();
 	cfg = (struct session_config){
