@@ -418,14 +418,25 @@ static void openai_usage(struct api_stream *self, const json_t *usage)
 
 /* An in-stream error: {"error": {"message": ...}} (OpenAI, OpenRouter) or
  * {"error": "..."} (some compatible servers). */
+/* "<type or code>: <message>", like the Anthropic form: the type
+ * ("server_error", "rate_limit_exceeded") is what the classifier can read. */
 static int openai_error(struct api_stream *self, const json_t *err)
 {
-	char text[API_TEXT_MAX + 1];
+	char text[API_TEXT_MAX + 1], kind[64] = "";
 	const json_t *m = json_is_object(err) ? json_object_get(err, "message") : err;
+	const json_t *t = json_is_object(err) ? json_object_get(err, "type") : NULL;
 
-	if (m == NULL || json_is_null(m))
+	if (!json_is_string(t) && json_is_object(err))
+		t = json_object_get(err, "code");
+	if (json_is_string(t))
+		api_clean_text(json_string_value(t), json_string_length(t), kind, sizeof(kind));
+	if (m == NULL || json_is_null(m)) {
 		m = err;
+		kind[0] = '\0'; /* the JSON shown already holds it */
+	}
 	api_json_text(m, text, sizeof(text));
+	if (kind[0] != '\0')
+		return api_stream_failf(self, "%s: %s", kind, text[0] ? text : "unknown error");
 	return api_stream_failf(self, "%s", text[0] ? text : "unknown error");
 }
 

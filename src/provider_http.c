@@ -222,11 +222,31 @@ static void release_attempt(struct http_provider *self)
 	self->err_len = 0;
 }
 
+/* A server may echo the key back ("Incorrect API key provided: ..."): no
+ * key this provider holds survives in a text that leaves it. */
+static void mask_secrets(struct http_provider *self, char *text)
+{
+	for (size_t i = 0; i < self->nkeys; i++) {
+		const char *secret = self->keys[i].secret;
+		size_t n = secret ? strlen(secret) : 0;
+		char *hit;
+
+		if (n < 4)
+			continue;
+		while ((hit = strstr(text, secret)) != NULL) {
+			memcpy(hit, "***", 3);
+			memmove(hit + 3, hit + n, strlen(hit + n) + 1);
+		}
+	}
+}
+
 static void finish_with(struct http_provider *self, const struct provider_result *r)
 {
 	self->result = *r;
-	if (r->error_message != NULL && r->error_message != self->result_error) {
-		snprintf(self->result_error, sizeof(self->result_error), "%s", r->error_message);
+	if (r->error_message != NULL) {
+		if (r->error_message != self->result_error)
+			snprintf(self->result_error, sizeof(self->result_error), "%s", r->error_message);
+		mask_secrets(self, self->result_error);
 		self->result.error_message = self->result_error;
 	}
 	release_attempt(self);

@@ -325,7 +325,7 @@ START_TEST(test_openai_tool_call_deltas_carry_no_text)
 }
 END_TEST
 
-START_TEST(test_openai_error_object_in_stream_fails_with_its_message)
+START_TEST(test_openai_error_object_in_stream_fails_with_type_and_message)
 {
 	struct outcome o = decode(API_OPENAI,
 				  OAI_TEXT "data: {\"error\":{\"message\":\"Rate limit reached for gpt-4o\",\"type\":\"requests\","
@@ -333,7 +333,8 @@ START_TEST(test_openai_error_object_in_stream_fails_with_its_message)
 
 	ck_assert_str_eq(o.log, expected_log);
 	ck_assert_int_eq(o.stop, STOP_ERROR);
-	ck_assert_str_eq(o.error, "Rate limit reached for gpt-4o");
+	/* The type leads, as in the Anthropic form, so the classifier sees it. */
+	ck_assert_str_eq(o.error, "requests: Rate limit reached for gpt-4o");
 	ck_assert_int_eq(o.feed_rc, 1);
 	free(o.log);
 }
@@ -971,7 +972,7 @@ Suite *api_suite(void)
 	tcase_add_test(oai, test_openai_finish_reasons_map_to_stop_reasons);
 	tcase_add_test(oai, test_openai_only_choice_index_0_is_read);
 	tcase_add_test(oai, test_openai_tool_call_deltas_carry_no_text);
-	tcase_add_test(oai, test_openai_error_object_in_stream_fails_with_its_message);
+	tcase_add_test(oai, test_openai_error_object_in_stream_fails_with_type_and_message);
 	tcase_add_test(oai, test_openai_openrouter_error_chunk_with_finish_error_fails_with_message);
 	tcase_add_test(oai, test_openai_error_without_message_shows_the_error_json);
 	tcase_add_test(oai, test_openai_malformed_json_fails_with_jansson_text);
