@@ -35,7 +35,7 @@ class CliTests(DaemonTestCase):
             (["-x"], "-x"),
             (["--mode", "json"], "json"),
             (["--mode=print"], "print"),
-            (["--provider", "openai"], "openai"),
+            (["--provider", "no-such-provider"], "no-such-provider"),
             (["--model"], "--model"),
             (["--session", "/tmp/x.jsonl", "--no-session"], "--no-session"),
         ]
