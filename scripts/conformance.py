@@ -1,0 +1,1063 @@
+#!/usr/bin/env python3
+"""Side by side with pi: run the same fault plans against retryd and against the
+real `pi --mode rpc`, normalise both event streams and show the differences.
+
+    RETRYD=build/retryd python3 scripts/conformance.py [--plan NAME]... [--raw DIR]
+                                                       [--no-install] [--self-test]
+
+Each plan gets its own FakeServer (tests/fixtures/fake_llm_server.py) per side,
+so both daemons see the same scripted responses. The same command script is
+sent to both. The streams are normalised: timestamps, session ids, usage
+numbers and durations are dropped; event order, types, roles, stopReasons,
+error messages, text, the retry fields and the command responses are kept.
+
+Then the documented differences (protocol/README.md §17, DESIGN.md §2, issue
+4) are applied one rule at a time (RULES below): each rule first checks that
+both streams show the documented behaviour, then rewrites one side as if that
+difference did not exist. Whatever still differs afterwards is UNDOCUMENTED
+and the script exits 1; so does a plan that fails to show the improvement it
+is there for ("expect"), or a daemon that misses a step (every wait is
+bounded). --self-test then plants differences in the recorded streams and
+checks that each one is caught. The whole run takes ~30 s (plus ~35 s for the
+first npm install).
+
+pi is installed by scripts/pi-install.sh into build/pi (npm). When the npm
+registry cannot be reached the comparison is skipped: "skipped", exit 0.
+
+How pi is pointed at the fake server (per run, in a throwaway directory):
+    HOME=$TMP  PI_CODING_AGENT_DIR=$TMP/agent  PI_OFFLINE=1
+    $TMP/agent/models.json    {"providers": {"fake": {"baseUrl": "<server>/v1",
+                               "api": "openai-completions", "apiKey": "sk-fake",
+                               "models": [{"id": "m1", ...}]}}}
+    $TMP/agent/settings.json  {"retry": {"enabled": true, "maxRetries": 3,
+                               "baseDelayMs": B, "provider": {"maxRetries": 0}}}
+    node build/pi/.../dist/cli.js --mode rpc --provider fake --model m1 --no-session
+         --no-tools --no-extensions --no-skills --no-prompt-templates --no-themes
+         --no-context-files        (cwd $TMP, so no AGENTS.md is found)
+retry.provider.maxRetries 0 turns off the OpenAI SDK's own hidden retries
+(2 by default), which would otherwise absorb the faults before pi's session
+retry sees them.
+"""
+
+import argparse
+import copy
+import difflib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "fixtures"))
+from fake_llm_server import FakeServer  # noqa: E402
+
+PI_DIR = os.environ.get("PI_PREFIX") or os.path.join(ROOT, "build", "pi")   # as pi-install.sh
+PI_CLI = os.path.join(PI_DIR, "node_modules", "@mariozechner", "pi-coding-agent", "dist",
+                      "cli.js")
+PI_FLAGS = ["--no-session", "--no-tools", "--no-extensions", "--no-skills",
+            "--no-prompt-templates", "--no-themes", "--no-context-files"]
+PROVIDER = "fake"
+MODEL = {"id": "m1", "name": "m1", "contextWindow": 128000, "maxTokens": 4096}
+API_KEY = "sk-fake-conformance"
+MAX_RETRIES = 3
+
+# Every wait is bounded by one of these (seconds).
+T_START = 30.0      # process start-up (pi loads ~200 modules: 1-3 s here)
+T_EVENT = 15.0      # one expected event
+T_SETTLE = 0.6      # silence that counts as "nothing more is coming"
+T_EXIT = 5.0        # exit after stdin EOF, before SIGKILL
+T_PLAN = 40.0       # one whole plan on one side
+
+
+# --------------------------------------------------------------------------
+# The plans. A script is a list of steps:
+#   ("send", {...command...})         write one command line
+#   ("wait", PRED, "what")            until an event matches (T_EVENT)
+#   ("settle",)                       until the prompt's chain is over: the last
+#                                     event is agent_end or auto_retry_end and
+#                                     T_SETTLE of silence followed
+#   ("quiet",)                        until T_SETTLE passes without a line
+#   ("sleep", seconds)
+# Commands carry ids c0, c1, ... so responses line up on both sides.
+# "expect" names the documented improvements the plan must show: a plan where
+# retryd behaves like pi after all (a regression) fails too.
+
+def is_type(t):
+    return lambda ev: ev.get("type") == t
+
+
+def is_response(cmd_id):
+    return lambda ev: ev.get("type") == "response" and ev.get("id") == cmd_id
+
+
+PROMPT = {"id": "c0", "type": "prompt", "message": "Say hello."}
+GET_STATE = {"id": "c9", "type": "get_state"}
+
+PLANS = [
+    {
+        "name": "a-503-then-ok",
+        "expect": ["one agent_end per prompt"],
+        "what": "503 then success",
+        "plan": [{"status": 503}, {"text": "hello from the fake server"}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
+        "name": "b-429-retry-after",
+        "expect": ["Retry-After honoured", "one agent_end per prompt"],
+        "what": "429 with retry-after: 1, then success",
+        "plan": [{"status": 429, "headers": {"retry-after": "1"}},
+                 {"text": "hello after the rate limit"}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
+        "name": "c-max-exceeded",
+        "expect": ["one agent_end per prompt"],
+        "what": "503 x 4: retries exhausted",
+        "plan": [{"status": 503, "times": 4}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
+        "name": "d-drop-mid-stream",
+        "expect": ["truncated stream retried"],
+        "what": "stream dropped after 3 chunks (eof, no terminal marker), then success",
+        "plan": [{"text": "one two three four five six", "dropAfterChunks": 3,
+                  "dropMode": "eof"},
+                 {"text": "one two three four five six"}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
+        "name": "e-401",
+        "expect": [],
+        "what": "401 (not retryable)",
+        "plan": [{"status": 401, "message": "Invalid API key"}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
+        "name": "f-prompt-during-backoff",
+        "expect": ["busy prompt refused", "one agent_end per prompt"],
+        "what": "503, then a second prompt (no streamingBehavior) during the backoff",
+        "baseDelayMs": 1000,
+        "plan": [{"status": 503}, {"text": "hello after the backoff"}],
+        "script": [("send", PROMPT),
+                   ("wait", is_type("auto_retry_start"), "auto_retry_start"),
+                   ("sleep", 0.2),
+                   ("send", {"id": "c2", "type": "prompt", "message": "Second prompt."}),
+                   ("wait", is_response("c2"), "response to the second prompt"),
+                   ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
+        "name": "g-abort-retry",
+        "expect": ["one agent_end per prompt"],
+        "what": "503, then abort_retry during the backoff",
+        "baseDelayMs": 2000,
+        "plan": [{"status": 503}, {"text": "never sent"}],
+        "script": [("send", PROMPT),
+                   ("wait", is_type("auto_retry_start"), "auto_retry_start"),
+                   ("sleep", 0.3),
+                   ("send", {"id": "c2", "type": "abort_retry"}),
+                   ("wait", is_response("c2"), "abort_retry response"),
+                   ("quiet",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+]
+
+
+# --------------------------------------------------------------------------
+# Driving one daemon.
+
+class StepFailed(Exception):
+    pass
+
+
+class Daemon:
+    """A child speaking JSON lines; a reader thread timestamps every line."""
+
+    def __init__(self, argv, env, cwd, stderr_path):
+        self.stderr_file = open(stderr_path, "wb")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.stderr_file, env=env, cwd=cwd)
+        self.events = []          # (t_monotonic, obj or {"type": "<non-json>", ...})
+        self.cond = threading.Condition()
+        self.eof = False
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for raw in self.proc.stdout:
+            t = time.monotonic()
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            try:
+                obj = json.loads(line)
+                if not isinstance(obj, dict):
+                    obj = {"type": "<non-object>", "line": line[:200]}
+            except ValueError:
+                obj = {"type": "<non-json>", "line": line[:200]}
+            with self.cond:
+                self.events.append((t, obj))
+                self.cond.notify_all()
+        with self.cond:
+            self.eof = True
+            self.cond.notify_all()
+
+    def send(self, obj):
+        try:
+            self.proc.stdin.write((json.dumps(obj) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as e:
+            raise StepFailed("stdin closed: %s" % e)
+
+    def wait_for(self, pred, start_index, timeout, what):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            i = start_index
+            while True:
+                while i < len(self.events):
+                    if pred(self.events[i][1]):
+                        return i + 1
+                    i += 1
+                if self.eof:
+                    raise StepFailed("stdout ended while waiting for %s" % what)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise StepFailed("no %s within %.0f s" % (what, timeout))
+                self.cond.wait(left)
+
+    def settle(self, start_index, timeout):
+        """Until the last event ends a chain (agent_end, or auto_retry_end
+        success:false) and T_SETTLE passes without another line."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                n = len(self.events)
+                if n > start_index:
+                    last = self.events[-1][1]
+                    ended = last.get("type") == "agent_end" or (
+                        last.get("type") == "auto_retry_end" and not last.get("success"))
+                    if ended and time.monotonic() - self.events[-1][0] >= T_SETTLE:
+                        return n
+                if self.eof:
+                    raise StepFailed("stdout ended before the prompt settled")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise StepFailed("the prompt did not settle within %.0f s" % timeout)
+                self.cond.wait(min(left, T_SETTLE / 3))
+
+    def quiet(self, timeout):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                last = self.events[-1][0] if self.events else 0
+                if time.monotonic() - last >= T_SETTLE:
+                    return len(self.events)
+                if self.eof:
+                    return len(self.events)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise StepFailed("output did not stop within %.0f s" % timeout)
+                self.cond.wait(min(left, T_SETTLE / 3))
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(T_EXIT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(T_EXIT)
+        self.reader.join(T_EXIT)
+        self.stderr_file.close()
+        return self.proc.returncode
+
+
+def base_env(home):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PI_", "OPENAI", "ANTHROPIC", "RETRYD_"))}
+    env.update(HOME=home, XDG_CONFIG_HOME=os.path.join(home, ".config"),
+               XDG_DATA_HOME=os.path.join(home, ".local", "share"),
+               XDG_CACHE_HOME=os.path.join(home, ".cache"), NO_COLOR="1")
+    return env
+
+
+def pi_command(url, base_delay, home):
+    """Writes pi's agent dir under home; returns (argv, env)."""
+    agent = os.path.join(home, "agent")
+    os.makedirs(agent, exist_ok=True)
+    models = {"providers": {PROVIDER: {
+        "baseUrl": url + "/v1", "api": "openai-completions", "apiKey": API_KEY,
+        "models": [dict(MODEL, reasoning=False, input=["text"],
+                        cost={"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0})]}}}
+    settings = {"retry": {"enabled": True, "maxRetries": MAX_RETRIES,
+                          "baseDelayMs": base_delay, "provider": {"maxRetries": 0}},
+                "enableInstallTelemetry": False, "quietStartup": True}
+    with open(os.path.join(agent, "models.json"), "w") as f:
+        json.dump(models, f, indent=1)
+    with open(os.path.join(agent, "settings.json"), "w") as f:
+        json.dump(settings, f, indent=1)
+    env = base_env(home)
+    env.update(PI_CODING_AGENT_DIR=agent, PI_OFFLINE="1", PI_SKIP_VERSION_CHECK="1",
+               PI_TELEMETRY="0")
+    argv = ["node", PI_CLI, "--mode", "rpc", "--provider", PROVIDER, "--model", MODEL["id"]]
+    return argv + PI_FLAGS, env
+
+
+def retryd_command(url, base_delay, home, retryd):
+    settings = {"providers": {PROVIDER: {
+        "api": "openai-completions", "baseUrl": url + "/v1", "apiKeyEnv": "FAKE_LLM_KEY",
+        "models": [MODEL]}},
+        "retry": {"enabled": True, "maxRetries": MAX_RETRIES, "baseDelayMs": base_delay}}
+    path = os.path.join(home, "retryd-settings.json")
+    with open(path, "w") as f:
+        json.dump(settings, f, indent=1)
+    env = base_env(home)
+    env["FAKE_LLM_KEY"] = API_KEY
+    argv = [retryd, "--mode", "rpc", "--settings", path, "--provider", PROVIDER,
+            "--model", MODEL["id"], "--no-session", "--set", "rpc.messageUpdates=full"]
+    return argv, env
+
+
+def run_side(side, plan, retryd, keep_dir=None):
+    """Runs one plan against one daemon. Returns (events, error, requests)."""
+    base_delay = plan.get("baseDelayMs", 200)
+    home = tempfile.mkdtemp(prefix="conf-%s-" % side)
+    srv = FakeServer(plan["plan"], max_seconds=T_PLAN + 20).start()
+    error = None
+    events = []
+    d = None
+    try:
+        if side == "pi":
+            argv, env = pi_command(srv.url, base_delay, home)
+        else:
+            argv, env = retryd_command(srv.url, base_delay, home, retryd)
+        d = Daemon(argv, env, home, os.path.join(home, "stderr.txt"))
+        plan_deadline = time.monotonic() + T_PLAN
+        # Start-up: a warm-up get_state, so slow start-up eats no step's budget.
+        d.send({"id": "w0", "type": "get_state"})
+        idx = d.wait_for(is_response("w0"), 0, T_START, "start-up (warm-up get_state)")
+        t0_index = idx
+        for step in plan["script"]:
+            if time.monotonic() > plan_deadline:
+                raise StepFailed("plan took longer than %.0f s" % T_PLAN)
+            kind = step[0]
+            if kind == "send":
+                d.send(step[1])
+            elif kind == "wait":
+                idx = d.wait_for(step[1], idx, T_EVENT, step[2])
+            elif kind == "settle":
+                idx = d.settle(idx, T_EVENT)
+            elif kind == "quiet":
+                idx = d.quiet(T_EVENT)
+            elif kind == "sleep":
+                time.sleep(step[1])
+        with d.cond:
+            snapshot = list(d.events)
+        # Keep the ready line (if any) and what follows the warm-up response.
+        events = [e for e in snapshot[:t0_index] if e[1].get("type") == "ready"]
+        events += snapshot[t0_index:]
+    except StepFailed as e:
+        error = str(e)
+        if d is not None:
+            with d.cond:
+                events = list(d.events)
+    finally:
+        if d is not None:
+            status = d.close()
+            if error:
+                try:
+                    with open(os.path.join(home, "stderr.txt"), "rb") as f:
+                        tail = f.read()[-600:].decode("utf-8", "replace").strip()
+                except OSError:
+                    tail = ""
+                error += " (exit status %s%s)" % (status, "; stderr: " + tail if tail else "")
+        reqs = srv.requests()
+        srv.stop()
+        if keep_dir:
+            os.makedirs(keep_dir, exist_ok=True)
+            with open(os.path.join(keep_dir, "%s.%s.jsonl" % (plan["name"], side)), "w") as f:
+                for t, ev in events:
+                    f.write(json.dumps(ev) + "\n")
+            shutil.copy(os.path.join(home, "stderr.txt"),
+                        os.path.join(keep_dir, "%s.%s.stderr.txt" % (plan["name"], side)))
+        shutil.rmtree(home, ignore_errors=True)
+    return events, error, reqs
+
+
+# --------------------------------------------------------------------------
+# Normalising. Each event becomes a small dict; render() gives its one-line form.
+
+PI_STATE_KEYS = ("isStreaming", "isCompacting", "thinkingLevel", "steeringMode",
+                 "followUpMode", "autoCompactionEnabled", "messageCount",
+                 "pendingMessageCount")
+
+
+def text_of(msg):
+    out = []
+    for c in msg.get("content") or []:
+        if isinstance(c, dict) and c.get("type") == "text":
+            out.append(c.get("text", ""))
+    return "".join(out)
+
+
+def msg_summary(msg):
+    if not isinstance(msg, dict):
+        return {"role": None}
+    s = {"role": msg.get("role")}
+    if msg.get("role") == "assistant":
+        s["stop"] = msg.get("stopReason")
+        if msg.get("errorMessage") is not None:
+            s["err"] = msg.get("errorMessage")
+    s["text"] = text_of(msg)
+    return s
+
+
+def normalise(ev):
+    t = ev.get("type")
+    n = {"type": t}
+    if t == "response":
+        n["command"] = ev.get("command")
+        n["id"] = ev.get("id")
+        n["success"] = ev.get("success")
+        if "error" in ev:
+            n["error"] = ev.get("error")
+        data = ev.get("data")
+        if ev.get("command") == "get_state" and isinstance(data, dict):
+            n["state"] = {k: data.get(k) for k in PI_STATE_KEYS}
+            model = data.get("model") or {}
+            n["state"]["model"] = "%s/%s" % (model.get("provider"), model.get("id"))
+            n["extra_keys"] = sorted(k for k in data
+                                     if k not in PI_STATE_KEYS + ("model", "sessionId",
+                                                                  "sessionFile",
+                                                                  "sessionName"))
+        elif data is not None:
+            n["data"] = data
+    elif t in ("message_start", "message_end"):
+        n.update(msg_summary(ev.get("message")))
+    elif t == "message_update":
+        ame = ev.get("assistantMessageEvent") or {}
+        n["event"] = ame.get("type")
+        if "delta" in ame:
+            n["delta"] = ame.get("delta")
+        if ame.get("type") == "text_end":
+            n["content"] = ame.get("content")
+    elif t == "turn_end":
+        n.update(msg_summary(ev.get("message")))
+        n["toolResults"] = len(ev.get("toolResults") or [])
+    elif t == "agent_end":
+        n["messages"] = [msg_summary(m) for m in ev.get("messages") or []]
+    elif t == "auto_retry_start":
+        for k in ("attempt", "maxAttempts", "delayMs", "errorMessage"):
+            n[k] = ev.get(k)
+        extra = {k: v for k, v in ev.items()
+                 if k not in ("type", "attempt", "maxAttempts", "delayMs", "errorMessage")}
+        if extra:
+            n["extra"] = extra
+    elif t == "auto_retry_end":
+        for k in ("success", "attempt", "finalError"):
+            if k in ev:
+                n[k] = ev.get(k)
+    elif t in ("agent_start", "turn_start", "ready"):
+        pass
+    else:
+        n["keys"] = sorted(k for k in ev if k != "type")
+    return n
+
+
+def short(s, n=48):
+    s = repr(s)
+    return s if len(s) <= n else s[:n - 4] + "...'"
+
+
+def render(n):
+    t = n["type"]
+    if t == "response":
+        s = "response %s" % n["command"]
+        if n.get("id") is not None:
+            s += " id=%s" % n["id"]
+        s += " ok" if n.get("success") else " FAILED"
+        if "error" in n:
+            s += " error=%s" % short(n["error"], 80)
+        if "state" in n:
+            st = n["state"]
+            s += " {%s}" % ", ".join("%s=%s" % (k, json.dumps(st[k])) for k in
+                                     ("isStreaming", "messageCount", "pendingMessageCount",
+                                      "autoCompactionEnabled", "model"))
+            rest = {k: st[k] for k in st if k not in ("isStreaming", "messageCount",
+                                                     "pendingMessageCount",
+                                                     "autoCompactionEnabled", "model")}
+            s += " %s" % json.dumps(rest, sort_keys=True, separators=(",", ":"))
+            if n.get("extra_keys"):
+                s += " +[%s]" % ",".join(n["extra_keys"])
+        if "data" in n:
+            s += " data=%s" % short(json.dumps(n["data"]), 60)
+        return s
+    if t in ("message_start", "message_end", "turn_end"):
+        s = "%s %s" % (t, n.get("role"))
+        if n.get("stop") is not None:
+            s += " stop=%s" % n["stop"]
+        if "err" in n:
+            s += " err=%s" % short(n["err"], 70)
+        if n.get("text"):
+            s += " text=%s" % short(n["text"])
+        return s
+    if t == "message_update":
+        s = "  update %s" % n.get("event")
+        if "delta" in n:
+            s += " %s" % short(n["delta"], 30)
+        if "content" in n:
+            s += " content=%s" % short(n["content"], 40)
+        return s
+    if t == "agent_end":
+        parts = []
+        for m in n["messages"]:
+            p = m.get("role") or "?"
+            if m.get("stop"):
+                p += ":" + m["stop"]
+            if m.get("err"):
+                p += " " + short(m["err"], 30)
+            elif m.get("text"):
+                p += " " + short(m["text"], 30)
+            parts.append(p)
+        return "agent_end n=%d [%s]" % (len(n["messages"]), "; ".join(parts))
+    if t == "auto_retry_start":
+        s = "auto_retry_start attempt=%s/%s delayMs=%s err=%s" % (
+            n["attempt"], n["maxAttempts"], n["delayMs"], short(n["errorMessage"], 60))
+        if n.get("extra"):
+            s += " +%s" % json.dumps(n["extra"], sort_keys=True, separators=(",", ":"))
+        return s
+    if t == "auto_retry_end":
+        s = "auto_retry_end success=%s attempt=%s" % (
+            json.dumps(n.get("success")), n.get("attempt"))
+        if "finalError" in n:
+            s += " finalError=%s" % short(n["finalError"], 60)
+        return s
+    if "keys" in n:
+        return "%s %s" % (t, ",".join(n["keys"]))
+    return t
+
+
+# --------------------------------------------------------------------------
+# The documented differences. Each rule checks that both sides show the
+# documented behaviour and then rewrites one side into what it would have
+# printed without that difference, so the rest can be compared line by line.
+# A rule that finds no evidence changes nothing, and the difference stays.
+# References: protocol/README.md section 17 ("Differences from pi --mode rpc")
+# and issue 4.
+
+TRUNCATED = "connection error: stream ended before completion"
+BUSY = "Agent is already processing"
+STATE_EXTRAS = {"autoRetryEnabled", "isRetrying", "retryAttempt", "retryPolicy", "retryBudget"}
+RETRY_START_EXTRAS = {"reason", "hintMs"}
+
+
+def rule_message_start(pi, rd, plan):
+    """message_start carries the message as it is when the event is written:
+    retryd writes it when the request starts, with the placeholder stopReason
+    "stop" (protocol §7); pi, for an HTTP error, only once the error is known,
+    and sometimes with text already in it. message_end carries the final
+    values and is compared in full."""
+    for n in pi + rd:
+        if n["type"] == "message_start":
+            for k in ("stop", "err", "text"):
+                n.pop(k, None)
+    return pi, rd
+
+
+def rule_ready(pi, rd, plan):
+    """retryd writes {"type":"ready"} first (§17.3)."""
+    return pi, [n for n in rd if n["type"] != "ready"]
+
+
+def rule_retry_after(pi, rd, plan):
+    """Retry-After honoured (§17.18): retryd waits max(backoff, server hint);
+    pi's session retry parses no hints and waits its fixed backoff."""
+    a = [n for n in pi if n["type"] == "auto_retry_start"]
+    b = [n for n in rd if n["type"] == "auto_retry_start"]
+    for x, y in zip(a, b):
+        extra = y.get("extra") or {}
+        hint = extra.get("hintMs")
+        if (extra.get("reason") == "server-hint" and isinstance(hint, (int, float))
+                and x["attempt"] == y["attempt"] and y["delayMs"] != x["delayMs"]
+                and y["delayMs"] == max(x["delayMs"], hint)):
+            y["delayMs"] = x["delayMs"]
+    return pi, rd
+
+
+def rule_retry_start_extras(pi, rd, plan):
+    """auto_retry_start adds reason and hintMs (§17.19)."""
+    for n in rd:
+        if n["type"] == "auto_retry_start" and n.get("extra"):
+            n["extra"] = {k: v for k, v in n["extra"].items() if k not in RETRY_START_EXTRAS}
+            if not n["extra"]:
+                del n["extra"]
+    return pi, rd
+
+
+def rule_state_extras(pi, rd, plan):
+    """get_state adds autoRetryEnabled, isRetrying, retryAttempt, retryPolicy,
+    retryBudget (§17.11)."""
+    for n in rd:
+        if "extra_keys" in n:
+            n["extra_keys"] = [k for k in n["extra_keys"] if k not in STATE_EXTRAS]
+    return pi, rd
+
+
+def rule_no_compaction(pi, rd, plan):
+    """retryd has no compaction: get_state.autoCompactionEnabled is always
+    false (§14, §17.13)."""
+    if all(n["state"].get("autoCompactionEnabled") is False for n in rd if "state" in n):
+        for n in pi + rd:
+            if "state" in n:
+                n["state"]["autoCompactionEnabled"] = "n/a"
+    return pi, rd
+
+
+def rule_truncated_stream(pi, rd, plan):
+    """A stream that ends without its terminal marker is a failure and is
+    retried (issue 4); pi takes the partial answer as the whole answer.
+    retryd's chain is folded back into what accepting the partial answer
+    would have printed."""
+    while True:
+        i = next((k for k, n in enumerate(rd) if n["type"] == "message_end"
+                  and n.get("role") == "assistant" and n.get("err") == TRUNCATED), None)
+        if i is None:
+            return pi, rd
+        partial = rd[i].get("text", "")
+        if not any(n["type"] == "message_end" and n.get("role") == "assistant"
+                   and n.get("stop") == "stop" and n.get("text", "") == partial
+                   and "err" not in n for n in pi):
+            return pi, rd       # pi did not accept this partial answer: no evidence
+        j = next((k for k in range(i + 1, len(rd)) if rd[k]["type"] == "turn_end"), None)
+        s = next((k for k in range(i + 1, len(rd)) if rd[k]["type"] == "auto_retry_start"),
+                 None)
+        if j is None or s is None or s != j + 1:
+            return pi, rd
+        m = next((k for k in range(s + 1, len(rd)) if rd[k]["type"] == "turn_end"), None)
+        if m is None:
+            return pi, rd
+        good = [n for n in rd[s + 1:m] if n["type"] == "message_end"
+                and n.get("role") == "assistant"]
+        if len(good) != 1 or good[0].get("stop") != "stop":
+            return pi, rd       # the retry failed too: not folded
+        full = good[0].get("text", "")
+        attempt = rd[s]["attempt"]
+        accepted = {"type": "message_end", "role": "assistant", "stop": "stop",
+                    "text": partial}
+        turn_end = dict(rd[j])
+        turn_end.pop("err", None)
+        turn_end["stop"] = "stop"
+        fold = [accepted]
+        if attempt > 1:        # an earlier failure opened the chain: it ends here
+            fold.append({"type": "auto_retry_end", "success": True, "attempt": attempt - 1})
+        fold.append(turn_end)
+        rest = rd[m + 1:]
+        for n in rest:
+            if n["type"] == "agent_end":
+                for msg in n["messages"]:
+                    if msg.get("role") == "assistant" and msg.get("text") == full:
+                        msg.clear()
+                        msg.update(role="assistant", stop="stop", text=partial)
+        rd = rd[:i] + fold + rest
+
+
+def rule_busy_prompt(pi, rd, plan):
+    """A prompt without streamingBehavior while busy -- backoff included -- is
+    refused (§17.5, §17.6); pi 0.73 accepts it during the backoff and runs it
+    in the middle of the retry chain. pi's run is rewritten as if it had
+    refused: the response, the user message and its count go."""
+    texts = {step[1].get("id"): step[1].get("message") for step in plan["script"]
+             if step[0] == "send" and step[1].get("type") == "prompt"}
+    for r in [n for n in rd if n["type"] == "response" and n.get("command") == "prompt"
+              and n.get("success") is False and str(n.get("error", "")).startswith(BUSY)]:
+        k = next((k for k, n in enumerate(pi) if n["type"] == "response"
+                  and n.get("command") == "prompt" and n.get("id") == r.get("id")
+                  and n.get("success") is True), None)
+        text = texts.get(r.get("id"))
+        if k is None or text is None:
+            continue
+        pi[k] = dict(r)
+        out = []
+        removed = False
+        for idx, n in enumerate(pi):
+            if n["type"] in ("message_start", "message_end") and n.get("role") == "user" \
+                    and n.get("text") == text and idx > k:
+                removed = True
+                continue
+            if n["type"] == "agent_end" and idx > k:
+                n["messages"] = [m for m in n["messages"]
+                                 if not (m.get("role") == "user" and m.get("text") == text)]
+            if "state" in n and idx > k and removed and \
+                    isinstance(n["state"].get("messageCount"), int):
+                n["state"]["messageCount"] -= 1
+            out.append(n)
+        pi = out
+    return pi, rd
+
+
+def rule_one_agent_end(pi, rd, plan):
+    """One agent_end per prompt, after the whole retry chain (§17.1, §17.2):
+    pi ends a run per attempt (agent_end, then auto_retry_start, then a new
+    agent_start). pi's runs are merged: the agent_ends before a retry go, the
+    agent_start after each backoff goes, the final agent_end lists the whole
+    context (the failed attempts a retry dropped are not in it) and comes
+    after auto_retry_end{success:false}; a chain cancelled in its backoff gets
+    its agent_end right after that auto_retry_end."""
+    def next_event(i):
+        return next((k for k in range(i + 1, len(pi)) if pi[k]["type"] != "response"), None)
+
+    out, stash, skip_start, i = [], None, False, 0
+    while i < len(pi):
+        n = pi[i]
+        if n["type"] == "agent_end":
+            j = next_event(i)
+            msgs = n["messages"]
+            if j is not None and pi[j]["type"] == "auto_retry_start":
+                if msgs and msgs[-1].get("role") == "assistant" and msgs[-1].get("stop") == "error":
+                    msgs = msgs[:-1]
+                stash = (stash or []) + msgs
+                skip_start = True
+                i += 1
+                continue
+            merged = dict(n, messages=(stash or []) + msgs)
+            stash = None
+            if j is not None and pi[j]["type"] == "auto_retry_end" and not pi[j].get("success"):
+                out.extend(pi[i + 1:j + 1])
+                out.append(merged)
+                i = j + 1
+                continue
+            out.append(merged)
+            i += 1
+            continue
+        if n["type"] == "agent_start" and skip_start:
+            skip_start = False
+            i += 1
+            continue
+        if n["type"] == "auto_retry_end" and not n.get("success") and stash is not None:
+            out.append(n)
+            out.append({"type": "agent_end", "messages": stash})
+            stash, skip_start = None, False
+            i += 1
+            continue
+        out.append(n)
+        i += 1
+    return out, rd
+
+
+RULES = [
+    # (name, kind, function)
+    ("ready line", "retryd extra", rule_ready),
+    ("Retry-After honoured", "improvement", rule_retry_after),
+    ("auto_retry_start reason/hintMs", "retryd extra", rule_retry_start_extras),
+    ("get_state retry fields", "retryd extra", rule_state_extras),
+    ("no compaction", "documented difference", rule_no_compaction),
+    ("truncated stream retried", "improvement", rule_truncated_stream),
+    ("busy prompt refused", "improvement", rule_busy_prompt),
+    ("one agent_end per prompt", "improvement", rule_one_agent_end),
+    ("message_start snapshot", "documented difference", rule_message_start),
+]
+
+
+# --------------------------------------------------------------------------
+# Showing and checking.
+
+COL = 76
+
+
+def diff_size(a, b):
+    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in sm.get_opcodes()
+               if tag != "equal")
+
+
+def cell(t, s):
+    s = ("%6s " % ("" if t is None else "%d" % t)) + s
+    return s if len(s) <= COL else s[:COL - 1] + "~"
+
+
+def side_by_side(pi_rows, rd_rows):
+    """rows: (ms or None, text). Left pi, right retryd; '<' only in pi,
+    '>' only in retryd, '|' both but different."""
+    a = [r[1] for r in pi_rows]
+    b = [r[1] for r in rd_rows]
+    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    out = ["  %-*s   %s" % (COL, "pi (ms since the first event)", "retryd"),
+           "  %s   %s" % ("-" * COL, "-" * COL)]
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        for k in range(max(i2 - i1, j2 - j1)):
+            left = pi_rows[i1 + k] if i1 + k < i2 else None
+            right = rd_rows[j1 + k] if j1 + k < j2 else None
+            if tag == "equal":
+                mark = " "
+            elif left is None:
+                mark = ">"
+            elif right is None:
+                mark = "<"
+            else:
+                mark = "|"
+            ls = cell(*left) if left else ""
+            rs = cell(*right) if right else ""
+            out.append("  %-*s %s %s" % (COL, ls, mark, rs))
+    return "\n".join(out)
+
+
+def rows(events):
+    if not events:
+        return []
+    t0 = events[0][0]
+    return [(int((t - t0) * 1000), render(normalise(ev))) for t, ev in events]
+
+
+def apply_rules(plan, pi, rd, skip=None):
+    for name, kind, fn in RULES:
+        if name != skip:
+            pi, rd = fn(copy.deepcopy(pi), copy.deepcopy(rd), plan)
+    return [render(n) for n in pi], [render(n) for n in rd]
+
+
+def compare(plan, pi_events, rd_events):
+    """Returns (applied rules [(name, kind, lines explained)], residual diff).
+    A rule's share is what the residual would grow by without it."""
+    pi = [normalise(ev) for t, ev in pi_events]
+    rd = [normalise(ev) for t, ev in rd_events]
+    a, b = apply_rules(plan, pi, rd)
+    left = diff_size(a, b)
+    applied = []
+    for name, kind, fn in RULES:
+        without = diff_size(*apply_rules(plan, pi, rd, skip=name))
+        if without > left:
+            applied.append((name, kind, without - left))
+    residual = [] if a == b else list(difflib.unified_diff(
+        a, b, "pi (after the documented rules)", "retryd (without its extras)", n=2,
+        lineterm=""))
+    return applied, residual
+
+
+def install_pi(no_install):
+    """Returns (ok, message)."""
+    if os.path.exists(PI_CLI) and no_install:
+        return True, "pi found in build/pi"
+    if no_install:
+        return False, "pi is not installed in build/pi (--no-install)"
+    r = subprocess.run([os.path.join(ROOT, "scripts", "pi-install.sh")],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=900)
+    msg = r.stderr.decode(errors="replace").strip()
+    if r.returncode == 0:
+        return True, msg
+    return False, "%s (pi-install.sh exit %d)" % (msg, r.returncode)
+
+
+def pi_version():
+    try:
+        with open(os.path.join(os.path.dirname(os.path.dirname(PI_CLI)), "package.json")) as f:
+            return json.load(f).get("version", "?")
+    except (OSError, ValueError):
+        return "?"
+
+
+def judge(plan, pi_ev, rd_ev):
+    """Returns (applied, residual, missing): the rules that explained lines,
+    the unexplained diff, and the expected improvements that did not show."""
+    applied, residual = compare(plan, pi_ev, rd_ev)
+    names = {name for name, kind, count in applied}
+    missing = [e for e in plan.get("expect", []) if e not in names]
+    return applied, residual, missing
+
+
+def self_test(results):
+    """Feeds the checker streams with one planted difference each and makes
+    sure every one is caught: the rules must not explain away too much."""
+    def mutated(name, fn):
+        if name not in results:
+            return None
+        pi_ev, rd_ev = results[name]
+        rd = [(t, copy.deepcopy(ev)) for t, ev in rd_ev]
+        pi = [(t, copy.deepcopy(ev)) for t, ev in pi_ev]
+        return fn(pi, rd)
+
+    def first(evs, pred):
+        return next(i for i, (t, ev) in enumerate(evs) if pred(ev))
+
+    def longer_backoff(pi, rd):
+        rd[first(rd, is_type("auto_retry_start"))][1]["delayMs"] += 100
+        return pi, rd
+
+    def agent_end_per_attempt(pi, rd):
+        i = first(rd, is_type("auto_retry_start"))
+        rd.insert(i, (rd[i][0], {"type": "agent_end", "messages": []}))
+        return pi, rd
+
+    def other_text(pi, rd):
+        i = max(i for i, (t, ev) in enumerate(rd) if ev.get("type") == "message_end")
+        rd[i][1]["message"]["content"] = [{"type": "text", "text": "something else"}]
+        return pi, rd
+
+    def no_retry_end(pi, rd):
+        return pi, [(t, ev) for t, ev in rd if ev.get("type") != "auto_retry_end"]
+
+    def hint_without_reason(pi, rd):
+        i = first(rd, is_type("auto_retry_start"))
+        rd[i][1]["reason"] = "backoff"
+        rd[i][1].pop("hintMs", None)
+        return pi, rd
+
+    def behaves_like_pi(pi, rd):
+        return pi, [(t, ev) for t, ev in rd if ev.get("type") == "ready"] + pi
+
+    def unknown_event(pi, rd):
+        rd.insert(2, (rd[2][0], {"type": "mystery_event"}))
+        return pi, rd
+
+    def extra_state_key(pi, rd):
+        i = first(rd, is_response("c9"))
+        rd[i][1]["data"]["surprise"] = 1
+        return pi, rd
+
+    cases = [
+        ("a-503-then-ok", "a longer backoff", longer_backoff),
+        ("a-503-then-ok", "agent_end per attempt, as pi", agent_end_per_attempt),
+        ("a-503-then-ok", "a different final text", other_text),
+        ("c-max-exceeded", "no auto_retry_end", no_retry_end),
+        ("b-429-retry-after", "a long delay with no server hint", hint_without_reason),
+        ("d-drop-mid-stream", "truncated stream accepted, as pi", behaves_like_pi),
+        ("f-prompt-during-backoff", "busy prompt accepted, as pi", behaves_like_pi),
+        ("e-401", "an unknown event", unknown_event),
+        ("e-401", "an undocumented get_state field", extra_state_key),
+    ]
+    plans = {p["name"]: p for p in PLANS}
+    print()
+    print("self-test: planted differences must be caught")
+    bad = 0
+    for name, what, fn in cases:
+        m = mutated(name, fn)
+        if m is None:
+            print("  %-26s %-40s (plan not run)" % (name, what))
+            continue
+        applied, residual, missing = judge(plans[name], *m)
+        caught = bool(residual or missing)
+        bad += not caught
+        print("  %-26s %-40s %s" % (name, what, "caught" if caught else "MISSED"))
+    return bad == 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--plan", action="append", default=[],
+                    help="run only this plan (repeatable): " + ", ".join(p["name"] for p in PLANS))
+    ap.add_argument("--raw", metavar="DIR", help="keep the raw streams and stderr in DIR")
+    ap.add_argument("--no-install", action="store_true",
+                    help="do not run scripts/pi-install.sh; use build/pi as it is")
+    ap.add_argument("--self-test", action="store_true",
+                    help="afterwards, plant differences in the recorded streams and check "
+                         "that each one is caught")
+    args = ap.parse_args()
+
+    retryd = os.path.abspath(os.environ.get("RETRYD") or os.path.join(ROOT, "build", "retryd"))
+    if not os.access(retryd, os.X_OK):
+        print("conformance: %s is not built (make)" % retryd, file=sys.stderr)
+        return 2
+    plans = [p for p in PLANS if not args.plan or p["name"] in args.plan]
+    if not plans:
+        print("conformance: no such plan", file=sys.stderr)
+        return 2
+
+    ok, msg = install_pi(args.no_install)
+    if not ok:
+        print("conformance: pi is not available, so nothing to compare against:")
+        print("  " + msg.replace("\n", "\n  "))
+        print("conformance: skipped")
+        return 0
+    print("conformance: retryd %s vs pi %s (%s)" % (retryd, pi_version(), PI_CLI))
+    print("  %d plans; both daemons run each plan at the same time, each with its own fake "
+          "server" % len(plans))
+    print("  left: pi, right: retryd; '<' only in pi, '>' only in retryd, '|' different")
+
+    started = time.monotonic()
+    summary = []
+    recorded = {}
+    for plan in plans:
+        results = {}
+
+        def run(side, plan=plan, results=results):
+            try:
+                results[side] = run_side(side, plan, retryd, args.raw)
+            except Exception as e:      # a harness bug or a daemon that cannot start
+                results[side] = ([], "%s: %s" % (type(e).__name__, e), [])
+
+        threads = [threading.Thread(target=run, args=(side,), daemon=True)
+                   for side in ("pi", "retryd")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(T_PLAN + T_START + 2 * T_EXIT + 10)
+        print()
+        print("=" * (2 * COL + 5))
+        print("plan %s: %s   (base delay %d ms, maxRetries %d)" % (
+            plan["name"], plan["what"], plan.get("baseDelayMs", 200), MAX_RETRIES))
+        if set(results) != {"pi", "retryd"}:
+            print("  ERROR: a side did not finish")
+            summary.append((plan["name"], "ERROR", "a side did not finish"))
+            continue
+        (pi_ev, pi_err, pi_reqs), (rd_ev, rd_err, rd_reqs) = results["pi"], results["retryd"]
+        recorded[plan["name"]] = (pi_ev, rd_ev)
+        print("  server requests: pi %s; retryd %s" % (
+            [r.get("outcome") for r in pi_reqs], [r.get("outcome") for r in rd_reqs]))
+        print(side_by_side(rows(pi_ev), rows(rd_ev)))
+        errors = ["%s: %s" % (side, err) for side, err in (("pi", pi_err), ("retryd", rd_err))
+                  if err]
+        applied, residual, missing = judge(plan, pi_ev, rd_ev)
+        if applied:
+            print("  explained by documented differences:")
+            for name, kind, count in applied:
+                print("    - %-32s %-24s %2d line%s" % (name, "(%s)" % kind, count,
+                                                       "" if count == 1 else "s"))
+        for e in errors:
+            print("  ERROR " + e)
+        for m in missing:
+            print("  MISSING: the documented improvement %r does not show" % m)
+        if residual:
+            print("  UNDOCUMENTED differences:")
+            for line in residual:
+                print("    " + line)
+        if errors or residual or missing:
+            n = sum(1 for l in residual if l[:1] in "+-" and l[:3] not in ("+++", "---"))
+            summary.append((plan["name"], "FAIL", "; ".join(
+                errors + ["missing: " + m for m in missing] +
+                (["%d undocumented line(s)" % n] if residual else []))))
+        else:
+            summary.append((plan["name"], "ok", ", ".join(
+                n for n, k, c in applied if k == "improvement") or "no improvement applies"))
+
+    print()
+    print("=" * (2 * COL + 5))
+    print("summary (%.0f s): per plan, ok + the documented improvements it shows, or FAIL + why"
+          % (time.monotonic() - started))
+    for name, status, why in summary:
+        print("  %-26s %-5s %s" % (name, status, why))
+    print("  (every plan also differs by the retryd extras and documented differences listed "
+          "under it)")
+    failed = [s for s in summary if s[1] != "ok"]
+    rc = 0
+    if args.self_test and not self_test(recorded):
+        print("conformance: self-test FAILED: a planted difference was not caught")
+        rc = 1
+    if failed:
+        print("conformance: FAILED: %d of %d plans show undocumented differences or errors"
+              % (len(failed), len(summary)))
+        return 1
+    if rc == 0:
+        print("conformance: ok: every difference is a documented one")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
