@@ -50,7 +50,7 @@ json_t *api_openai_request(const json_t *messages, const char *model, int64_t ma
 /* Anthropic: {model, max_tokens, messages, stream:true}; the API requires
  * max_tokens, so max_tokens <= 0 sends API_ANTHROPIC_DEFAULT_MAX_TOKENS; an
  * image becomes {type:"image", source:{type:"base64", media_type, data}}. */
-#define API_ANTHROPIC_DEFAULT_MAX_TOKENS 4096
+#define API_ANTHROPIC_DEFAULT_MAX_TOKENS 8192
 json_t *api_anthropic_request(const json_t *messages, const char *model, int64_t max_tokens);
 /* Either of the two by kind. */
 json_t *api_request(enum api_kind kind, const json_t *messages, const char *model, int64_t max_tokens);

@@ -100,6 +100,8 @@ static const char *const default_usage_limit[] = {
 	"resource.?exhausted",
 	"exhausted your capacity",
 	"quota will reset",
+	"exceeded your current quota",
+	"insufficient_quota",
 	NULL,
 };
 

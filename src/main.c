@@ -56,7 +56,7 @@ struct daemon {
 };
 
 static const char usage_text[] =
-	"usage: retryd [--mode rpc] [--provider sim] [--model ID] [--settings FILE]\n"
+	"usage: retryd [--mode rpc] [--provider NAME] [--model ID] [--settings FILE]\n"
 	"              [--set KEY=VALUE]... [--session FILE | --no-session]\n"
 	"              [--sim-plan JSON] [--help] [--version]\n"
 	"\n"
@@ -64,7 +64,8 @@ static const char usage_text[] =
 	"retries failed attempts with backoff, reporting auto_retry_start/end events.\n"
 	"\n"
 	"  --mode rpc         accepted for pi clients; rpc is the only mode\n"
-	"  --provider NAME    the backend (sim: the built-in scripted provider)\n"
+	"  --provider NAME    the backend: sim (built in, scripted; the default), openai,\n"
+	"                     anthropic, openrouter, ollama, or one under \"providers\"\n"
 	"  --model ID         the model to use\n"
 	"  --settings FILE    settings JSON (default $XDG_CONFIG_HOME/retryd/settings.json)\n"
 	"  --set KEY=VALUE    override one setting for this process, e.g. retry.baseDelayMs=50\n"
@@ -355,9 +356,13 @@ static int run(struct daemon *d, const struct options *o)
 							  o->provider, err, sizeof(err))
 				      : NULL;
 		if (d->provider == NULL) {
+			bool known = json_object_get(settings_get(&d->settings, "providers"),
+						     o->provider) != NULL;
+
+			/* An unknown name is a usage error; a bad entry, a settings one. */
 			fprintf(stderr, "retryd: %s\n", d->http ? err : "cannot start libcurl");
 			free(dir);
-			return 2;
+			return known ? 1 : 2;
 		}
 	}
 	if (o->model == NULL && json_array_size(d->provider->models) > 0)

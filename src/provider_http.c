@@ -1,6 +1,7 @@
 #include "provider_http.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,8 +148,14 @@ static int load_keys(struct http_provider *self, const json_t *cfg, char *err, s
 		snprintf(hint, sizeof(hint), "set %s", json_string_value(v));
 		rc |= add_key(self, json_string_value(v), getenv(json_string_value(v)), hint);
 	}
+	/* The keys that are set take turns; when none is, the first one's name
+	 * makes the "No API key" error say what to set. */
 	self->base.credentials = json_array();
 	for (i = 0; i < self->nkeys && self->base.credentials; i++)
+		if (self->keys[i].secret != NULL)
+			json_array_append_new(self->base.credentials, json_string(self->keys[i].name));
+	for (i = 0; i < self->nkeys && self->base.credentials &&
+		    json_array_size(self->base.credentials) == 0; i++)
 		json_array_append_new(self->base.credentials, json_string(self->keys[i].name));
 	if (rc != 0)
 		fail(err, errlen, "out of memory");
@@ -187,6 +194,23 @@ static int check_config(const char *name, const json_t *cfg, char *err, size_t e
 	if (!json_is_array(v) || json_array_size(v) == 0)
 		return fail(err, errlen, "providers.%s.models must be a non-empty list of model ids",
 			    name);
+	for (size_t i = 0; i < json_array_size(v); i++) {
+		const json_t *m = json_array_get(v, i), *n;
+
+		if (json_is_string(m) && json_string_length(m) > 0)
+			continue;
+		if (!json_is_object(m) || !json_is_string(json_object_get(m, "id")))
+			return fail(err, errlen, "providers.%s.models[%zu] must be a model id or "
+				    "{\"id\": ..., \"contextWindow\"?: N, \"maxTokens\"?: N}", name, i);
+		n = json_object_get(m, "contextWindow");
+		if (n != NULL && (!json_is_integer(n) || json_integer_value(n) <= 0))
+			return fail(err, errlen, "providers.%s.models[%zu].contextWindow must be a "
+				    "positive integer", name, i);
+		n = json_object_get(m, "maxTokens");
+		if (n != NULL && (!json_is_integer(n) || json_integer_value(n) <= 0))
+			return fail(err, errlen, "providers.%s.models[%zu].maxTokens must be a "
+				    "positive integer", name, i);
+	}
 	return 0;
 }
 
@@ -265,6 +289,19 @@ static void finish_stream(struct http_provider *self)
 
 /* HTTP callbacks. */
 
+/* OpenAI's x-ratelimit-reset-requests / -tokens: "1s", "6m0s", "20ms". */
+static bool duration_hint(struct http_provider *self, const char *value, int64_t *ms)
+{
+	char line[160];
+	size_t n = strlen(value);
+
+	if (n >= 2 && strcmp(value + n - 2, "ms") == 0)
+		snprintf(line, sizeof(line), "try again in %s", value);
+	else
+		snprintf(line, sizeof(line), "reset after %s", value);
+	return hint_parse(line, strlen(line), clock_wall_ms(self->clock), ms);
+}
+
 static void hint_from_header(struct http_provider *self, const char *name, const char *value)
 {
 	static const char *const known[] = { "retry-after-ms", "retry-after", "x-ratelimit-reset-ms",
@@ -272,6 +309,13 @@ static void hint_from_header(struct http_provider *self, const char *name, const
 	char line[256];
 	int64_t ms;
 
+	if ((strcmp(name, "x-ratelimit-reset-requests") == 0 ||
+	     strcmp(name, "x-ratelimit-reset-tokens") == 0) && duration_hint(self, value, &ms)) {
+		/* The longer of the two is when a request can go through. */
+		if (self->hint_ms < 0 || ms > self->hint_ms)
+			self->hint_ms = ms;
+		return;
+	}
 	for (size_t i = 0; known[i] != NULL; i++) {
 		if (strcmp(name, known[i]) != 0)
 			continue;

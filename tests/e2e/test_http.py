@@ -236,6 +236,9 @@ class HttpCase(DaemonTestCase):
             ({"retry-after-ms": "200", "retry-after": "5"}, 200),
             ({"x-ratelimit-reset-ms": "300"}, 300),
             ({"x-ratelimit-reset": "0.4"}, 400),
+            # OpenAI's own reset headers: durations; the later of the two counts.
+            ({"x-ratelimit-reset-requests": "1s", "x-ratelimit-reset-tokens": "350ms"}, 1000),
+            ({"x-ratelimit-reset-tokens": "0m0.6s"}, 600),
         ]
         d, srv = self.start()
         for headers, want in cases:
@@ -704,6 +707,28 @@ class HttpCase(DaemonTestCase):
         self.assertNoSecret(d, k2)
 
 
+    def test_unset_first_key_env_is_skipped_for_the_one_that_is_set(self):
+        d, srv = self.start([{"text": "ok"}], provider={"apiKeyEnv": ["UNSET_E2E_KEY", "SET_E2E_KEY"]},
+                            env={"UNSET_E2E_KEY": None, "SET_E2E_KEY": SECRET}, session=True)
+        msgs = self.run_prompt(d, "q")
+        self.assertEqual(text_of(assistant_ends(msgs)[-1]), "ok")
+        self.assertEqual(srv.requests()[0]["secretHashes"].get(self.key_header()),
+                         self.key_hash(SECRET))
+        d.finish()
+        self.assertNoSecret(d, SECRET)
+
+    def test_quota_exceeded_429_switches_credential(self):
+        k2 = "sk-e2e-quota-second-4c2a9e1b7d3f5a8c0e6b2d4f"
+        d, srv = self.start([{"status": 429, "message": "You exceeded your current quota, please "
+                              "check your plan and billing details."}, {"text": "ok"}],
+                            provider={"apiKeyEnv": ["K1_E2E", "K2_E2E"]},
+                            env={"K1_E2E": SECRET, "K2_E2E": k2})
+        msgs = self.run_prompt(d, "q")
+        self.assertEqual([(f["kind"], f["to"]) for f in events(msgs, "retry_fallback_applied")],
+                         [("credential", "K2_E2E")])
+        d.finish()
+
+
 class OpenAICompletionsTests(HttpCase):
     API = "openai-completions"
 
@@ -747,6 +772,9 @@ class ProviderConfigTests(DaemonTestCase):
             ({"apiKeyEnv": 5}, "providers.bad.apiKeyEnv"),
             ({"apiKey": ["ok", ""]}, "providers.bad.apiKey"),
             ({"headers": {"X-A": 1}}, "providers.bad.headers"),
+            ({"models": [7]}, "providers.bad.models[0]"),
+            ({"models": [{"id": "x", "contextWindow": -5}]}, "providers.bad.models[0].contextWindow"),
+            ({"models": [{"id": "x", "maxTokens": "many"}]}, "providers.bad.models[0].maxTokens"),
         ]
         for change, key in cases:
             with self.subTest(change=change):
@@ -754,7 +782,7 @@ class ProviderConfigTests(DaemonTestCase):
                 cfg.update(change)
                 cfg = {k: v for k, v in cfg.items() if v is not None}
                 rc, out, err = self.run_with({"bad": cfg}, "bad")
-                self.assertNotEqual(rc, 0, err)
+                self.assertEqual(rc, 1, err)  # a settings error, not a usage one
                 self.assertNotIn('"ready"', out)
                 self.assertIn(key, err)
                 self.assertNotIn("AddressSanitizer", err)

@@ -914,7 +914,7 @@ START_TEST(test_request_max_tokens_defaults)
 
 	assert_json_eq(o, "{\"model\":\"m\",\"stream\":true,\"stream_options\":{\"include_usage\":true},"
 			  "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"plain string content\"}]}]}");
-	assert_json_eq(a, "{\"model\":\"m\",\"max_tokens\":4096,\"stream\":true,"
+	assert_json_eq(a, "{\"model\":\"m\",\"max_tokens\":8192,\"stream\":true,"
 			  "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"plain string content\"}]}]}");
 	json_decref(o);
 	json_decref(a);

@@ -236,6 +236,8 @@ START_TEST(test_every_default_usage_limit_pattern_matches_a_real_message)
 		"RESOURCE_EXHAUSTED",
 		"You have exhausted your capacity on this model",
 		"Your quota will reset after 18h31m10s",
+		"429 You exceeded your current quota, please check your plan and billing details.",
+		"{\"error\":{\"code\":\"insufficient_quota\"}}",
 	};
 
 	check_each_default("usageLimitPatterns", samples, NELEMS(samples), CLASSIFY_RETRYABLE);
