@@ -1,0 +1,623 @@
+/* retryctl — ask retryd from a terminal or a script.
+ *
+ * Starts retryd (through the client library), sends each prompt, prints the
+ * answer on stdout as it streams and the retry lifecycle on stderr. Ctrl-C
+ * cancels: abort_retry during a backoff, abort while an attempt runs; a
+ * second Ctrl-C quits. */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "progress.h"
+#include "retryd/client.h"
+#include "retryd/protocol.h"
+
+#define EXIT_ANSWERED  0
+#define EXIT_FAILED    1
+#define EXIT_USAGE     2
+#define EXIT_CANCELLED 130
+#define TICK_MS        100
+
+static const char usage_text[] =
+	"usage: retryctl [options] [--] [PROMPT]\n"
+	"\n"
+	"Starts retryd, sends PROMPT, prints the answer on stdout as it streams and\n"
+	"shows retries on stderr while they wait. Without PROMPT, reads prompts from\n"
+	"stdin, one per line. Ctrl-C cancels a pending retry (or the running attempt);\n"
+	"a second Ctrl-C quits.\n"
+	"\n"
+	"  --json             print retryd's raw JSON lines on stdout (for jq)\n"
+	"  --stream           print every attempt's text as it streams, also when\n"
+	"                     stdout is not a terminal (default there: only the text\n"
+	"                     of attempts that succeed)\n"
+	"  --retryd PATH      the daemon (default: $RETRYD, next to retryctl, PATH)\n"
+	"  --timeout SECONDS  give up on a prompt after this long\n"
+	"  -q, --quiet        no progress lines on stderr\n"
+	"  -h, --help         this text\n"
+	"  --version          the version\n"
+	"\n"
+	"retryd options, passed on:\n"
+	"  --provider NAME  --model ID  --settings FILE  --set KEY=VALUE\n"
+	"  --session FILE  --no-session  --sim-plan JSON\n"
+	"retryctl keeps no session file unless --session is given.\n"
+	"\n"
+	"Exit status: 0 answered, 1 failed, 2 usage, 130 cancelled.\n";
+
+struct ctl {
+	uv_loop_t loop;
+	struct retryd_client *client;
+	uv_signal_t sigint, sigterm;
+	uv_timer_t tick;
+
+	/* Options. */
+	bool json, quiet, stream_live;
+	bool stderr_tty, stdout_tty;
+	double timeout_s;
+
+	/* The daemon. */
+	bool ready_failed;
+	bool exited;
+	int64_t exit_status;
+	int term_signal;
+
+	/* The prompt in flight. */
+	bool running;        /* inside retryd_client_prompt_and_wait */
+	bool in_backoff;
+	int attempt, max_attempts;
+	uint64_t backoff_end;
+	uint64_t delay_ms;
+	int shown_secs;
+	bool line_shown;     /* the live line is on the terminal */
+	bool dirty;          /* stdout's last byte of the answer was not a LF */
+	bool wrote_answer;
+	int interrupts;
+	int quit_status;     /* non-zero: leave with this status */
+	bool stdout_broken;
+};
+
+static void die_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "retryctl: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'retryctl --help'.\n");
+	exit(EXIT_USAGE);
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static void out_write(struct ctl *t, const char *s, size_t len)
+{
+	if (len == 0 || t->stdout_broken)
+		return;
+	if (fwrite(s, 1, len, stdout) != len || fflush(stdout) != 0) {
+		t->stdout_broken = true;
+		return;
+	}
+	t->dirty = s[len - 1] != '\n';
+	t->wrote_answer = true;
+}
+
+static void end_answer_line(struct ctl *t)
+{
+	if (t->dirty)
+		out_write(t, "\n", 1);
+}
+
+static void clear_live_line(struct ctl *t)
+{
+	if (!t->line_shown)
+		return;
+	fputs("\r\033[K", stderr);
+	fflush(stderr);
+	t->line_shown = false;
+}
+
+static void say(struct ctl *t, const char *fmt, const char *arg)
+{
+	clear_live_line(t);
+	/* A partial answer on the same terminal ends its line first. */
+	if (t->stdout_tty && t->dirty)
+		end_answer_line(t);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	fflush(stderr);
+}
+
+static void draw_live_line(struct ctl *t)
+{
+	char line[256];
+	uint64_t now = uv_now(&t->loop);
+	uint64_t left = t->backoff_end > now ? t->backoff_end - now : 0;
+	int secs;
+
+	/* The daemon's timer may fire a little after ours: a real wait never
+	 * reads "0s". */
+	if (left == 0 && t->delay_ms > 0)
+		left = 1;
+	secs = progress_seconds(left);
+	if (t->line_shown && secs == t->shown_secs)
+		return;
+	if (t->stdout_tty && t->dirty)
+		end_answer_line(t);
+	progress_live_line(line, sizeof(line), t->attempt, t->max_attempts, left);
+	fprintf(stderr, "\r\033[K%s", line);
+	fflush(stderr);
+	t->shown_secs = secs;
+	t->line_shown = true;
+}
+
+static void tick_cb(uv_timer_t *h)
+{
+	struct ctl *t = h->data;
+
+	if (t->in_backoff)
+		draw_live_line(t);
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+static void end_backoff(struct ctl *t)
+{
+	if (!t->in_backoff)
+		return;
+	t->in_backoff = false;
+	uv_timer_stop(&t->tick);
+	clear_live_line(t);
+}
+
+static void on_retry_start(struct ctl *t, json_t *ev)
+{
+	uint64_t delay = (uint64_t)json_number_value(json_object_get(ev, "delayMs"));
+	char line[512];
+
+	t->in_backoff = true;
+	t->attempt = (int)json_integer_value(json_object_get(ev, "attempt"));
+	t->max_attempts = (int)json_integer_value(json_object_get(ev, "maxAttempts"));
+	t->backoff_end = uv_now(&t->loop) + delay;
+	t->delay_ms = delay;
+	if (t->quiet)
+		return;
+	if (t->stderr_tty) {
+		t->line_shown = false;
+		draw_live_line(t);
+		uv_timer_start(&t->tick, tick_cb, TICK_MS, TICK_MS);
+	} else {
+		progress_plain_line(line, sizeof(line), t->attempt, t->max_attempts, delay,
+				    json_string_value(json_object_get(ev, "errorMessage")));
+		say(t, "%s", line);
+	}
+}
+
+static bool is_assistant(json_t *m)
+{
+	const char *role = json_string_value(json_object_get(m, "role"));
+
+	return role != NULL && strcmp(role, "assistant") == 0;
+}
+
+static void on_message_end(struct ctl *t, json_t *m)
+{
+	const char *stop = json_string_value(json_object_get(m, "stopReason"));
+	bool good = stop != NULL && strcmp(stop, "error") != 0 && strcmp(stop, "aborted") != 0;
+
+	if (!is_assistant(m))
+		return;
+	if (!t->stream_live && good) {
+		/* Buffered mode: only a good attempt's text reaches stdout. The
+		 * message carries the whole text, whatever the update shape. */
+		char *text = retryd_message_text(m);
+
+		if (text != NULL)
+			out_write(t, text, strlen(text));
+		free(text);
+	}
+	/* After a failed attempt's partial text too: a retry starts on a line
+	 * of its own. */
+	end_answer_line(t);
+}
+
+static void on_event(struct retryd_client *c, const char *type, json_t *ev, void *ctx)
+{
+	struct ctl *t = ctx;
+
+	(void)c;
+	if (strcmp(type, "auto_retry_start") == 0) {
+		on_retry_start(t, ev);
+		return;
+	}
+	if (strcmp(type, "turn_start") == 0 || strcmp(type, "auto_retry_end") == 0 ||
+	    strcmp(type, "agent_end") == 0)
+		end_backoff(t);
+	if (t->json)
+		return;
+	if (strcmp(type, "message_update") == 0) {
+		json_t *ame = json_object_get(ev, "assistantMessageEvent");
+		const char *sub = json_string_value(json_object_get(ame, "type"));
+		json_t *delta = json_object_get(ame, "delta");
+
+		if (sub == NULL || strcmp(sub, "text_delta") != 0 || !json_is_string(delta))
+			return;
+		/* Buffered mode waits for message_end instead. */
+		if (t->stream_live)
+			out_write(t, json_string_value(delta), json_string_length(delta));
+	} else if (strcmp(type, "message_end") == 0) {
+		on_message_end(t, json_object_get(ev, "message"));
+	}
+}
+
+static void on_line(struct retryd_client *c, const char *line, size_t len, void *ctx)
+{
+	struct ctl *t = ctx;
+
+	(void)c;
+	out_write(t, line, len);
+	out_write(t, "\n", 1);
+}
+
+static void on_ready(struct retryd_client *c, int status, const char *error, void *ctx)
+{
+	struct ctl *t = ctx;
+
+	(void)c;
+	(void)error;
+	if (status != 0)
+		t->ready_failed = true;
+}
+
+static void on_exit_cb(struct retryd_client *c, int64_t status, int sig, void *ctx)
+{
+	struct ctl *t = ctx;
+
+	(void)c;
+	t->exited = true;
+	t->exit_status = status;
+	t->term_signal = sig;
+}
+
+static void on_error(struct retryd_client *c, int err, const char *msg, void *ctx)
+{
+	struct ctl *t = ctx;
+
+	(void)c;
+	(void)err;
+	if (!t->quiet)
+		say(t, "retryctl: %s", msg);
+}
+
+/* ---- Ctrl-C ------------------------------------------------------------- */
+
+static void quit(struct ctl *t, int status)
+{
+	if (t->quit_status == 0)
+		t->quit_status = status;
+	end_backoff(t);
+	if (t->client != NULL) {
+		retryd_client_close(t->client, NULL, NULL);
+		t->client = NULL;
+	}
+}
+
+static void abort_retry_cb(struct retryd_client *c, const struct retryd_result *r, void *ctx)
+{
+	struct ctl *t = ctx;
+
+	/* The backoff ended before abort_retry arrived: the retry is running, so
+	 * stop that instead. */
+	if (r->status == 0 && t->running && !t->in_backoff)
+		retryd_client_abort(c, NULL, NULL);
+}
+
+static void sigint_cb(uv_signal_t *h, int signum)
+{
+	struct ctl *t = h->data;
+
+	(void)signum;
+	if (t->client == NULL)
+		return;
+	if (++t->interrupts >= 2 || !t->running) {
+		say(t, "%s", "retryctl: interrupted");
+		quit(t, EXIT_CANCELLED);
+		return;
+	}
+	if (t->in_backoff) {
+		say(t, "%s", "retryctl: cancelling the retry (Ctrl-C again to quit)");
+		retryd_client_abort_retry(t->client, abort_retry_cb, t);
+	} else {
+		say(t, "%s", "retryctl: aborting (Ctrl-C again to quit)");
+		retryd_client_abort(t->client, NULL, NULL);
+	}
+}
+
+static void sigterm_cb(uv_signal_t *h, int signum)
+{
+	quit(h->data, 128 + signum);
+}
+
+static void watch_signals(struct ctl *t, bool on)
+{
+	if (on) {
+		uv_signal_start(&t->sigint, sigint_cb, SIGINT);
+		uv_signal_start(&t->sigterm, sigterm_cb, SIGTERM);
+	} else {
+		/* Back to the default actions while retryctl waits for input. */
+		uv_signal_stop(&t->sigint);
+		uv_signal_stop(&t->sigterm);
+	}
+}
+
+/* ---- one prompt --------------------------------------------------------- */
+
+static int run_prompt(struct ctl *t, const char *prompt)
+{
+	struct retryd_run_result res;
+	uint64_t timeout_ms = (uint64_t)(t->timeout_s * 1000.0);
+	char line[1024];
+	int rc, status;
+
+	t->running = true;
+	t->interrupts = 0;
+	t->dirty = false;
+	watch_signals(t, true);
+	rc = retryd_client_prompt_and_wait(t->client, prompt, NULL, timeout_ms, &res);
+	t->running = false;
+	end_backoff(t);
+	if (!t->json)
+		end_answer_line(t);
+
+	if (t->quit_status != 0) {
+		status = t->quit_status;
+	} else if (rc == 0 && res.answered) {
+		status = EXIT_ANSWERED;
+	} else if (t->interrupts > 0 || (rc == 0 && res.cancelled)) {
+		say(t, "retryctl: cancelled: %s", res.error ? res.error : "Aborted");
+		status = EXIT_CANCELLED;
+	} else if (rc == 0) {
+		if (res.retries > 0) {
+			progress_failed_line(line, sizeof(line), res.retries, res.error);
+			say(t, "%s", line);
+		} else {
+			say(t, "retryctl: %s", res.error ? res.error : "no answer");
+		}
+		status = EXIT_FAILED;
+	} else if (rc == RETRYD_EREFUSED) {
+		say(t, "retryctl: retryd refused the prompt: %s", res.error);
+		status = EXIT_FAILED;
+	} else if (rc == UV_ETIMEDOUT) {
+		snprintf(line, sizeof(line), "retryctl: no answer within %g s", t->timeout_s);
+		say(t, "%s", line);
+		status = EXIT_FAILED;
+	} else {
+		say(t, "retryctl: %s", res.error ? res.error : retryd_strerror(rc));
+		/* retryd refused its command line (it said why on stderr). */
+		status = t->ready_failed && t->exited && t->term_signal == 0 && t->exit_status == 2 ?
+			 EXIT_USAGE : EXIT_FAILED;
+	}
+	retryd_run_result_release(&res);
+	if (t->stdout_broken && status == EXIT_ANSWERED)
+		status = EXIT_FAILED;
+	return status;
+}
+
+/* Prompts from stdin, one per line; blank lines are skipped. */
+static int run_stdin(struct ctl *t)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int worst = EXIT_ANSWERED;
+
+	watch_signals(t, false);
+	while ((n = getline(&line, &cap, stdin)) >= 0) {
+		int status;
+
+		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+			line[--n] = '\0';
+		if (strspn(line, " \t") == (size_t)n)
+			continue;
+		status = run_prompt(t, line);
+		watch_signals(t, false);
+		if (status == EXIT_CANCELLED || status == EXIT_USAGE || t->quit_status != 0 ||
+		    t->client == NULL || !retryd_client_is_running(t->client)) {
+			worst = status;
+			break;
+		}
+		if (status != EXIT_ANSWERED)
+			worst = status;
+	}
+	free(line);
+	return worst;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+struct args {
+	const char **daemon;
+	size_t n;
+	const char *prompt;
+	const char *retryd;
+	bool has_session;
+};
+
+static void parse_args(int argc, char **argv, struct ctl *t, struct args *a)
+{
+	static const char *const passed[] = {
+		"--provider", "--model", "--settings", "--set", "--session", "--sim-plan", "--mode",
+		NULL,
+	};
+	bool options_done = false;
+
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i], *val = NULL, *eq;
+		char name[32];
+		size_t k;
+
+		if (options_done || arg[0] != '-' || strcmp(arg, "-") == 0) {
+			if (a->prompt != NULL)
+				die_usage("%s", "one PROMPT argument at most (quote it)");
+			a->prompt = arg;
+			continue;
+		}
+		if (strcmp(arg, "--") == 0) {
+			options_done = true;
+			continue;
+		}
+		if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+			fputs(usage_text, stdout);
+			exit(0);
+		}
+		if (strcmp(arg, "--version") == 0) {
+			printf("retryctl %s\n", RETRYD_VERSION);
+			exit(0);
+		}
+		if (strcmp(arg, "--json") == 0) {
+			t->json = true;
+			continue;
+		}
+		if (strcmp(arg, "--stream") == 0) {
+			t->stream_live = true;
+			continue;
+		}
+		if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
+			t->quiet = true;
+			continue;
+		}
+		if (strcmp(arg, "--no-session") == 0) {
+			a->daemon[a->n++] = arg;
+			a->has_session = true;
+			continue;
+		}
+		eq = strchr(arg, '=');
+		snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
+		if (eq != NULL)
+			val = eq + 1;
+		else if (i + 1 < argc)
+			val = argv[i + 1];
+		if (strcmp(name, "--retryd") == 0 || strcmp(name, "--timeout") == 0) {
+			char *end;
+
+			if (val == NULL)
+				die_usage("option '%s' needs a value", name);
+			if (eq == NULL)
+				i++;
+			if (name[2] == 'r') {
+				a->retryd = val;
+				continue;
+			}
+			t->timeout_s = strtod(val, &end);
+			if (*end != '\0' || end == val || !(t->timeout_s > 0))
+				die_usage("--timeout wants a number of seconds above 0, not '%s'", val);
+			continue;
+		}
+		for (k = 0; passed[k] != NULL && strcmp(passed[k], name) != 0; k++)
+			;
+		if (passed[k] == NULL)
+			die_usage("unknown option '%s'", arg);
+		if (val == NULL)
+			die_usage("option '%s' needs a value", name);
+		if (strcmp(name, "--session") == 0)
+			a->has_session = true;
+		/* Passed on as given; retryd checks the values. */
+		a->daemon[a->n++] = arg;
+		if (eq == NULL)
+			a->daemon[a->n++] = argv[++i];
+	}
+}
+
+static void closed_cb(struct retryd_client *c, void *ctx)
+{
+	(void)c;
+	(void)ctx;
+}
+
+static void close_walk_cb(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	struct ctl t;
+	struct args a = { 0 };
+	struct retryd_client_options o = { 0 };
+	const char *daemon_args[argc + 4];
+	int status;
+
+	memset(&t, 0, sizeof(t));
+	a.daemon = daemon_args;
+	parse_args(argc, argv, &t, &a);
+	if (!t.json) {
+		/* Deltas only: the full shape repeats the whole answer in every update.
+		 * First, so that a --set of the user's comes later and wins. */
+		memmove(a.daemon + 2, a.daemon, a.n * sizeof(*a.daemon));
+		a.daemon[0] = "--set";
+		a.daemon[1] = "rpc.messageUpdates=delta";
+		a.n += 2;
+	}
+	if (!a.has_session)
+		a.daemon[a.n++] = "--no-session";
+	a.daemon[a.n] = NULL;
+
+	t.stderr_tty = isatty(2);
+	t.stdout_tty = isatty(1);
+	if (t.stdout_tty)
+		t.stream_live = true;
+	signal(SIGPIPE, SIG_IGN);
+
+	if (uv_loop_init(&t.loop) != 0) {
+		fprintf(stderr, "retryctl: cannot start an event loop\n");
+		return EXIT_FAILED;
+	}
+	uv_signal_init(&t.loop, &t.sigint);
+	uv_signal_init(&t.loop, &t.sigterm);
+	uv_timer_init(&t.loop, &t.tick);
+	t.sigint.data = t.sigterm.data = t.tick.data = &t;
+
+	o.path = a.retryd;
+	o.args = a.daemon;
+	o.on_event = on_event;
+	o.on_ready = on_ready;
+	o.on_exit = on_exit_cb;
+	o.on_error = on_error;
+	o.on_line = t.json ? on_line : NULL;
+	o.ctx = &t;
+	t.client = retryd_client_new(&t.loop, &o);
+	if (t.client == NULL) {
+		fprintf(stderr, "retryctl: out of memory\n");
+		status = EXIT_FAILED;
+	} else if (retryd_client_start(t.client) != 0) {
+		fprintf(stderr, "retryctl: %s\n", retryd_client_last_error(t.client));
+		status = EXIT_FAILED;
+	} else if (a.prompt != NULL) {
+		status = run_prompt(&t, a.prompt);
+	} else {
+		status = run_stdin(&t);
+	}
+
+	/* Let an idle daemon leave on its own (stdin EOF), else stop it. */
+	watch_signals(&t, true);
+	if (t.client != NULL && status == EXIT_ANSWERED && retryd_client_end_input(t.client) == 0) {
+		while (t.client != NULL && retryd_client_is_running(t.client) && t.quit_status == 0)
+			uv_run(&t.loop, UV_RUN_ONCE);
+	}
+	if (t.client != NULL)
+		retryd_client_close(t.client, closed_cb, NULL);
+	t.client = NULL;
+	uv_signal_stop(&t.sigint);
+	uv_signal_stop(&t.sigterm);
+	uv_timer_stop(&t.tick);
+	uv_run(&t.loop, UV_RUN_DEFAULT);
+	uv_walk(&t.loop, close_walk_cb, NULL);
+	uv_run(&t.loop, UV_RUN_DEFAULT);
+	if (uv_loop_close(&t.loop) != 0)
+		fprintf(stderr, "retryctl: warning: handles left open\n");
+	if (t.quit_status != 0)
+		status = t.quit_status;
+	return status;
+}
