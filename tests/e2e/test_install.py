@@ -1,0 +1,135 @@
+"""make install / make uninstall into a temporary PREFIX, and a program built
+against the installed library through its pkg-config file.
+
+The build that is installed is the one under test: build/ normally,
+build/san (SANITIZE=1) when RETRYD points there; the sanitized program is then
+compiled with the same sanitizers.
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import harness
+
+HELLO_C = r"""
+#include <stdio.h>
+#include <retryd/client.h>
+
+int main(void)
+{
+	static const char *const args[] = { "--no-session", NULL };
+	struct retryd_client_options o = { .args = args };
+	struct retryd_run_result r;
+	struct retryd_client *c;
+	uv_loop_t loop;
+	int rc;
+
+	uv_loop_init(&loop);
+	c = retryd_client_new(&loop, &o);
+	if (c == NULL || retryd_client_start(c) != 0) {
+		fprintf(stderr, "start: %s\n", c ? retryd_client_last_error(c) : "no memory");
+		return 1;
+	}
+	rc = retryd_client_prompt_and_wait(c, "hello from an installed library", NULL, 20000, &r);
+	printf("%d %s %s\n", rc, r.answered ? "answered" : "failed", r.text ? r.text : "(null)");
+	retryd_run_result_release(&r);
+	retryd_client_close(c, NULL, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	return uv_loop_close(&loop) == 0 && rc == 0 ? 0 : 1;
+}
+"""
+
+INSTALLED = [
+    "bin/retryd", "bin/retryctl",
+    "lib/libretryd-client.a", "lib/libretryd-client.so", "lib/libretryd-client.so.0",
+    "lib/libretryd-client.so.0.1.0", "lib/pkgconfig/retryd-client.pc",
+    "include/retryd/client.h", "include/retryd/protocol.h",
+    "share/man/man1/retryd.1", "share/man/man1/retryctl.1",
+]
+
+
+class InstallTests(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="retryd-install-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.prefix = os.path.join(self.tmp, "prefix")
+        self.san = harness.is_sanitized_build()
+        env = dict(os.environ)
+        for k in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "RETRYD", "RETRYD_LOG"):
+            env.pop(k, None)
+        env.update(HOME=self.tmp, XDG_CONFIG_HOME=os.path.join(self.tmp, "config"),
+                   XDG_STATE_HOME=os.path.join(self.tmp, "state"))
+        self.env = env
+
+    def make(self, target):
+        args = ["make", "--no-print-directory", "-C", harness.REPO_ROOT, target,
+                "PREFIX=" + self.prefix]
+        if self.san:
+            args.append("SANITIZE=1")
+        p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env,
+                           timeout=harness.scaled(300))
+        self.assertEqual(p.returncode, 0, p.stdout.decode("utf-8", "replace"))
+
+    def run_ok(self, argv, env, timeout=30):
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                           cwd=self.tmp, timeout=harness.scaled(timeout))
+        out, err = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+        self.assertEqual(harness.sanitizer_report(err), "", err)
+        self.assertEqual(p.returncode, 0, "%s:\n%s%s" % (argv, out, err))
+        return out
+
+    def test_install_build_against_pkg_config_run_and_uninstall(self):
+        self.make("install")
+        schemas = sorted(f for f in os.listdir(os.path.join(harness.REPO_ROOT, "protocol", "schemas"))
+                         if f.endswith(".json"))
+        self.assertTrue(schemas)
+        for rel in INSTALLED + ["share/retryd/schemas/" + s for s in schemas]:
+            self.assertTrue(os.path.lexists(os.path.join(self.prefix, rel)), rel)
+        so = os.path.join(self.prefix, "lib", "libretryd-client.so")
+        self.assertEqual(os.readlink(so), "libretryd-client.so.0.1.0")
+        if shutil.which("readelf"):
+            dyn = subprocess.run(["readelf", "-d", so], stdout=subprocess.PIPE).stdout.decode()
+            self.assertIn("[libretryd-client.so.0]", dyn)
+
+        # A program compiled with nothing but the installed .pc file.
+        env = dict(self.env, PKG_CONFIG_PATH=os.path.join(self.prefix, "lib", "pkgconfig"),
+                   PATH=os.path.join(self.prefix, "bin") + ":/usr/bin:/bin",
+                   LD_LIBRARY_PATH=os.path.join(self.prefix, "lib"))
+        flags = self.run_ok(["pkg-config", "--cflags", "--libs", "retryd-client"], env).split()
+        self.assertIn("-lretryd-client", flags)
+        src = os.path.join(self.tmp, "hello.c")
+        with open(src, "w") as f:
+            f.write(HELLO_C)
+        exe = os.path.join(self.tmp, "hello")
+        san = ["-fsanitize=address,undefined"] if self.san else []
+        self.run_ok(["cc", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Werror"] + san +
+                    [src, "-o", exe] + flags, env, timeout=120)
+        if shutil.which("ldd"):
+            libs = self.run_ok(["ldd", exe], env)
+            self.assertIn(os.path.join(self.prefix, "lib", "libretryd-client.so.0"), libs)
+        # retryd is found on PATH (the installed one).
+        out = self.run_ok([exe], env)
+        self.assertEqual(out, "0 answered hello from an installed library\n")
+
+        # The installed retryctl finds the retryd installed beside it.
+        out = self.run_ok([os.path.join(self.prefix, "bin", "retryctl"), "--sim-plan",
+                           '[{"text":"installed"}]', "q"], dict(env, PATH="/usr/bin:/bin"))
+        self.assertEqual(out, "installed\n")
+        if shutil.which("man"):
+            out = self.run_ok(["man", "-M", os.path.join(self.prefix, "share", "man"), "-w",
+                               "retryctl"], env)
+            self.assertTrue(out.strip().endswith("man1/retryctl.1"), out)
+
+        self.make("uninstall")
+        left = []
+        for root, dirs, files in os.walk(self.prefix):
+            left += [os.path.join(root, f) for f in files]
+        self.assertEqual(left, [], "uninstall left files behind")
+        for d in ("include/retryd", "share/retryd"):
+            self.assertFalse(os.path.exists(os.path.join(self.prefix, d)), d)
+
+
+if __name__ == "__main__":
+    unittest.main()
