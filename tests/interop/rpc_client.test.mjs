@@ -1,0 +1,163 @@
+// retryd driven by pi's own RpcClient (npm @mariozechner/pi-coding-agent,
+// installed into build/pi by scripts/pi-install.sh), through a shim that
+// runs retryd with RpcClient's arguments. `make interop` runs this file:
+//
+//   RETRYD=build/retryd PI_PREFIX=build/pi node --test tests/interop/rpc_client.test.mjs
+//
+// The point of the retry tests: RpcClient's promptAndWait / waitForIdle end
+// at the first agent_end. pi's own daemon sends one per attempt, so they
+// return while a retry is pending (pi issue #4314); retryd sends one per
+// prompt, after the whole chain, so they return with the final answer.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(HERE, "..", "..");
+const RETRYD = resolve(process.env.RETRYD ?? join(ROOT, "build", "retryd"));
+const PI_PREFIX = resolve(process.env.PI_PREFIX ?? join(ROOT, "build", "pi"));
+const PKG_DIR = join(PI_PREFIX, "node_modules", "@mariozechner", "pi-coding-agent");
+const SHIM = join(HERE, "retryd-shim.mjs");
+
+// 0.73.1 exports RpcClient from the package root ("." → dist/index.js);
+// older releases (0.58) did not, so fall back to its file in dist/.
+async function loadRpcClient() {
+	const pkg = JSON.parse(readFileSync(join(PKG_DIR, "package.json"), "utf8"));
+	const root = pkg.exports?.["."]?.import ?? pkg.main ?? "dist/index.js";
+	const mod = await import(pathToFileURL(join(PKG_DIR, root)).href);
+	if (typeof mod.RpcClient === "function") {
+		return { RpcClient: mod.RpcClient, version: pkg.version, from: "package root" };
+	}
+	const direct = await import(pathToFileURL(join(PKG_DIR, "dist/modes/rpc/rpc-client.js")).href);
+	return { RpcClient: direct.RpcClient, version: pkg.version, from: "dist/modes/rpc/rpc-client.js" };
+}
+
+const { RpcClient, version, from } = await loadRpcClient();
+console.log(`pi-coding-agent ${version}: RpcClient from the ${from}`);
+
+async function withClient(plan, sets, fn) {
+	const home = mkdtempSync(join(tmpdir(), "retryd-interop-"));
+	const args = ["--no-session", "--sim-plan", JSON.stringify(plan)];
+	for (const [k, v] of Object.entries(sets)) args.push("--set", `${k}=${JSON.stringify(v)}`);
+	const client = new RpcClient({
+		cliPath: SHIM,
+		args,
+		env: {
+			RETRYD,
+			HOME: home,
+			XDG_CONFIG_HOME: join(home, "config"),
+			XDG_STATE_HOME: join(home, "state"),
+		},
+	});
+	await client.start();
+	try {
+		await fn(client, home);
+	} finally {
+		await client.stop();
+		rmSync(home, { recursive: true, force: true });
+	}
+}
+
+const lastAssistant = (messages) => messages.filter((m) => m.role === "assistant").at(-1);
+const textOf = (m) => m.content.filter((c) => c.type === "text").map((c) => c.text).join("");
+const count = (events, type) => events.filter((e) => e.type === type).length;
+
+test("prompt, then getState and getLastAssistantText", { timeout: 30000 }, async () => {
+	await withClient([{ text: "hello from retryd" }], {}, async (client) => {
+		const idle = client.waitForIdle(20000);
+		await client.prompt("hi");
+		await idle;
+		const state = await client.getState();
+		assert.equal(state.isStreaming, false);
+		assert.equal(state.autoRetryEnabled, true);
+		assert.equal(state.isRetrying, false);
+		assert.equal(state.messageCount, 2);
+		assert.equal(await client.getLastAssistantText(), "hello from retryd");
+		const messages = await client.getMessages();
+		assert.deepEqual(messages.map((m) => m.role), ["user", "assistant"]);
+	});
+});
+
+test("promptAndWait returns after the whole retry chain, with the final answer", { timeout: 30000 }, async () => {
+	const plan = [{ error: "503 Service Unavailable" }, { error: "overloaded_error" }, { text: "final answer" }];
+	await withClient(plan, { "retry.baseDelayMs": 50 }, async (client) => {
+		const events = await client.promptAndWait("hi", undefined, 20000);
+		assert.equal(events.at(-1).type, "agent_end");
+		assert.equal(count(events, "agent_end"), 1);
+		assert.equal(count(events, "auto_retry_start"), 2);
+		const end = events.find((e) => e.type === "auto_retry_end");
+		assert.deepEqual(end, { type: "auto_retry_end", success: true, attempt: 2 });
+		const final = lastAssistant(events.at(-1).messages);
+		assert.equal(final.stopReason, "stop");
+		assert.equal(textOf(final), "final answer");
+		const state = await client.getState();
+		assert.equal(state.isStreaming, false);
+		assert.equal(state.isRetrying, false);
+		assert.equal(state.retryAttempt, 0);
+	});
+});
+
+test("waitForIdle does not return while a retry is pending", { timeout: 30000 }, async () => {
+	const plan = [{ error: "429 rate limit" }, { text: "after the wait" }];
+	await withClient(plan, { "retry.baseDelayMs": 700 }, async (client) => {
+		const seen = [];
+		client.onEvent((e) => seen.push(e.type));
+		const idle = client.waitForIdle(20000);
+		const t0 = Date.now();
+		await client.prompt("hi");
+		await idle;
+		assert.ok(Date.now() - t0 >= 650, `returned after ${Date.now() - t0} ms, inside the backoff`);
+		assert.ok(seen.indexOf("auto_retry_end") < seen.indexOf("agent_end"));
+		assert.equal(await client.getLastAssistantText(), "after the wait");
+	});
+});
+
+test("setAutoRetry(false) stops retrying; the failure is final", { timeout: 30000 }, async () => {
+	await withClient([{ error: "503" }, { text: "not reached" }], { "retry.baseDelayMs": 50 }, async (client) => {
+		await client.setAutoRetry(false);
+		assert.equal((await client.getState()).autoRetryEnabled, false);
+		const events = await client.promptAndWait("hi", undefined, 20000);
+		assert.equal(count(events, "auto_retry_start"), 0);
+		const final = lastAssistant(events.at(-1).messages);
+		assert.equal(final.stopReason, "error");
+		assert.equal(final.errorMessage, "503");
+		await client.setAutoRetry(true);
+		assert.equal((await client.getState()).autoRetryEnabled, true);
+	});
+});
+
+test("abortRetry during a backoff cancels it at once", { timeout: 30000 }, async () => {
+	await withClient([{ error: "503" }, { text: "never" }], { "retry.baseDelayMs": 30000 }, async (client) => {
+		let during = null;
+		client.onEvent((e) => {
+			if (e.type !== "auto_retry_start") return;
+			(async () => {
+				during = await client.getState();
+				await client.abortRetry();
+			})();
+		});
+		const t0 = Date.now();
+		const events = await client.promptAndWait("hi", undefined, 20000);
+		assert.ok(Date.now() - t0 < 10000, "waited out the 30 s backoff");
+		assert.equal(during.isRetrying, true);
+		assert.equal(during.isStreaming, true);
+		assert.equal(during.retryAttempt, 1);
+		const end = events.find((e) => e.type === "auto_retry_end");
+		assert.deepEqual(end, { type: "auto_retry_end", success: false, attempt: 1, finalError: "Retry cancelled" });
+		assert.equal(events.at(-1).type, "agent_end");
+		assert.ok(!events.some((e) => e.type === "message_end" && textOf(e.message) === "never"));
+		assert.equal((await client.getState()).isRetrying, false);
+	});
+});
+
+test("unknown commands answer with their id, so RpcClient does not wait 30 s", { timeout: 30000 }, async () => {
+	await withClient([], {}, async (client) => {
+		const t0 = Date.now();
+		await assert.rejects(client.compact(), /compact is not supported/);
+		await assert.rejects(client.cycleModel(), /cycle_model is not supported/);
+		assert.ok(Date.now() - t0 < 5000);
+	});
+});
