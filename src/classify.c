@@ -59,6 +59,8 @@ static const char *const default_retryable[] = {
 	"terminated",
 	"retry delay",
 	"stream stall",
+	/* An agent CLI that died before its terminal line (provider_cli.c). */
+	"agent exited without a result",
 	NULL,
 };
 

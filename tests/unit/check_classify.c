@@ -153,6 +153,7 @@ START_TEST(test_every_default_retryable_pattern_matches_a_real_message)
 		"terminated",
 		"Server requested a retry delay of 18000s, above the cap",
 		"stream stall: no data for 60s",
+		"agent exited without a result (exit 1): Segmentation fault",
 	};
 
 	check_each_default("retryablePatterns", samples, NELEMS(samples), CLASSIFY_RETRYABLE);
