@@ -284,10 +284,11 @@ static char *tool_id(struct cli_parser *self, const json_t *item, const struct c
 	return strdup(buf);
 }
 
+/* args: borrowed, may be NULL ({}). */
 static json_t *start_event(const char *id, const char *name, json_t *args)
 {
-	return json_pack("{s:s, s:s, s:s, s:O}", "type", "tool_execution_start", "toolCallId", id,
-			 "toolName", name, "args", args ? args : json_object());
+	return json_pack("{s:s, s:s, s:s, s:o}", "type", "tool_execution_start", "toolCallId", id,
+			 "toolName", name, "args", args ? json_incref(args) : json_object());
 }
 
 static void on_tool_start(struct cli_parser *self, const json_t *line, cli_parser_cb cb,
@@ -305,13 +306,11 @@ static void on_tool_start(struct cli_parser *self, const json_t *line, cli_parse
 		json_t *name = cli_profile_get(item, spec(r, "name"));
 		const char *nm = json_is_string(name) ? json_string_value(name) : "tool";
 		json_t *args = spec(r, "args") ? cli_profile_get(item, spec(r, "args")) : NULL;
-		json_t *empty = args ? NULL : json_object();
 
 		if (id == NULL)
 			continue;
 		json_object_set_new(self->tools, id, json_string(nm));
-		out_event(self, start_event(id, nm, args ? args : empty), cb, ctx, n);
-		json_decref(empty);
+		out_event(self, start_event(id, nm, args), cb, ctx, n);
 		free(id);
 	}
 	json_decref(items);
