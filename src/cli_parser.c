@@ -402,6 +402,7 @@ static void on_terminal(struct cli_parser *self, const json_t *line, cli_parser_
 	free(self->error);
 	self->error = error;
 	self->terminal = true;
+	self->settled = true;
 	self->failed = o.failed;
 	self->input_tokens = tokens_at(line, r, "inputTokens");
 	self->output_tokens = tokens_at(line, r, "outputTokens");
@@ -415,7 +416,7 @@ size_t cli_parser_feed(struct cli_parser *self, const char *line, size_t len, cl
 		       void *ctx)
 {
 	json_t *obj;
-	size_t n = 0;
+	size_t n = 0, before;
 
 	self->lines++;
 	obj = json_loadb(line, len, 0, NULL);
@@ -425,10 +426,13 @@ size_t cli_parser_feed(struct cli_parser *self, const char *line, size_t len, cl
 		return 0;
 	}
 	on_session(self, obj, cb, ctx, &n);
+	before = n;
 	on_retry(self, obj, cb, ctx, &n);
 	on_text(self, obj, cb, ctx, &n);
 	on_tool_start(self, obj, cb, ctx, &n);
 	on_tool_end(self, obj, cb, ctx, &n);
+	if (n > before)
+		self->settled = false;
 	on_terminal(self, obj, cb, ctx, &n);
 	json_decref(obj);
 	if (n == 0)

@@ -6,7 +6,9 @@
  * (a delta opens one; anything else, or the end, closes it), the open tool
  * calls (so an end has a name and a start), the newest session id, and the
  * last terminal line — a later terminal line replaces an earlier one, and
- * only the last one decides how the run ended. */
+ * only the last one decides how the run ended ("settled" says whether any
+ * text, tool call or notice came after it: pi's message_end is followed by
+ * more turns, Claude's result by nothing). */
 #ifndef RETRYD_CLI_PARSER_H
 #define RETRYD_CLI_PARSER_H
 
@@ -44,6 +46,7 @@ struct cli_parser {
 	char *session_id;    /* owned: the newest, or NULL */
 
 	bool terminal;       /* a terminal line was seen */
+	bool settled;        /* ... and nothing but session ids came after it */
 	bool failed;
 	char *error;         /* owned: the last terminal line's error, or NULL */
 	int64_t input_tokens, output_tokens;

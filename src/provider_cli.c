@@ -295,10 +295,13 @@ static void build_result(struct cli_run *r)
 	res->hint_ms = -1;
 	res->input_tokens = r->parser.input_tokens;
 	res->output_tokens = r->parser.output_tokens;
-	if (r->killed[0] != '\0') {
+	if (r->killed[0] != '\0' && !(r->parser.terminal && r->parser.settled)) {
 		res->stop = STOP_ERROR;
 		snprintf(r->error, sizeof(r->error), "%s", r->killed);
 	} else if (r->parser.terminal) {
+		/* Killed after its last word: a hung exit does not undo an answer. */
+		if (r->killed[0] != '\0')
+			LOG_INFO("%s: ended after its terminal line (%s)", self->base.name, r->killed);
 		res->stop = r->parser.failed ? STOP_ERROR : STOP_STOP;
 		snprintf(r->error, sizeof(r->error), "%s",
 			 r->parser.error ? r->parser.error : "the agent reported a failure");

@@ -19,7 +19,9 @@
  *
  * Time: attempt_ctx.idle_timeout_ms without any output (stdout or stderr)
  * and the profile's timeoutMs (wall clock) end the attempt as a retryable
- * failure: SIGTERM to the whole group, SIGKILL killGraceMs (2 s) later.
+ * failure: SIGTERM to the whole group, SIGKILL killGraceMs (2 s) later —
+ * unless the terminal line came already and nothing after it (a CLI that
+ * answered but hangs on its way out keeps its answer).
  * abort() sends SIGKILL to the group at once and reports nothing more. A
  * process that exited while something else holds its pipes gets killGraceMs
  * to let go, then its group is killed and the pipes closed. Handles are

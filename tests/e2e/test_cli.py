@@ -473,6 +473,37 @@ class TimeTests(CliCase):
         self.assertEqual(zombie_children(d.proc.pid), [])
         d.finish()
 
+    def test_an_agent_that_answered_but_hangs_on_exit_keeps_its_answer(self):
+        d = self.start("claude", [{"lines": [INIT, assistant_text("all done"), RESULT_OK],
+                                   "hang": True, "child": True}],
+                       sets={"retry.idleTimeoutMs": 300, "providers.claude.killGraceMs": 200})
+        msgs = self.prompt(d, timeout=10)
+        [final] = self.assistant_ends(msgs)
+        self.assertEqual(final["stopReason"], "stop")
+        self.assertEqual(text_of(final), "all done")
+        self.assertEqual(len(self.calls()), 1)
+        self.assertEqual(group_alive(self.calls()[0]["pgid"]), [])
+        d.finish()
+
+    def test_pi_stalling_in_a_tool_after_a_message_end_is_a_stall(self):
+        lines = [{"type": "session", "version": 3, "id": "P9", "timestamp": "t", "cwd": "/"},
+                 {"type": "message_end", "message": {"role": "assistant", "content": [],
+                                                     "stopReason": "toolUse"}},
+                 {"type": "tool_execution_start", "toolCallId": "c1", "toolName": "bash",
+                  "args": {"command": "sleep 600"}}]
+        d = self.start("pi", [{"lines": lines, "hang": True},
+                              {"fixture": "pi-success.jsonl"}],
+                       sets={"retry.idleTimeoutMs": 300, "providers.pi.killGraceMs": 200})
+        msgs = self.prompt(d, timeout=10)
+        failed, final = self.assistant_ends(msgs)
+        self.assertEqual(failed["errorMessage"], "stream stall: no output for 300 ms")
+        # The tool call the kill interrupted is closed as failed.
+        ends = self.of_type(msgs, "tool_execution_end")
+        self.assertEqual([(e["toolCallId"], e["isError"]) for e in ends], [("c1", True)])
+        self.assertEqual(self.calls()[1]["argv"], ["-p", "--mode", "json", "--session", "P9", CONTINUE])
+        self.assertEqual(final["stopReason"], "stop")
+        d.finish()
+
     def test_a_group_that_ignores_sigterm_is_killed_after_the_grace(self):
         d = self.start("claude", [{"lines": [INIT], "hang": True, "child": True, "ignoreTerm": True},
                                   {"lines": [INIT, RESULT_OK]}],

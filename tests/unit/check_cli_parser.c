@@ -499,6 +499,26 @@ START_TEST(test_no_terminal_line_leaves_the_outcome_open)
 }
 END_TEST
 
+START_TEST(test_terminal_line_is_settled_until_something_follows_it)
+{
+	struct fx f;
+
+	fx_init(&f, "pi");
+	feed(&f, "{\"type\":\"message_end\",\"message\":{\"role\":\"assistant\",\"content\":[],"
+		 "\"stopReason\":\"toolUse\"}}");
+	ck_assert(f.parser.terminal && f.parser.settled);
+	feed(&f, "{\"type\":\"agent_end\",\"messages\":[]}");
+	ck_assert(f.parser.settled);
+	feed(&f, "{\"type\":\"tool_execution_start\",\"toolCallId\":\"c\",\"toolName\":\"bash\"}");
+	ck_assert(f.parser.terminal && !f.parser.settled);
+	fx_release(&f);
+	fx_init(&f, "claude");
+	feed_file(&f, "claude-success.jsonl");
+	ck_assert(f.parser.settled);
+	fx_release(&f);
+}
+END_TEST
+
 Suite *cli_parser_suite(void)
 {
 	Suite *s = suite_create("cli_parser");
@@ -527,6 +547,7 @@ Suite *cli_parser_suite(void)
 	tcase_add_test(any, test_non_json_and_unknown_lines_are_skipped_not_fatal);
 	tcase_add_test(any, test_tool_end_without_start_gets_one_and_finish_ends_open_calls);
 	tcase_add_test(any, test_no_terminal_line_leaves_the_outcome_open);
+	tcase_add_test(any, test_terminal_line_is_settled_until_something_follows_it);
 	suite_add_tcase(s, claude);
 	suite_add_tcase(s, codex);
 	suite_add_tcase(s, gemini);
