@@ -21,10 +21,10 @@ void cli_parser_release(struct cli_parser *self)
 	memset(self, 0, sizeof(*self));
 }
 
-static void out_simple(enum cli_outcome_kind kind, const char *text, size_t len,
+static void out_simple(enum cli_parser_outcome_kind kind, const char *text, size_t len,
 		       cli_parser_cb cb, void *ctx)
 {
-	struct cli_outcome o = { .kind = kind, .text = text, .len = len };
+	struct cli_parser_outcome o = { .kind = kind, .text = text, .len = len };
 
 	cb(ctx, &o);
 }
@@ -42,7 +42,7 @@ static void close_text(struct cli_parser *self, cli_parser_cb cb, void *ctx, siz
 static void out_event(struct cli_parser *self, json_t *event, cli_parser_cb cb, void *ctx,
 		      size_t *n)
 {
-	struct cli_outcome o = { .kind = CLI_OUT_EVENT, .event = event };
+	struct cli_parser_outcome o = { .kind = CLI_OUT_EVENT, .event = event };
 
 	if (event == NULL)
 		return;
@@ -112,13 +112,13 @@ static char *with_status(char *message, const json_t *status)
 	return out;
 }
 
-static json_t *spec(const struct cli_rule *rule, const char *key)
+static json_t *spec(const struct cli_profile_rule *rule, const char *key)
 {
 	return json_object_get(rule->spec, key);
 }
 
 /* The number at a rule field, as an integer JSON value, or NULL. */
-static json_t *number_at(const json_t *root, const struct cli_rule *rule, const char *key)
+static json_t *number_at(const json_t *root, const struct cli_profile_rule *rule, const char *key)
 {
 	json_t *paths = spec(rule, key);
 	json_t *v = paths ? cli_profile_get(root, paths) : NULL;
@@ -134,7 +134,7 @@ static json_t *number_at(const json_t *root, const struct cli_rule *rule, const 
 	return json_integer((json_int_t)(x + (x >= 0 ? 0.5 : -0.5)));
 }
 
-static int64_t tokens_at(const json_t *line, const struct cli_rule *rule, const char *key)
+static int64_t tokens_at(const json_t *line, const struct cli_profile_rule *rule, const char *key)
 {
 	json_t *v = number_at(line, rule, key);
 	int64_t n = v ? (int64_t)json_integer_value(v) : 0;
@@ -156,7 +156,7 @@ static bool flag(const json_t *item, const json_t *how)
 
 /* The items a rule reads from: the line itself, or the selected elements of
  * its "each" array. New array (of borrowed-then-increfed items). */
-static json_t *items_of(const struct cli_rule *rule, const json_t *line)
+static json_t *items_of(const struct cli_profile_rule *rule, const json_t *line)
 {
 	json_t *out = json_array();
 	json_t *list, *item;
@@ -174,11 +174,12 @@ static json_t *items_of(const struct cli_rule *rule, const json_t *line)
 }
 
 /* The first rule of a kind that selects the line, or NULL. */
-static const struct cli_rule *select_rule(const struct cli_parser *self, enum cli_rule_kind kind,
-					  const json_t *line, json_t *captures)
+static const struct cli_profile_rule *select_rule(const struct cli_parser *self,
+						  enum cli_profile_rule_kind kind,
+						  const json_t *line, json_t *captures)
 {
 	for (size_t i = 0; i < self->profile->nrules[kind]; i++) {
-		const struct cli_rule *r = &self->profile->rules[kind][i];
+		const struct cli_profile_rule *r = &self->profile->rules[kind][i];
 
 		if (cli_profile_selects(r, line, captures))
 			return r;
@@ -189,7 +190,7 @@ static const struct cli_rule *select_rule(const struct cli_parser *self, enum cl
 static void on_session(struct cli_parser *self, const json_t *line, cli_parser_cb cb, void *ctx,
 		       size_t *n)
 {
-	const struct cli_rule *r = select_rule(self, CLI_RULE_SESSION, line, NULL);
+	const struct cli_profile_rule *r = select_rule(self, CLI_RULE_SESSION, line, NULL);
 	json_t *v = r ? cli_profile_get(line, spec(r, "field")) : NULL;
 	char *id;
 
@@ -211,7 +212,7 @@ static void on_retry(struct cli_parser *self, const json_t *line, cli_parser_cb 
 {
 	static const char *const numbers[] = { "attempt", "maxAttempts", "delayMs" };
 	json_t *captures = json_object();
-	const struct cli_rule *r = select_rule(self, CLI_RULE_RETRY, line, captures);
+	const struct cli_profile_rule *r = select_rule(self, CLI_RULE_RETRY, line, captures);
 	json_t *ev;
 	char *msg;
 
@@ -241,7 +242,7 @@ static void on_retry(struct cli_parser *self, const json_t *line, cli_parser_cb 
 static void on_text(struct cli_parser *self, const json_t *line, cli_parser_cb cb, void *ctx,
 		    size_t *n)
 {
-	const struct cli_rule *r = select_rule(self, CLI_RULE_TEXT, line, NULL);
+	const struct cli_profile_rule *r = select_rule(self, CLI_RULE_TEXT, line, NULL);
 	bool delta = r && json_is_true(spec(r, "delta"));
 	json_t *items, *item;
 	size_t i;
@@ -270,7 +271,7 @@ static void on_text(struct cli_parser *self, const json_t *line, cli_parser_cb c
 }
 
 /* A tool call id as a string (numbers are accepted); new. */
-static char *tool_id(struct cli_parser *self, const json_t *item, const struct cli_rule *r)
+static char *tool_id(struct cli_parser *self, const json_t *item, const struct cli_profile_rule *r)
 {
 	json_t *v = cli_profile_get(item, spec(r, "id"));
 	char buf[40];
@@ -294,7 +295,7 @@ static json_t *start_event(const char *id, const char *name, json_t *args)
 static void on_tool_start(struct cli_parser *self, const json_t *line, cli_parser_cb cb,
 			  void *ctx, size_t *n)
 {
-	const struct cli_rule *r = select_rule(self, CLI_RULE_TOOL_START, line, NULL);
+	const struct cli_profile_rule *r = select_rule(self, CLI_RULE_TOOL_START, line, NULL);
 	json_t *items, *item;
 	size_t i;
 
@@ -348,7 +349,7 @@ static void end_tool(struct cli_parser *self, const char *id, const char *name, 
 static void on_tool_end(struct cli_parser *self, const json_t *line, cli_parser_cb cb, void *ctx,
 			size_t *n)
 {
-	const struct cli_rule *r = select_rule(self, CLI_RULE_TOOL_END, line, NULL);
+	const struct cli_profile_rule *r = select_rule(self, CLI_RULE_TOOL_END, line, NULL);
 	json_t *items, *item;
 	size_t i;
 
@@ -384,8 +385,8 @@ static void on_tool_end(struct cli_parser *self, const json_t *line, cli_parser_
 static void on_terminal(struct cli_parser *self, const json_t *line, cli_parser_cb cb, void *ctx,
 			size_t *n)
 {
-	const struct cli_rule *r = select_rule(self, CLI_RULE_TERMINAL, line, NULL);
-	struct cli_outcome o = { .kind = CLI_OUT_TERMINAL };
+	const struct cli_profile_rule *r = select_rule(self, CLI_RULE_TERMINAL, line, NULL);
+	struct cli_parser_outcome o = { .kind = CLI_OUT_TERMINAL };
 	char *error = NULL;
 
 	if (r == NULL)

@@ -19,7 +19,7 @@
 
 #include "cli_profile.h"
 
-enum cli_outcome_kind {
+enum cli_parser_outcome_kind {
 	CLI_OUT_SESSION,    /* text: the session/thread id (newest wins) */
 	CLI_OUT_TEXT_START, /* an assistant text block opens */
 	CLI_OUT_TEXT_DELTA, /* text/len: more of it */
@@ -28,15 +28,15 @@ enum cli_outcome_kind {
 	CLI_OUT_TERMINAL,   /* failed; text: the error when failed */
 };
 
-struct cli_outcome {
-	enum cli_outcome_kind kind;
+struct cli_parser_outcome {
+	enum cli_parser_outcome_kind kind;
 	const char *text;   /* borrowed for the call; NUL-terminated */
 	size_t len;
 	json_t *event;      /* borrowed for the call (incref to keep) */
 	bool failed;
 };
 
-typedef void (*cli_parser_cb)(void *ctx, const struct cli_outcome *outcome);
+typedef void (*cli_parser_cb)(void *ctx, const struct cli_parser_outcome *outcome);
 
 struct cli_parser {
 	const struct cli_profile *profile; /* borrowed */

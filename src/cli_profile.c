@@ -12,7 +12,7 @@
 
 #define DAY_MS (24LL * 60 * 60 * 1000)
 
-struct cli_match {
+struct cli_profile_match {
 	const char *path; /* borrowed from the profile's config */
 	pcre2_code *re;
 };
@@ -276,14 +276,14 @@ static void capture_names(const pcre2_code *re, pcre2_match_data *md, const char
 	}
 }
 
-bool cli_profile_selects(const struct cli_rule *rule, const json_t *line, json_t *captures)
+bool cli_profile_selects(const struct cli_profile_rule *rule, const json_t *line, json_t *captures)
 {
 	if (!type_selected(rule->types, line))
 		return false;
 	if (rule->when != NULL && !cli_profile_holds(rule->when, line))
 		return false;
 	for (size_t i = 0; i < rule->nmatch; i++) {
-		const struct cli_match *m = &rule->match[i];
+		const struct cli_profile_match *m = &rule->match[i];
 		json_t *v = path_get1(line, m->path);
 		pcre2_match_data *md;
 		int rc;
@@ -337,7 +337,7 @@ static void buf_add(struct buf *b, const char *s, size_t n)
 
 /* Expands one template element into a new string, or NULL with err (an
  * unknown placeholder, or memory). Values are copied as they are. */
-static char *expand(const char *tmpl, const struct cli_vars *vars, char *err, size_t errlen)
+static char *expand(const char *tmpl, const struct cli_profile_vars *vars, char *err, size_t errlen)
 {
 	static const char *const names[] = { "{prompt}", "{sessionId}", "{model}" };
 	struct buf b = { 0 };
@@ -394,7 +394,7 @@ void cli_profile_argv_free(char **argv)
 	free(argv);
 }
 
-char **cli_profile_argv(const struct cli_profile *self, const struct cli_vars *vars,
+char **cli_profile_argv(const struct cli_profile *self, const struct cli_profile_vars *vars,
 			char *err, size_t errlen)
 {
 	const json_t *tmpl = vars->session_id ? self->resume_argv : self->argv;
@@ -526,8 +526,8 @@ static int check_field(const char *where, const char *key, const json_t *v, char
 	return 0;
 }
 
-static int compile_rule(enum cli_rule_kind kind, const json_t *spec, const char *where,
-			struct cli_rule *rule, char *err, size_t errlen)
+static int compile_rule(enum cli_profile_rule_kind kind, const json_t *spec, const char *where,
+			struct cli_profile_rule *rule, char *err, size_t errlen)
 {
 	const struct kind_info *info = &kinds[kind];
 	const char *key;
@@ -581,7 +581,7 @@ static int compile_rule(enum cli_rule_kind kind, const json_t *spec, const char 
 	if (rule->match == NULL)
 		return fail(err, errlen, "out of memory");
 	json_object_foreach((json_t *)v, key, re) {
-		struct cli_match *m = &rule->match[rule->nmatch];
+		struct cli_profile_match *m = &rule->match[rule->nmatch];
 		int code;
 		PCRE2_SIZE off;
 
@@ -603,7 +603,7 @@ static int compile_rule(enum cli_rule_kind kind, const json_t *spec, const char 
 	return 0;
 }
 
-static int compile_kind(struct cli_profile *self, enum cli_rule_kind kind, char *err,
+static int compile_kind(struct cli_profile *self, enum cli_profile_rule_kind kind, char *err,
 			size_t errlen)
 {
 	const char *key = kinds[kind].key;
@@ -616,7 +616,7 @@ static int compile_kind(struct cli_profile *self, enum cli_rule_kind kind, char 
 	if (json_is_array(v) && n == 0)
 		return fail(err, errlen, "providers.%s.%s must be a rule or a non-empty list of rules",
 			    self->name, key);
-	self->rules[kind] = calloc(n, sizeof(struct cli_rule));
+	self->rules[kind] = calloc(n, sizeof(struct cli_profile_rule));
 	if (self->rules[kind] == NULL)
 		return fail(err, errlen, "out of memory");
 	for (size_t i = 0; i < n; i++) {
@@ -636,7 +636,7 @@ static int compile_kind(struct cli_profile *self, enum cli_rule_kind kind, char 
 static int check_placeholders(struct cli_profile *self, const char *key, const json_t *t,
 			      char *err, size_t errlen)
 {
-	struct cli_vars probe = { "", "", "" };
+	struct cli_profile_vars probe = { "", "", "" };
 	size_t i;
 	json_t *s;
 
@@ -779,7 +779,7 @@ struct cli_profile *cli_profile_new(const char *name, const json_t *cfg, char *e
 	if (check_top(self, err, errlen) != 0)
 		goto fail;
 	for (int k = 0; k < CLI_RULE_KINDS; k++)
-		if (compile_kind(self, (enum cli_rule_kind)k, err, errlen) != 0)
+		if (compile_kind(self, (enum cli_profile_rule_kind)k, err, errlen) != 0)
 			goto fail;
 	models = json_object_get(self->cfg, "models");
 	if (models == NULL) {
@@ -806,7 +806,7 @@ void cli_profile_free(struct cli_profile *self)
 		return;
 	for (int k = 0; k < CLI_RULE_KINDS; k++) {
 		for (size_t i = 0; i < self->nrules[k]; i++) {
-			struct cli_rule *r = &self->rules[k][i];
+			struct cli_profile_rule *r = &self->rules[k][i];
 
 			for (size_t m = 0; m < r->nmatch; m++)
 				pcre2_code_free(r->match[m].re);

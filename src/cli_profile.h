@@ -49,7 +49,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum cli_rule_kind {
+enum cli_profile_rule_kind {
 	CLI_RULE_SESSION,
 	CLI_RULE_RETRY,
 	CLI_RULE_TEXT,
@@ -59,16 +59,16 @@ enum cli_rule_kind {
 	CLI_RULE_KINDS,
 };
 
-struct cli_match;
+struct cli_profile_match;
 
 /* One compiled rule. Every json_t is borrowed from the profile's config. */
-struct cli_rule {
+struct cli_profile_rule {
 	const json_t *spec;  /* the rule object: where its field paths are */
 	const json_t *types; /* NULL (any line), a string or an array of strings */
 	const json_t *when;  /* NULL or an object */
 	const char *each;    /* NULL or a path */
 	const json_t *where; /* NULL or an object */
-	struct cli_match *match;
+	struct cli_profile_match *match;
 	size_t nmatch;
 };
 
@@ -86,7 +86,7 @@ struct cli_profile {
 	int64_t timeout_ms;         /* wall clock per attempt; 0: none */
 	int64_t kill_grace_ms;      /* SIGTERM to SIGKILL */
 	int64_t max_line_bytes;
-	struct cli_rule *rules[CLI_RULE_KINDS];
+	struct cli_profile_rule *rules[CLI_RULE_KINDS];
 	size_t nrules[CLI_RULE_KINDS];
 };
 
@@ -104,7 +104,7 @@ bool cli_profile_is_exec(const json_t *cfg);
 struct cli_profile *cli_profile_new(const char *name, const json_t *cfg, char *err, size_t errlen);
 void cli_profile_free(struct cli_profile *self);
 
-struct cli_vars {
+struct cli_profile_vars {
 	const char *prompt;     /* borrowed */
 	const char *session_id; /* borrowed; NULL: a fresh run, else resumeArgv */
 	const char *model;      /* borrowed; NULL or "default": no modelArgs */
@@ -112,7 +112,7 @@ struct cli_vars {
 
 /* The argv of one run, a new NULL-terminated array of new strings (free with
  * cli_profile_argv_free), or NULL with err. */
-char **cli_profile_argv(const struct cli_profile *self, const struct cli_vars *vars,
+char **cli_profile_argv(const struct cli_profile *self, const struct cli_profile_vars *vars,
 			char *err, size_t errlen);
 void cli_profile_argv_free(char **argv);
 
@@ -123,7 +123,7 @@ json_t *cli_profile_get(const json_t *root, const json_t *paths);
 /* Whether `rule` selects `line` (both borrowed) by type, when and match.
  * captures (may be NULL) receives the named groups of the match patterns
  * as integers where they are digits, else strings. */
-bool cli_profile_selects(const struct cli_rule *rule, const json_t *line, json_t *captures);
+bool cli_profile_selects(const struct cli_profile_rule *rule, const json_t *line, json_t *captures);
 /* Whether `value` satisfies a condition object (PATH: VALUE or [VALUE...]). */
 bool cli_profile_holds(const json_t *cond, const json_t *value);
 

@@ -216,7 +216,7 @@ static void on_close(uv_handle_t *h)
 	free_run(r);
 }
 
-static void deliver(void *ctx, const struct cli_outcome *o)
+static void deliver(void *ctx, const struct cli_parser_outcome *o)
 {
 	struct cli_run *r = ctx;
 	struct cli_provider *self = r->owner;
@@ -401,6 +401,17 @@ static void on_wall_timer(struct clock_timer *t, void *ctx)
 
 /* Exited, but something else holds the pipes: kill what is left of the
  * group and stop waiting for EOF. */
+static void on_drain_timer(struct clock_timer *t, void *ctx);
+
+/* The drain clock runs only while we read: a paused reader is ours. */
+static void start_drain(struct cli_run *r)
+{
+	if (r->exited && (!r->out_eof || !r->err_eof) && !r->paused && !r->closing &&
+	    r->owner != NULL)
+		clock_timer_start(r->clock, &r->drain, (uint64_t)r->owner->profile->kill_grace_ms,
+				  on_drain_timer, r);
+}
+
 static void on_drain_timer(struct clock_timer *t, void *ctx)
 {
 	struct cli_run *r = ctx;
@@ -423,9 +434,7 @@ static void on_child_exit(uv_process_t *proc, int64_t status, int term_signal)
 		close_handle(r, (uv_handle_t *)&r->proc);
 		return;
 	}
-	if ((!r->out_eof || !r->err_eof) && r->owner != NULL)
-		clock_timer_start(r->clock, &r->drain, (uint64_t)r->owner->profile->kill_grace_ms,
-				  on_drain_timer, r);
+	start_drain(r);
 	maybe_done(r);
 }
 
@@ -668,7 +677,7 @@ static int cli_start(struct provider *base, const struct attempt_ctx *ctx,
 {
 	struct cli_provider *self = (struct cli_provider *)base;
 	struct cli_run *r;
-	struct cli_vars vars = { 0 };
+	struct cli_profile_vars vars = { 0 };
 	char **argv = NULL;
 	bool resume;
 	char *prompt;
@@ -748,10 +757,12 @@ static void cli_pause(struct provider *base, bool paused)
 	r->paused = paused;
 	if (paused) {
 		clock_timer_stop(r->clock, &r->idle);
+		clock_timer_stop(r->clock, &r->drain);
 		if (!r->out_eof)
 			uv_read_stop((uv_stream_t *)&r->out);
 	} else {
 		start_idle(r);
+		start_drain(r);
 		if (!r->out_eof)
 			uv_read_start((uv_stream_t *)&r->out, alloc_cb, on_out);
 	}

@@ -451,6 +451,10 @@ static void sink_text_end(void *ctx)
 	if (self->partial == NULL)
 		return;
 	idx = content_index(self);
+	/* With delta updates the block's text is only kept here; another
+	 * block (an agent CLI writes several) starts from nothing. */
+	json_object_set_new(json_array_get(json_object_get(self->partial, "content"), idx), "text",
+			    json_stringn(self->text ? self->text : "", self->text_len));
 	emit(self, update_event(self, json_pack("{s:s, s:i, s:s%}", "type", "text_end",
 						"contentIndex", (int)idx, "content",
 						self->text ? self->text : "", self->text_len)));

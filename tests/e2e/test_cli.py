@@ -22,6 +22,10 @@ FAKE = os.path.join(REPO_ROOT, "tests", "fixtures", "bin", "fake_agent")
 VALIDATOR = Validator(os.path.join(REPO_ROOT, "protocol", "schemas"))
 CONTINUE = "Continue from where you left off. Do not repeat work that is already done."
 NASTY = "\"$(rm -rf /)\"; ' \\` & | {sessionId} $HOME\n\ttab ünï €"
+# Silence that counts as a stall. The fake is a Python script: on a loaded
+# machine (sanitizers, parallel jobs) it may need a few hundred ms to say
+# anything at all, which must not look like a stall.
+IDLE_MS = int(scaled(1.0) * 1000)
 
 
 def group_alive(pgid):
@@ -339,7 +343,7 @@ class ArgvTests(CliCase):
                                                     "is_error": True, "api_error_status": 503,
                                                     "result": "Service Unavailable"}]},
                                   {"lines": [INIT, RESULT_OK]}],
-                       sets={"retry.baseDelayMs": 400})
+                       sets={"retry.baseDelayMs": IDLE_MS})
         d.send({"type": "prompt", "message": "go", "id": "p"})
         d.wait_type("auto_retry_start")
         d.send({"type": "steer", "message": "also update the docs", "id": "s"})
@@ -460,11 +464,11 @@ class TimeTests(CliCase):
     def test_idle_timeout_kills_the_whole_group_and_resumes(self):
         d = self.start("claude", [{"lines": [INIT], "hang": True, "child": True},
                                   {"lines": [INIT, assistant_text("back"), RESULT_OK]}],
-                       sets={"retry.idleTimeoutMs": 300})
+                       sets={"retry.idleTimeoutMs": IDLE_MS})
         msgs = self.prompt(d, timeout=10)
         first = self.calls()[0]
         failed, final = self.assistant_ends(msgs)
-        self.assertEqual(failed["errorMessage"], "stream stall: no output for 300 ms")
+        self.assertEqual(failed["errorMessage"], "stream stall: no output for %d ms" % IDLE_MS)
         self.assertEqual(text_of(final), "back")
         self.assertEqual(self.calls()[1]["argv"][:4], ["-p", "--resume", "S7", CONTINUE])
         # The attempt was reported only after the process and its pipes were
@@ -476,7 +480,7 @@ class TimeTests(CliCase):
     def test_an_agent_that_answered_but_hangs_on_exit_keeps_its_answer(self):
         d = self.start("claude", [{"lines": [INIT, assistant_text("all done"), RESULT_OK],
                                    "hang": True, "child": True}],
-                       sets={"retry.idleTimeoutMs": 300, "providers.claude.killGraceMs": 200})
+                       sets={"retry.idleTimeoutMs": IDLE_MS, "providers.claude.killGraceMs": 200})
         msgs = self.prompt(d, timeout=10)
         [final] = self.assistant_ends(msgs)
         self.assertEqual(final["stopReason"], "stop")
@@ -493,10 +497,10 @@ class TimeTests(CliCase):
                   "args": {"command": "sleep 600"}}]
         d = self.start("pi", [{"lines": lines, "hang": True},
                               {"fixture": "pi-success.jsonl"}],
-                       sets={"retry.idleTimeoutMs": 300, "providers.pi.killGraceMs": 200})
+                       sets={"retry.idleTimeoutMs": IDLE_MS, "providers.pi.killGraceMs": 200})
         msgs = self.prompt(d, timeout=10)
         failed, final = self.assistant_ends(msgs)
-        self.assertEqual(failed["errorMessage"], "stream stall: no output for 300 ms")
+        self.assertEqual(failed["errorMessage"], "stream stall: no output for %d ms" % IDLE_MS)
         # The tool call the kill interrupted is closed as failed.
         ends = self.of_type(msgs, "tool_execution_end")
         self.assertEqual([(e["toolCallId"], e["isError"]) for e in ends], [("c1", True)])
@@ -507,13 +511,14 @@ class TimeTests(CliCase):
     def test_a_group_that_ignores_sigterm_is_killed_after_the_grace(self):
         d = self.start("claude", [{"lines": [INIT], "hang": True, "child": True, "ignoreTerm": True},
                                   {"lines": [INIT, RESULT_OK]}],
-                       sets={"retry.idleTimeoutMs": 200, "providers.claude.killGraceMs": 300})
+                       sets={"retry.idleTimeoutMs": IDLE_MS, "providers.claude.killGraceMs": 300})
         t0 = time.monotonic()
         d.send({"type": "prompt", "message": "x", "id": "p"})
         start = d.wait_type("auto_retry_start", timeout=10)
         elapsed = time.monotonic() - t0
-        self.assertEqual(start["errorMessage"], "stream stall: no output for 200 ms")
-        self.assertGreaterEqual(elapsed, 0.45)  # 200 ms idle + 300 ms grace, less scheduling slack
+        self.assertEqual(start["errorMessage"], "stream stall: no output for %d ms" % IDLE_MS)
+        # The idle time, then the grace before SIGKILL (less scheduling slack).
+        self.assertGreaterEqual(elapsed, IDLE_MS / 1000.0 + 0.25)
         self.assertEqual(group_alive(self.calls()[0]["pgid"]), [])
         d.wait_type("agent_end")
         d.finish()
@@ -522,10 +527,12 @@ class TimeTests(CliCase):
         chatter = [{"type": "system", "subtype": "status", "n": i} for i in range(200)]
         d = self.start("claude", [{"lines": [INIT] + chatter, "delayMs": 50, "hang": True},
                                   {"lines": [INIT, RESULT_OK]}],
-                       sets={"retry.idleTimeoutMs": 200, "providers.claude.timeoutMs": 600})
-        msgs = self.prompt(d, timeout=10)
+                       sets={"retry.idleTimeoutMs": IDLE_MS,
+                             "providers.claude.timeoutMs": 2 * IDLE_MS})
+        msgs = self.prompt(d, timeout=20)
         failed = self.assistant_ends(msgs)[0]
-        self.assertEqual(failed["errorMessage"], "timed out after 600 ms (providers.claude.timeoutMs)")
+        self.assertEqual(failed["errorMessage"],
+                         "timed out after %d ms (providers.claude.timeoutMs)" % (2 * IDLE_MS))
         self.assertEqual(group_alive(self.calls()[0]["pgid"]), [])
         d.finish()
 
@@ -568,6 +575,34 @@ class TimeTests(CliCase):
         [final] = self.assistant_ends(msgs)
         self.assertEqual(final["stopReason"], "stop")
         self.assertEqual(group_alive(self.calls()[0]["pgid"]), [])
+        d.finish()
+
+    def test_output_paused_by_a_slow_client_is_not_cut_when_the_agent_exits(self):
+        # ~45 KiB first: retryd's output for it fills the client's pipe and
+        # pauses retryd. Then the last ~6 KiB, which stay in the agent's pipe
+        # (retryd is not reading) while the agent exits.
+        chunks = ["%04d:" % i + "x" * 995 for i in range(45)]
+        d = self.start("claude", [{"lines": [INIT] + [assistant_text(c) for c in chunks]
+                                   + [RESULT_OK], "gap": {"after": 41, "ms": int(scaled(0.5) * 1000)}}],
+                       sets={"rpc.messageUpdates": "delta", "rpc.outputHighWaterBytes": 1024,
+                             "providers.claude.killGraceMs": 100})
+        d.pause_reading()
+        d.send({"type": "prompt", "message": "x", "id": "p"})
+        deadline = time.monotonic() + scaled(10)
+        while not self.calls() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        pid = self.calls()[0]["pid"]
+        # The agent wrote everything and exited while retryd was not reading
+        # (the client was not): it is reaped, its last output still in the pipe.
+        while os.path.exists("/proc/%d" % pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertFalse(os.path.exists("/proc/%d" % pid))
+        time.sleep(0.5)  # several killGraceMs: what the pipe holds must not be dropped
+        d.resume_reading()
+        msgs = d.collect_until(is_type("agent_end"), timeout=20)
+        [final] = self.assistant_ends(msgs)
+        self.assertEqual(final["stopReason"], "stop")
+        self.assertEqual(text_of(final), "".join(chunks))
         d.finish()
 
     def test_no_descriptor_leaks_across_attempts(self):

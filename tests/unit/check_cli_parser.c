@@ -25,7 +25,7 @@ static void add(struct trace *t, const char *s)
 	snprintf(t->text + n, sizeof(t->text) - n, "%s%s", n ? "|" : "", s);
 }
 
-static void collect(void *ctx, const struct cli_outcome *o)
+static void collect(void *ctx, const struct cli_parser_outcome *o)
 {
 	struct trace *t = ctx;
 	char buf[1200];
