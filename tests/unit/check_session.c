@@ -1008,6 +1008,34 @@ START_TEST(test_attempt_number_idle_timeout_and_continuation_prompt_reach_the_pr
 }
 END_TEST
 
+START_TEST(test_every_text_block_keeps_its_text_with_delta_updates)
+{
+	struct fx f;
+	const char *const sets[] = { "rpc.messageUpdates=\"delta\"", NULL };
+	struct stub *st = stub_new(true);
+	json_t *content;
+
+	fx_init_with(&f, "[]", sets, &st->base);
+	prompt(&f, "hi");
+	for (int b = 0; b < 2; b++) {
+		st->sink.text_start(st->sink.ctx);
+		st->sink.text_delta(st->sink.ctx, b ? "second " : "first ", b ? 7 : 6);
+		st->sink.text_delta(st->sink.ctx, "block", 5);
+		st->sink.text_end(st->sink.ctx);
+	}
+	stub_succeed(st);
+	/* The assistant answer, as agent_end lists it after the prompt. */
+	content = json_object_get(json_array_get(json_object_get(find(&f, "agent_end"), "messages"), 1),
+				  "content");
+	ck_assert_uint_eq(json_array_size(content), 2);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(content, 0), "text")),
+			 "first block");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(content, 1), "text")),
+			 "second block");
+	fx_release(&f);
+}
+END_TEST
+
 START_TEST(test_session_stall_timer_still_runs_for_providers_that_do_not_keep_one)
 {
 	struct fx f;
@@ -1064,6 +1092,7 @@ Suite *session_suite(void)
 	tcase_add_test(tc, test_no_resume_in_an_open_chain_ends_it_with_the_reason);
 	tcase_add_test(tc, test_attempt_number_idle_timeout_and_continuation_prompt_reach_the_provider);
 	tcase_add_test(tc, test_session_stall_timer_still_runs_for_providers_that_do_not_keep_one);
+	tcase_add_test(tc, test_every_text_block_keeps_its_text_with_delta_updates);
 	suite_add_tcase(s, tc);
 	return s;
 }
