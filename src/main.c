@@ -58,7 +58,7 @@ struct daemon {
 };
 
 static const char usage_text[] =
-	"usage: retryd [--mode rpc] [--provider sim] [--model ID] [--settings FILE]\n"
+	"usage: retryd [--mode rpc] [--provider NAME] [--model ID] [--settings FILE]\n"
 	"              [--set KEY=VALUE]... [--session FILE | --no-session]\n"
 	"              [--sim-plan JSON] [--help] [--version]\n"
 	"\n"
