@@ -335,6 +335,7 @@ static void maybe_done(struct cli_run *r)
 	framer_finish(&r->framer, on_line, r);
 	if (r->owner != NULL)
 		cli_parser_finish(&r->parser, deliver, r);
+	/* What was delivered may have aborted the run (e.g. stdout failed). */
 	if (r->owner != NULL)
 		build_result(r);
 	close_run(r);

@@ -567,6 +567,16 @@ class TimeTests(CliCase):
         d.check_output_clean()
         self.assertTrue(wait_group_gone(call["pgid"], 2.0), group_alive(call["pgid"]))
 
+    def test_stdin_eof_lets_the_running_agent_finish_then_exits(self):
+        d = self.start("claude", [{"fixture": "claude-success.jsonl", "delayMs": 50}])
+        d.send({"type": "prompt", "message": "x", "id": "p"})
+        d.close_stdin()
+        self.assertEqual(d.wait_exit(timeout=10), 0)
+        d.check_output_clean()
+        msgs = d.remaining()
+        self.assertEqual(signature(msgs)[-3:], ["message_end:assistant", "turn_end", "agent_end"])
+        self.assertEqual(self.assistant_ends(msgs)[0]["stopReason"], "stop")
+
     def test_exited_agent_whose_child_holds_the_pipes_is_finished_after_the_grace(self):
         d = self.start("claude", [{"lines": [INIT, assistant_text("ok"), RESULT_OK],
                                    "child": True, "orphan": True}],
