@@ -59,6 +59,13 @@ static const char *const default_retryable[] = {
 	"terminated",
 	"retry delay",
 	"stream stall",
+	/* Codex and Gemini CLI's final messages after their own retries. */
+	"stream disconnected",
+	"high demand",
+	"at capacity",
+	"econnreset|connection.?reset",
+	/* An agent CLI that died before its terminal line (provider_cli.c). */
+	"agent exited without a result",
 	NULL,
 };
 

@@ -1,6 +1,7 @@
 #include "journal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -80,12 +81,17 @@ static int open_file(struct journal *self)
 {
 	char cwd[4096], when[64];
 	json_t *header;
-	int rc;
+	int rc, fd;
 
 	make_parents(self->path);
-	self->fp = fopen(self->path, "a");
-	if (self->fp == NULL)
+	/* Close-on-exec: an agent CLI child must not inherit the session file. */
+	fd = open(self->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+	self->fp = fd >= 0 ? fdopen(fd, "a") : NULL;
+	if (self->fp == NULL) {
+		if (fd >= 0)
+			close(fd);
 		return -1;
+	}
 	if (getcwd(cwd, sizeof(cwd)) == NULL)
 		cwd[0] = '\0';
 	iso_time(self->started_ms, when, sizeof(when));

@@ -7,11 +7,13 @@
 #include <uv.h>
 
 #include "classify.h"
+#include "cli_profile.h"
 #include "clock_uv.h"
 #include "framer.h"
 #include "journal.h"
 #include "log.h"
 #include "http.h"
+#include "provider_cli.h"
 #include "provider_http.h"
 #include "provider_sim.h"
 #include "reader.h"
@@ -64,8 +66,9 @@ static const char usage_text[] =
 	"retries failed attempts with backoff, reporting auto_retry_start/end events.\n"
 	"\n"
 	"  --mode rpc         accepted for pi clients; rpc is the only mode\n"
-	"  --provider NAME    the backend: sim (built in, scripted; the default), openai,\n"
-	"                     anthropic, openrouter, ollama, or one under \"providers\"\n"
+	"  --provider NAME    the backend: sim (built in, scripted), an HTTP API (openai,\n"
+	"                     anthropic, openrouter, ollama) or an agent CLI (claude,\n"
+	"                     codex, gemini, pi), or any providers.NAME in the settings\n"
 	"  --model ID         the model to use\n"
 	"  --settings FILE    settings JSON (default $XDG_CONFIG_HOME/retryd/settings.json)\n"
 	"  --set KEY=VALUE    override one setting for this process, e.g. retry.baseDelayMs=50\n"
@@ -308,10 +311,11 @@ static void close_all(struct daemon *d)
 		writer_close(d->writer);
 	d->reader = NULL;
 	d->writer = NULL;
+	/* The provider's attempt goes first (a transfer, or a child process whose
+	 * group is killed and whose handles close once it is reaped). */
+	if (d->provider != NULL)
+		d->provider->ops->abort(d->provider);
 	if (d->http != NULL) {
-		/* The provider's transfer goes first; the client then closes its handles. */
-		if (d->provider != NULL)
-			d->provider->ops->abort(d->provider);
 		http_client_close(d->http, NULL, NULL);
 		d->http = NULL;
 	}
@@ -350,6 +354,17 @@ static int run(struct daemon *d, const struct options *o)
 					       settings_int(&d->settings, "sim.chunkDelayMs", 0),
 					       settings_get(&d->settings, "sim.models"),
 					       settings_get(&d->settings, "sim.credentials"));
+	} else if (cli_profile_is_exec(json_object_get(settings_get(&d->settings, "providers"),
+						       o->provider))) {
+		d->provider = provider_cli_new(d->loop, &d->clock.clock, o->provider,
+					       json_object_get(settings_get(&d->settings, "providers"),
+							       o->provider),
+					       err, sizeof(err));
+		if (d->provider == NULL) {
+			fprintf(stderr, "retryd: %s\n", err);
+			free(dir);
+			return 2;
+		}
 	} else {
 		d->http = http_client_new(d->loop);
 		d->provider = d->http ? provider_http_new(d->http, &d->clock.clock, &d->settings,

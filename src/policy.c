@@ -8,7 +8,7 @@ static const char *const known_keys[] = {
 	"jitterSeed", "schedule", "budget", "idleTimeoutMs", "fallbackModels",
 	"fallbackAfterConsecutive", "fallbackCooldownMs", "usageLimitCooldownMs",
 	"retryablePatterns", "nonRetryablePatterns", "contextOverflowPatterns",
-	"usageLimitPatterns", "overloadPatterns", NULL,
+	"usageLimitPatterns", "overloadPatterns", "continuationPrompt", NULL,
 };
 
 static const char *const pattern_keys[] = {

@@ -29,6 +29,10 @@ struct provider_result {
 	int64_t hint_ms;           /* a server-requested wait, or -1 */
 	int64_t input_tokens;
 	int64_t output_tokens;
+	/* NULL, or why a next attempt could not continue in the same context
+	 * (e.g. "claude reported no session id"): a retryable failure is then
+	 * final, and its error says why. Borrowed for the call. */
+	const char *no_resume;
 };
 
 /* Callbacks from provider to session; every string is borrowed for the call.
@@ -41,12 +45,19 @@ struct provider_sink {
 	void (*text_end)(void *ctx);
 	void (*finish)(void *ctx, const struct provider_result *result);
 	void *ctx;
+	/* Optional (NULL: none; last, so positional initializers stay valid): an
+	 * event the session emits as is, between message_start and message_end
+	 * (tool_execution_start/end, provider_retry). Stolen. */
+	void (*event)(void *ctx, json_t *event);
 };
 
 struct attempt_ctx {
 	const json_t *messages;  /* borrowed: the conversation so far */
 	const char *model;       /* borrowed */
 	const char *credential;  /* borrowed; NULL when the provider has none */
+	int attempt;             /* 0: a chain's first attempt; k: its k-th retry */
+	int64_t idle_timeout_ms; /* the chain's retry.idleTimeoutMs (0: off) */
+	const char *continuation_prompt; /* borrowed: retry.continuationPrompt */
 };
 
 struct provider;
@@ -70,6 +81,9 @@ struct provider {
 	const char *base_url;  /* "" when there is none */
 	json_t *models;        /* owned by the provider: [{"id", "contextWindow"?, "maxTokens"?}] */
 	json_t *credentials;   /* owned by the provider: credential names, never secrets */
+	/* The provider enforces attempt_ctx.idle_timeout_ms itself (it must
+	 * take a process down first); the session then runs no stall timer. */
+	bool owns_idle_timeout;
 };
 
 /* The entry of `models` with this id (borrowed), or NULL. */

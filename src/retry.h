@@ -142,4 +142,8 @@ const char *retry_jitter_name(enum retry_jitter jitter);
 
 #define RETRY_CANCELLED "Retry cancelled"
 
+/* What a resumed agent CLI is told (retry.continuationPrompt's default). */
+#define RETRY_CONTINUATION_PROMPT \
+	"Continue from where you left off. Do not repeat work that is already done."
+
 #endif

@@ -360,7 +360,7 @@ static void touch(struct session *self)
 {
 	int64_t idle = self->policy.retry.idle_timeout_ms;
 
-	if (idle > 0 && self->phase == SESSION_ATTEMPT)
+	if (idle > 0 && self->phase == SESSION_ATTEMPT && !self->cfg.provider->owns_idle_timeout)
 		clock_timer_start(self->cfg.clock, &self->idle_timer, (uint64_t)idle,
 				  on_idle_timeout, self);
 }
@@ -433,6 +433,15 @@ static void sink_text_delta(void *ctx, const char *s, size_t n)
 						"contentIndex", (int)idx, "delta", s, n)));
 }
 
+static void sink_event(void *ctx, json_t *event)
+{
+	struct session *self = ctx;
+
+	touch(self);
+	ensure_partial(self);
+	emit(self, event);
+}
+
 static void sink_text_end(void *ctx)
 {
 	struct session *self = ctx;
@@ -442,6 +451,10 @@ static void sink_text_end(void *ctx)
 	if (self->partial == NULL)
 		return;
 	idx = content_index(self);
+	/* With delta updates the block's text is only kept here; another
+	 * block (an agent CLI writes several) starts from nothing. */
+	json_object_set_new(json_array_get(json_object_get(self->partial, "content"), idx), "text",
+			    json_stringn(self->text ? self->text : "", self->text_len));
 	emit(self, update_event(self, json_pack("{s:s, s:i, s:s%}", "type", "text_end",
 						"contentIndex", (int)idx, "content",
 						self->text ? self->text : "", self->text_len)));
@@ -629,18 +642,33 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 	struct retry_decision d;
 	int next_cred = -1;
 	const char *next_mod = NULL, *why = NULL;
+	const char *error = r->stop == STOP_ERROR ? r->error_message : NULL;
+	char *final = NULL;
+	bool retryable = false;
 	json_t *msg, *ev;
 
 	stop_idle_timer(self);
-	msg = close_message(self, r->stop, r->stop == STOP_ERROR ? r->error_message : NULL,
-			    r->input_tokens, r->output_tokens);
-	if (r->stop == STOP_ERROR || r->stop == STOP_ABORTED) {
-		const char *text = r->error_message ? r->error_message : "";
+	if (error != NULL)
+		retryable = classify_error(classifier(self), error, strlen(error)) == CLASSIFY_RETRYABLE;
+	if (retryable && r->no_resume != NULL && policy.enabled) {
+		/* Never a blind replay: the failure is final, and says why. */
+		size_t n = strlen(error) + strlen(r->no_resume) + 32;
 
-		outcome.error_message = r->error_message ? r->error_message : "Unknown error";
+		final = malloc(n);
+		if (final != NULL) {
+			snprintf(final, n, "%s (not retried: %s)", error, r->no_resume);
+			error = final;
+		}
+		retryable = false;
+	}
+	msg = close_message(self, r->stop, error, r->input_tokens, r->output_tokens);
+	if (r->stop == STOP_ERROR || r->stop == STOP_ABORTED) {
+		const char *text = error ? error : "";
+
+		outcome.error_message = error ? error
+				      : r->error_message ? r->error_message : "Unknown error";
 		outcome.failure = RETRY_PERMANENT;
-		if (r->stop == STOP_ERROR && r->error_message != NULL &&
-		    classify_error(classifier(self), text, strlen(text)) == CLASSIFY_RETRYABLE) {
+		if (retryable) {
 			outcome.failure = RETRY_TRANSIENT;
 			outcome.hint_ms = server_hint(self, r);
 			if (policy.enabled)
@@ -690,6 +718,7 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 		break;
 	}
 	retry_decision_release(&d);
+	free(final);
 }
 
 static void on_idle_timeout(struct clock_timer *timer, void *ctx)
@@ -713,6 +742,7 @@ static const struct provider_sink sink_template = {
 	.text_delta = sink_text_delta,
 	.text_end = sink_text_end,
 	.finish = sink_finish,
+	.event = sink_event,
 };
 
 static void start_attempt(struct session *self)
@@ -722,6 +752,10 @@ static void start_attempt(struct session *self)
 		.messages = self->messages,
 		.model = self->model,
 		.credential = authstore_current(&self->auth),
+		.attempt = self->chain.attempt,
+		.idle_timeout_ms = self->policy.retry.idle_timeout_ms,
+		.continuation_prompt = json_string_value(json_object_get(self->policy.json,
+									  "continuationPrompt")),
 	};
 	char err[512];
 	struct provider *p = self->cfg.provider;

@@ -1,7 +1,9 @@
 #include "settings.h"
 
 #include "classify.h"
+#include "cli_profile.h"
 #include "provider_http.h"
+#include "retry.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +30,7 @@ enum rule_kind {
 	RULE_CHOICE,       /* one of the '|'-separated strings in `choices` */
 	RULE_DELAYS,       /* an array of integers from min to max */
 	RULE_BUDGET,       /* null, or {"maxTokens": (0, max], "tokenRatio": (0, max]} */
+	RULE_TEXT,         /* a non-empty string */
 };
 
 struct rule {
@@ -59,6 +62,7 @@ static const struct rule rules[] = {
 	{ "retry.budget",                  RULE_BUDGET,       0, 1000, NULL },
 	{ "retry.idleTimeoutMs",           RULE_INT,          0, DAY_MS, NULL },
 	{ "retry.fallbackModels",          RULE_STRINGS,      0, 0, NULL },
+	{ "retry.continuationPrompt",      RULE_TEXT,         0, 0, NULL },
 	{ "retry.fallbackAfterConsecutive", RULE_INT,         1, 1000, NULL },
 	{ "retry.fallbackCooldownMs",      RULE_INT,          0, 30 * DAY_MS, NULL },
 	{ "retry.overloadPatterns",        RULE_STRINGS,      0, 0, NULL },
@@ -241,6 +245,12 @@ static int check_rule(const struct rule *r, const json_t *value, char *err, size
 		return 0;
 	case RULE_BUDGET:
 		return check_budget(r, value, err, errlen);
+	case RULE_TEXT:
+		if (json_is_string(value) && json_string_length(value) > 0)
+			return 0;
+		describe(value, got, sizeof(got));
+		set_err(err, errlen, "%s must be a non-empty string (got %s)", r->key, got);
+		return -1;
 	case RULE_STRINGS:
 	case RULE_SOME_STRINGS:
 		if (!json_is_array(value) ||
@@ -414,9 +424,9 @@ static json_t *build_effective(const json_t *defaults, json_t *file, json_t *ove
 
 static json_t *build_defaults(void)
 {
-	json_t *defaults, *patterns;
+	json_t *defaults, *patterns, *clis;
 
-	defaults = json_pack("{s:{s:b, s:i, s:i, s:i, s:i, s:b, s:s, s:[], s:n, s:i, s:[], s:i, s:i}, s:{s:i, s:i, s:s}, s:{s:[], s:i, s:[], s:[s]}, s:{s:i, s:i}, s:o}",
+	defaults = json_pack("{s:{s:b, s:i, s:i, s:i, s:i, s:b, s:s, s:[], s:n, s:i, s:[], s:i, s:i, s:s}, s:{s:i, s:i, s:s}, s:{s:[], s:i, s:[], s:[s]}, s:{s:i, s:i}, s:o}",
 			     "retry",
 			     "enabled", 1,
 			     "maxRetries", 3,
@@ -431,6 +441,7 @@ static json_t *build_defaults(void)
 			     "fallbackModels",
 			     "fallbackAfterConsecutive", 3,
 			     "fallbackCooldownMs", 60000,
+			     "continuationPrompt", RETRY_CONTINUATION_PROMPT,
 			     "rpc",
 			     "maxLineBytes", 67108864,
 			     "outputHighWaterBytes", 1048576,
@@ -443,15 +454,19 @@ static json_t *build_defaults(void)
 			     "http",
 			     "connectTimeoutMs", 30000,
 			     "idleTimeoutMs", 300000,
-			     /* Providers are checked when one is chosen (provider_http.c). */
+			     /* Providers are checked when one is chosen (provider_http.c,
+			      * cli_profile.c). */
 			     "providers", provider_http_builtins());
 	patterns = classify_defaults();
-	if (defaults == NULL || !json_is_object(patterns) ||
+	clis = cli_profile_builtins();
+	if (defaults == NULL || !json_is_object(patterns) || !json_is_object(clis) ||
+	    json_object_update(json_object_get(defaults, "providers"), clis) < 0 ||
 	    json_object_update(json_object_get(defaults, "retry"), patterns) < 0) {
 		json_decref(defaults);
 		defaults = NULL;
 	}
 	json_decref(patterns);
+	json_decref(clis);
 	return defaults;
 }
 

@@ -539,7 +539,8 @@ class RetryPolicySchemaTest(DaemonTest):
     DEFAULT_SCALARS = {
         "enabled": True, "maxRetries": 3, "baseDelayMs": 2000, "usageLimitCooldownMs": 1800000,
         "maxDelayMs": 60000, "respectServerHints": True, "jitter": "none", "schedule": [], "budget": None,
-        "idleTimeoutMs": 0, "fallbackModels": [], "fallbackAfterConsecutive": 3, "fallbackCooldownMs": 60000}
+        "idleTimeoutMs": 0, "fallbackModels": [], "fallbackAfterConsecutive": 3, "fallbackCooldownMs": 60000,
+        "continuationPrompt": "Continue from where you left off. Do not repeat work that is already done."}
     PATTERN_KEYS = ("retryablePatterns", "nonRetryablePatterns", "contextOverflowPatterns", "usageLimitPatterns",
                     "overloadPatterns")
 
@@ -1038,7 +1039,8 @@ class SchemaFilesTest(unittest.TestCase):
                 types.append(v["properties"]["type"]["const"])
         self.assertEqual(sorted(set(types)), sorted([
             "ready", "agent_start", "agent_end", "turn_start", "turn_end", "message_start", "message_update",
-            "message_end", "auto_retry_start", "auto_retry_end", "retry_fallback_applied", "notice"]))
+            "message_end", "auto_retry_start", "auto_retry_end", "retry_fallback_applied", "notice",
+            "provider_retry", "tool_execution_start", "tool_execution_end"]))
 
 
 GOOD_ASSISTANT = {

@@ -76,7 +76,8 @@ static struct outcome decode_split(enum api_kind kind, const char *body, size_t 
 				   size_t chunk)
 {
 	struct rec r = { 0 };
-	struct provider_sink sink = { on_start, on_text_start, on_text_delta, on_text_end, on_finish, &r };
+	struct provider_sink sink = { .start = on_start, .text_start = on_text_start, .text_delta = on_text_delta,
+				      .text_end = on_text_end, .finish = on_finish, .ctx = &r };
 	struct api_stream st;
 	struct sse_parser p;
 	struct provider_result res;
@@ -647,7 +648,7 @@ static void noop_finish(void *ctx, const struct provider_result *r)
 
 START_TEST(test_external_failure_wins_over_truncation_and_first_failure_wins)
 {
-	struct provider_sink sink = { noop, noop, noop_delta, noop, noop_finish, NULL };
+	struct provider_sink sink = { noop, noop, noop_delta, noop, noop_finish, NULL, NULL };
 	struct api_stream st;
 	struct provider_result res;
 
@@ -663,7 +664,7 @@ END_TEST
 
 START_TEST(test_failure_after_the_terminal_marker_is_ignored)
 {
-	struct provider_sink sink = { noop, noop, noop_delta, noop, noop_finish, NULL };
+	struct provider_sink sink = { noop, noop, noop_delta, noop, noop_finish, NULL, NULL };
 	struct api_stream st;
 	struct provider_result res;
 	struct sse_event done = { "message", 7, "[DONE]", 6 };

@@ -153,6 +153,11 @@ START_TEST(test_every_default_retryable_pattern_matches_a_real_message)
 		"terminated",
 		"Server requested a retry delay of 18000s, above the cap",
 		"stream stall: no data for 60s",
+		"stream disconnected before completion: error sending request for url",
+		"We're currently experiencing high demand, which may cause temporary errors.",
+		"Selected model is at capacity. Please try a different model.",
+		"read ECONNRESET",
+		"agent exited without a result (exit 1): Segmentation fault",
 	};
 
 	check_each_default("retryablePatterns", samples, NELEMS(samples), CLASSIFY_RETRYABLE);

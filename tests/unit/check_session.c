@@ -33,8 +33,10 @@ static void collect(void *ctx, json_t *event)
 	json_array_append_new(f->events, event);
 }
 
-/* plan: JSON text; sets: NULL-terminated --set assignments. */
-static void fx_init(struct fx *f, const char *plan, const char *const *sets)
+/* plan: JSON text; sets: NULL-terminated --set assignments; provider: the
+ * one to use (taken), or NULL for the sim playing `plan`. */
+static void fx_init_with(struct fx *f, const char *plan, const char *const *sets,
+			 struct provider *provider)
 {
 	char err[512];
 	json_t *p = json_loads(plan, 0, NULL);
@@ -52,8 +54,9 @@ static void fx_init(struct fx *f, const char *plan, const char *const *sets)
 	ck_assert_ptr_nonnull(p);
 	ck_assert_int_eq(provider_sim_check_plan(p, err, sizeof(err)), 0);
 	clock_fake_init(&f->clock, 0);
-	f->sim = provider_sim_new(&f->clock, p, 0, settings_get(&f->settings, "sim.models"),
-				  settings_get(&f->settings, "sim.credentials"));
+	f->sim = provider ? provider
+			  : provider_sim_new(&f->clock, p, 0, settings_get(&f->settings, "sim.models"),
+					     settings_get(&f->settings, "sim.credentials"));
 	json_decref(p);
 	f->events = json_array();
 	cfg = (struct session_config){
@@ -61,6 +64,11 @@ static void fx_init(struct fx *f, const char *plan, const char *const *sets)
 		.provider = f->sim, .model = "sim-1", .emit = collect, .emit_ctx = f,
 	};
 	ck_assert_int_eq(session_init(&f->s, &cfg), 0);
+}
+
+static void fx_init(struct fx *f, const char *plan, const char *const *sets)
+{
+	fx_init_with(f, plan, sets, NULL);
 }
 
 static void fx_release(struct fx *f)
@@ -819,6 +827,232 @@ START_TEST(test_budget_in_a_prompt_is_refused_as_daemon_wide)
 }
 END_TEST
 
+/* A provider driven by hand, the way an agent CLI's child process drives
+ * provider_cli: it records what each start() was given. */
+struct stub {
+	struct provider base;
+	struct provider_sink sink;
+	int starts, aborts;
+	int attempt;
+	int64_t idle_timeout_ms;
+	char continuation[256];
+};
+
+static int stub_start(struct provider *base, const struct attempt_ctx *ctx,
+		      const struct provider_sink *sink, char *err, size_t errlen)
+{
+	struct stub *st = (struct stub *)base;
+
+	(void)err;
+	(void)errlen;
+	st->sink = *sink;
+	st->starts++;
+	st->attempt = ctx->attempt;
+	st->idle_timeout_ms = ctx->idle_timeout_ms;
+	snprintf(st->continuation, sizeof(st->continuation), "%s",
+		 ctx->continuation_prompt ? ctx->continuation_prompt : "(null)");
+	return 0;
+}
+
+static void stub_abort(struct provider *base)
+{
+	((struct stub *)base)->aborts++;
+}
+
+static void stub_free(struct provider *base)
+{
+	json_decref(base->models);
+	json_decref(base->credentials);
+	free(base);
+}
+
+static const struct provider_ops stub_ops = { stub_start, stub_abort, NULL, stub_free };
+
+static struct stub *stub_new(bool owns_idle_timeout)
+{
+	struct stub *st = calloc(1, sizeof(*st));
+
+	ck_assert_ptr_nonnull(st);
+	st->base.ops = &stub_ops;
+	st->base.name = "stub";
+	st->base.api = "agent-cli";
+	st->base.base_url = "";
+	st->base.models = json_pack("[{s:s}]", "id", "default");
+	st->base.credentials = json_array();
+	st->base.owns_idle_timeout = owns_idle_timeout;
+	return st;
+}
+
+static void stub_fail(struct stub *st, const char *error, const char *no_resume)
+{
+	struct provider_result r = { .stop = STOP_ERROR, .error_message = error, .hint_ms = -1,
+				     .no_resume = no_resume };
+
+	st->sink.finish(st->sink.ctx, &r);
+}
+
+static void stub_succeed(struct stub *st)
+{
+	struct provider_result r = { .stop = STOP_STOP, .hint_ms = -1 };
+
+	st->sink.finish(st->sink.ctx, &r);
+}
+
+START_TEST(test_provider_events_are_emitted_as_is_inside_the_message)
+{
+	struct fx f;
+	struct stub *st = stub_new(false);
+	json_t *ev;
+
+	fx_init_with(&f, "[]", NULL, &st->base);
+	prompt(&f, "hi");
+	types(&f);
+	st->sink.event(st->sink.ctx, json_pack("{s:s, s:s, s:i}", "type", "provider_retry",
+					       "errorMessage", "529 overloaded", "attempt", 1));
+	st->sink.text_start(st->sink.ctx);
+	st->sink.text_delta(st->sink.ctx, "ok", 2);
+	st->sink.text_end(st->sink.ctx);
+	st->sink.event(st->sink.ctx, json_pack("{s:s, s:s, s:s, s:{}}", "type", "tool_execution_start",
+					       "toolCallId", "t1", "toolName", "Bash", "args"));
+	ev = json_incref(json_array_get(f.events, 1));
+	stub_succeed(st);
+	ck_assert_str_eq(types(&f), "message_start:assistant,provider_retry,text_start,text_delta,"
+			 "text_end,tool_execution_start,message_end:assistant,turn_end,agent_end");
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "errorMessage")), "529 overloaded");
+	ck_assert_int_eq(json_object_size(ev), 3);
+	json_decref(ev);
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_retryable_failure_without_a_context_to_resume_is_final_and_says_why)
+{
+	struct fx f;
+	struct stub *st = stub_new(true);
+	json_t *ev;
+
+	fx_init_with(&f, "[]", NULL, &st->base);
+	prompt(&f, "hi");
+	types(&f);
+	stub_fail(st, "503 Service Unavailable", "the agent reported no session id to resume");
+	ev = find(&f, "message_end");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "message"), "errorMessage")),
+			 "503 Service Unavailable (not retried: the agent reported no session id to resume)");
+	ck_assert_str_eq(types(&f), "message_start:assistant,message_end:assistant,turn_end,agent_end");
+	ck_assert_int_eq(st->starts, 1);
+	ck_assert_int_eq(clock_fake_next_in(&f.clock), -1);
+	/* A failure that is not retryable anyway keeps its own text. */
+	prompt(&f, "again");
+	types(&f);
+	stub_fail(st, "401 Unauthorized", "the agent reported no session id to resume");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(find(&f, "message_end"),
+									   "message"), "errorMessage")),
+			 "401 Unauthorized");
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_no_resume_in_an_open_chain_ends_it_with_the_reason)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.baseDelayMs=10", NULL };
+	struct stub *st = stub_new(true);
+	json_t *ev;
+
+	fx_init_with(&f, "[]", sets, &st->base);
+	prompt(&f, "hi");
+	stub_fail(st, "503 Service Unavailable", NULL);
+	ck_assert_ptr_nonnull(find(&f, "auto_retry_start"));
+	types(&f);
+	clock_fake_advance(&f.clock, 10);
+	ck_assert_int_eq(st->starts, 2);
+	stub_fail(st, "overloaded", "gone");
+	ev = find(&f, "auto_retry_end");
+	ck_assert(json_is_false(json_object_get(ev, "success")));
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "finalError")),
+			 "overloaded (not retried: gone)");
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_attempt_number_idle_timeout_and_continuation_prompt_reach_the_provider)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.baseDelayMs=10", "retry.idleTimeoutMs=500", NULL };
+	struct stub *st = stub_new(true);
+	char err[256];
+
+	fx_init_with(&f, "[]", sets, &st->base);
+	prompt(&f, "hi");
+	ck_assert_int_eq(st->attempt, 0);
+	ck_assert_int_eq(st->idle_timeout_ms, 500);
+	ck_assert_str_eq(st->continuation, "Continue from where you left off. Do not repeat work that "
+			 "is already done.");
+	/* The provider keeps the stall clock: the session runs none. */
+	ck_assert_int_eq(clock_fake_next_in(&f.clock), -1);
+	stub_fail(st, "503 Service Unavailable", NULL);
+	clock_fake_advance(&f.clock, 10);
+	ck_assert_int_eq(st->starts, 2);
+	ck_assert_int_eq(st->attempt, 1);
+	stub_succeed(st);
+	/* A prompt's own policy carries its own continuation prompt. */
+	ck_assert_msg(submit(&f, "two", BEHAVIOR_NONE, "{\"continuationPrompt\":\"go on\"}", err,
+			     sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(st->attempt, 0);
+	ck_assert_str_eq(st->continuation, "go on");
+	stub_succeed(st);
+	ck_assert_int_eq(submit(&f, "three", BEHAVIOR_NONE, "{\"continuationPrompt\":\"\"}", err,
+				sizeof(err)), -1);
+	ck_assert_str_eq(err, "retry.continuationPrompt must be a non-empty string (got \"\")");
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_every_text_block_keeps_its_text_with_delta_updates)
+{
+	struct fx f;
+	const char *const sets[] = { "rpc.messageUpdates=\"delta\"", NULL };
+	struct stub *st = stub_new(true);
+	json_t *content;
+
+	fx_init_with(&f, "[]", sets, &st->base);
+	prompt(&f, "hi");
+	for (int b = 0; b < 2; b++) {
+		st->sink.text_start(st->sink.ctx);
+		st->sink.text_delta(st->sink.ctx, b ? "second " : "first ", b ? 7 : 6);
+		st->sink.text_delta(st->sink.ctx, "block", 5);
+		st->sink.text_end(st->sink.ctx);
+	}
+	stub_succeed(st);
+	/* The assistant answer, as agent_end lists it after the prompt. */
+	content = json_object_get(json_array_get(json_object_get(find(&f, "agent_end"), "messages"), 1),
+				  "content");
+	ck_assert_uint_eq(json_array_size(content), 2);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(content, 0), "text")),
+			 "first block");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(content, 1), "text")),
+			 "second block");
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_session_stall_timer_still_runs_for_providers_that_do_not_keep_one)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.idleTimeoutMs=500", NULL };
+	struct stub *st = stub_new(false);
+
+	fx_init_with(&f, "[]", sets, &st->base);
+	prompt(&f, "hi");
+	ck_assert_int_eq(clock_fake_next_in(&f.clock), 500);
+	clock_fake_advance(&f.clock, 500);
+	ck_assert_int_eq(st->aborts, 1);
+	ck_assert_str_eq(json_string_value(json_object_get(find(&f, "auto_retry_start"), "errorMessage")),
+			 "stream stall: no data for 500 ms");
+	fx_release(&f);
+}
+END_TEST
+
 Suite *session_suite(void)
 {
 	Suite *s = suite_create("session");
@@ -853,6 +1087,12 @@ Suite *session_suite(void)
 	tcase_add_test(tc, test_running_chain_keeps_its_patterns_when_policy_changes);
 	tcase_add_test(tc, test_set_auto_retry_off_reaches_follow_ups_queued_before_it);
 	tcase_add_test(tc, test_budget_in_a_prompt_is_refused_as_daemon_wide);
+	tcase_add_test(tc, test_provider_events_are_emitted_as_is_inside_the_message);
+	tcase_add_test(tc, test_retryable_failure_without_a_context_to_resume_is_final_and_says_why);
+	tcase_add_test(tc, test_no_resume_in_an_open_chain_ends_it_with_the_reason);
+	tcase_add_test(tc, test_attempt_number_idle_timeout_and_continuation_prompt_reach_the_provider);
+	tcase_add_test(tc, test_session_stall_timer_still_runs_for_providers_that_do_not_keep_one);
+	tcase_add_test(tc, test_every_text_block_keeps_its_text_with_delta_updates);
 	suite_add_tcase(s, tc);
 	return s;
 }
