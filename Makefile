@@ -30,7 +30,8 @@ UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%.o)
 BIN      := $(BUILD)/retryd
 UNIT_BIN := $(BUILD)/check_unit
 
-.PHONY: all deps check unit e2e demo bench conformance clean
+.PHONY: all deps check unit e2e demo bench conformance clean fuzz fuzz-build fuzz-replay \
+	check-valgrind
 all: $(BIN)
 
 deps:
@@ -66,7 +67,60 @@ e2e: $(BIN)
 
 check: deps
 	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory fuzz-replay
 	@$(MAKE) --no-print-directory e2e
+
+# ---- fuzzing ---------------------------------------------------------------
+# Every tests/fuzz/fuzz_NAME.c is a target (adding one is adding that file,
+# plus seeds in tests/fuzz/corpus/NAME/). Each is linked twice:
+#  - with libFuzzer (clang, ASan+UBSan) into build/fuzz/: `make fuzz` runs
+#    every target FUZZ_SECONDS seconds (scripts/fuzz.sh);
+#  - with tests/fuzz/replay.c and the ordinary compiler into $(BUILD)/replay/:
+#    `make check` (fuzz-replay) feeds it tests/fuzz/regressions/NAME/ (inputs
+#    that once crashed) and the seed corpus, under SANITIZE=1 with ASan+UBSan.
+# The targets bring their own log module (tests/fuzz/common.c).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 10
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_LIB_SRCS := $(filter-out src/log.c,$(LIB_SRCS))
+FUZZ_SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS   = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g $(FUZZ_SANFLAGS) \
+                -fsanitize=fuzzer-no-link -Iinclude -Isrc -Itests/fuzz $(PKG_CFLAGS) -MMD -MP
+FUZZ_OBJS    := $(FUZZ_LIB_SRCS:src/%.c=build/fuzz/obj/%.o) build/fuzz/obj/common.o
+REPLAY_OBJS  := $(FUZZ_LIB_SRCS:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/replay/common.o \
+                $(BUILD)/replay/replay.o
+REPLAY_BINS  := $(FUZZ_TARGETS:%=$(BUILD)/replay/replay-%)
+
+build/fuzz/obj/%.o: src/%.c | deps
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+build/fuzz/obj/%.o: tests/fuzz/%.c | deps
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+build/fuzz/fuzz-%: build/fuzz/obj/fuzz_%.o $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_SANFLAGS) -fsanitize=fuzzer $^ $(PKG_LIBS) -o $@
+
+fuzz-build: deps
+	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) not found (libFuzzer needs clang)"; exit 2; }
+	@$(MAKE) --no-print-directory $(FUZZ_TARGETS:%=build/fuzz/fuzz-%)
+
+fuzz: fuzz-build
+	scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+$(BUILD)/replay/%.o: tests/fuzz/%.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests/fuzz -c $< -o $@
+
+$(BUILD)/replay/replay-%: $(BUILD)/replay/fuzz_%.o $(REPLAY_OBJS)
+	$(CC) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -o $@
+
+fuzz-replay: $(REPLAY_BINS)
+	@for t in $(FUZZ_TARGETS); do \
+		$(VALGRIND) $(BUILD)/replay/replay-$$t tests/fuzz/regressions/$$t tests/fuzz/corpus/$$t \
+			|| exit 1; \
+	done
 
 demo: deps
 	@$(MAKE) --no-print-directory $(BIN)
@@ -85,4 +139,5 @@ conformance: deps
 clean:
 	rm -rf build
 
--include $(LIB_OBJS:.o=.d) $(BUILD)/obj/main.d $(UNIT_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(BUILD)/obj/main.d $(UNIT_OBJS:.o=.d) \
+	 $(wildcard build/fuzz/obj/*.d) $(wildcard $(BUILD)/replay/*.d)

@@ -10,6 +10,7 @@
 #include "command.h"
 #include "hint.h"
 #include "log.h"
+#include "utf8.h"
 
 #define ABORTED_MESSAGE "Request was aborted"
 
@@ -100,6 +101,7 @@ static void journal_write(struct session *self, const json_t *message)
 	if (journal_append(&self->journal, message, err, sizeof(err)) == 0 || reported)
 		return;
 	LOG_ERROR("%s", err);
+	utf8_repair(err); /* the path is bytes */
 	emit(self, json_pack("{s:s, s:s, s:s, s:s}", "type", "notice", "level", "error",
 			     "source", "session", "message", err));
 }
@@ -882,7 +884,7 @@ int session_set_auto_retry(struct session *self, bool enabled, json_t **data,
 	if (rc != 0) {
 		/* Applied for this process all the same; say what was not saved. */
 		LOG_WARN("%s", err);
-		*data = json_pack("{s:b, s:s}", "persisted", 0, "warning", err);
+		*data = json_pack("{s:b, s:s}", "persisted", 0, "warning", utf8_repair(err));
 	}
 	return 0;
 }
@@ -984,7 +986,7 @@ int session_set_retry_policy(struct session *self, const json_t *policy, bool pe
 			  persist && saved);
 	if (!saved) {
 		LOG_WARN("%s", werr);
-		json_object_set_new(*data, "warning", json_string(werr));
+		json_object_set_new(*data, "warning", json_string(utf8_repair(werr)));
 	}
 	return 0;
 }
