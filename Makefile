@@ -70,6 +70,26 @@ check: deps
 	@$(MAKE) --no-print-directory fuzz-replay
 	@$(MAKE) --no-print-directory e2e
 
+# ---- valgrind ------------------------------------------------------------------
+# The unit suite in one process (CK_FORK=no, so memcheck sees every test),
+# the fuzz regressions and seeds, then the e2e suite with every daemon under
+# memcheck (RETRYD_VALGRIND=1: tests/e2e/harness.py wraps the binary and
+# stretches its timeouts). Any error or leak fails. Needs the plain build:
+# ASan and valgrind do not mix.
+VALGRIND_FLAGS := -q --tool=memcheck --error-exitcode=97 --leak-check=full \
+                  --show-leak-kinds=definite,indirect,possible \
+                  --errors-for-leak-kinds=definite,indirect,possible --num-callers=30 \
+                  --suppressions=tests/valgrind.supp
+E2E_VALGRIND_JOBS ?= 2
+
+check-valgrind: deps
+	@if [ "$(SANITIZE)" = 1 ]; then echo "check-valgrind: use the plain build (no SANITIZE=1)"; exit 2; fi
+	@command -v valgrind >/dev/null || { echo "check-valgrind: valgrind not found (apt-get install valgrind)"; exit 2; }
+	@$(MAKE) --no-print-directory $(BIN) $(UNIT_BIN) $(REPLAY_BINS)
+	CK_FORK=no RETRYD_VALGRIND=1 valgrind $(VALGRIND_FLAGS) $(UNIT_BIN)
+	@$(MAKE) --no-print-directory fuzz-replay VALGRIND="valgrind $(VALGRIND_FLAGS)"
+	RETRYD_VALGRIND=1 RETRYD=$(abspath $(BIN)) python3 tests/e2e/run.py -j $(E2E_VALGRIND_JOBS)
+
 # ---- fuzzing ---------------------------------------------------------------
 # Every tests/fuzz/fuzz_NAME.c is a target (adding one is adding that file,
 # plus seeds in tests/fuzz/corpus/NAME/). Each is linked twice:

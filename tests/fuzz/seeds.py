@@ -255,7 +255,19 @@ def hint_seeds():
         put("hint", "%02d" % i, t)
 
 
+# -- jsontext: text deltas ------------------------------------------------------
+
+def jsontext_seeds():
+    seeds = {"plain": b" world", "quotes": b'a "q" b\\c /d', "controls": bytes(range(0, 32)) + b"\x7f",
+             "unicode": "h\u00e9llo \u2028\u2029 \U0001F642 \ufeff".encode(),
+             "cut": "\u00e9\u00e9".encode()[:-1], "overlong": b"\xc0\xaf\xe0\x80\xaf",
+             "surrogate": b"\xed\xa0\x80", "toolarge": b"\xf4\x90\x80\x80", "nul": b"a\x00b"}
+    for name, data in seeds.items():
+        put("jsontext", name, data)
+
+
 def main():
+    jsontext_seeds()
     rpc_seeds()
     sse_seeds()
     settings_seeds()
