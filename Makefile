@@ -65,7 +65,8 @@ MANPAGES   := man/retryd.1 man/retryctl.1
 SCHEMAS    := $(wildcard protocol/schemas/*.json)
 HEADERS    := include/retryd/client.h include/retryd/protocol.h
 
-.PHONY: all deps check unit e2e demo bench conformance interop install uninstall clean FORCE
+.PHONY: all deps check unit e2e demo bench conformance interop install uninstall clean FORCE \
+	fuzz fuzz-build fuzz-replay check-valgrind
 all: $(BIN) $(CTL) $(CLIENT_A) $(CLIENT_SO) $(CLIENT_PC)
 
 deps:
@@ -137,7 +138,80 @@ e2e: $(BIN) $(CTL) $(PROBE) $(CLIENT_A) $(CLIENT_SO)
 
 check: deps
 	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory fuzz-replay
 	@$(MAKE) --no-print-directory e2e
+
+# ---- valgrind ------------------------------------------------------------------
+# The unit suite in one process (CK_FORK=no, so memcheck sees every test),
+# the fuzz regressions and seeds, then the e2e suite with every daemon under
+# memcheck (RETRYD_VALGRIND=1: tests/e2e/harness.py wraps the binary and
+# stretches its timeouts). Any error or leak fails. Needs the plain build:
+# ASan and valgrind do not mix.
+VALGRIND_FLAGS := -q --tool=memcheck --error-exitcode=97 --leak-check=full \
+                  --show-leak-kinds=definite,indirect,possible \
+                  --errors-for-leak-kinds=definite,indirect,possible --num-callers=30 \
+                  --suppressions=tests/valgrind.supp
+E2E_VALGRIND_JOBS ?= 2
+
+check-valgrind: deps
+	@if [ "$(SANITIZE)" = 1 ]; then echo "check-valgrind: use the plain build (no SANITIZE=1)"; exit 2; fi
+	@command -v valgrind >/dev/null || { echo "check-valgrind: valgrind not found (apt-get install valgrind)"; exit 2; }
+	@$(MAKE) --no-print-directory $(BIN) $(UNIT_BIN) $(REPLAY_BINS)
+	CK_FORK=no RETRYD_VALGRIND=1 valgrind $(VALGRIND_FLAGS) $(UNIT_BIN)
+	@$(MAKE) --no-print-directory fuzz-replay VALGRIND="valgrind $(VALGRIND_FLAGS)"
+	RETRYD_VALGRIND=1 RETRYD=$(abspath $(BIN)) python3 tests/e2e/run.py -j $(E2E_VALGRIND_JOBS)
+
+# ---- fuzzing ---------------------------------------------------------------
+# Every tests/fuzz/fuzz_NAME.c is a target (adding one is adding that file,
+# plus seeds in tests/fuzz/corpus/NAME/). Each is linked twice:
+#  - with libFuzzer (clang, ASan+UBSan) into build/fuzz/: `make fuzz` runs
+#    every target FUZZ_SECONDS seconds (scripts/fuzz.sh);
+#  - with tests/fuzz/replay.c and the ordinary compiler into $(BUILD)/replay/:
+#    `make check` (fuzz-replay) feeds it tests/fuzz/regressions/NAME/ (inputs
+#    that once crashed) and the seed corpus, under SANITIZE=1 with ASan+UBSan.
+# The targets bring their own log module (tests/fuzz/common.c).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 10
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_LIB_SRCS := $(filter-out src/log.c,$(LIB_SRCS))
+FUZZ_SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS   = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g $(FUZZ_SANFLAGS) \
+                -fsanitize=fuzzer-no-link -Iinclude -Isrc -Itests/fuzz $(PKG_CFLAGS) -MMD -MP
+FUZZ_OBJS    := $(FUZZ_LIB_SRCS:src/%.c=build/fuzz/obj/%.o) build/fuzz/obj/common.o
+REPLAY_OBJS  := $(FUZZ_LIB_SRCS:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/replay/common.o \
+                $(BUILD)/replay/replay.o
+REPLAY_BINS  := $(FUZZ_TARGETS:%=$(BUILD)/replay/replay-%)
+
+build/fuzz/obj/%.o: src/%.c | deps
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+build/fuzz/obj/%.o: tests/fuzz/%.c | deps
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+build/fuzz/fuzz-%: build/fuzz/obj/fuzz_%.o $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_SANFLAGS) -fsanitize=fuzzer $^ $(PKG_LIBS) -o $@
+
+fuzz-build: deps
+	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzz: $(FUZZ_CC) not found (libFuzzer needs clang)"; exit 2; }
+	@$(MAKE) --no-print-directory $(FUZZ_TARGETS:%=build/fuzz/fuzz-%)
+
+fuzz: fuzz-build
+	scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+$(BUILD)/replay/%.o: tests/fuzz/%.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests/fuzz -c $< -o $@
+
+$(BUILD)/replay/replay-%: $(BUILD)/replay/fuzz_%.o $(REPLAY_OBJS)
+	$(CC) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -o $@
+
+fuzz-replay: $(REPLAY_BINS)
+	@for t in $(FUZZ_TARGETS); do \
+		$(VALGRIND) $(BUILD)/replay/replay-$$t tests/fuzz/regressions/$$t tests/fuzz/corpus/$$t \
+			|| exit 1; \
+	done
 
 demo: deps
 	@$(MAKE) --no-print-directory $(BIN)
@@ -189,4 +263,5 @@ clean:
 	rm -rf build
 
 -include $(LIB_OBJS:.o=.d) $(BUILD)/obj/main.d $(UNIT_OBJS:.o=.d) $(CLIENT_OBJS:.o=.d) \
-         $(CTL_OBJS:.o=.d) $(BUILD)/e2e/client_probe.d
+         $(CTL_OBJS:.o=.d) $(BUILD)/e2e/client_probe.d \
+	 $(wildcard build/fuzz/obj/*.d) $(wildcard $(BUILD)/replay/*.d)

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 int api_kind_from_name(const char *name, enum api_kind *out)
 {
 	if (name != NULL && strcmp(name, "openai-completions") == 0) {
@@ -21,39 +23,6 @@ int api_kind_from_name(const char *name, enum api_kind *out)
 }
 
 /* ---- error text ---------------------------------------------------------- */
-
-/* The length of the valid UTF-8 sequence at s (at most n bytes), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	uint32_t cp;
-	size_t len, i;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xC2 && s[0] <= 0xDF) {
-		len = 2;
-		cp = s[0] & 0x1F;
-	} else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
-		len = 3;
-		cp = s[0] & 0x0F;
-	} else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
-		len = 4;
-		cp = s[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3F);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-	    (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0;
-	return len;
-}
 
 static bool is_word_char(char c)
 {

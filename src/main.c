@@ -231,6 +231,14 @@ static void emit_cb(void *ctx, json_t *event)
 	json_decref(event);
 }
 
+static void emit_line_cb(void *ctx, const char *line, size_t len)
+{
+	struct daemon *d = ctx;
+
+	if (d->writer != NULL && !d->closed)
+		writer_send_raw(d->writer, line, len);
+}
+
 static void on_line(void *ctx, enum framer_kind kind, const char *line, size_t len)
 {
 	struct daemon *d = ctx;
@@ -342,6 +350,7 @@ static int run(struct daemon *d, const struct options *o)
 		.session_file = o->session_file,
 		.session_dir = dir,
 		.emit = emit_cb,
+		.emit_line = emit_line_cb,
 		.emit_ctx = d,
 	};
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "command.h"
+#include "utf8.h"
 
 void rpc_init(struct rpc *self, struct session *session, session_emit_fn emit, void *emit_ctx,
 	      size_t max_line)
@@ -42,9 +43,13 @@ static void respond_ok(struct rpc *self, const struct command *cmd, json_t *data
 static void respond_error(struct rpc *self, const char *id, const char *command, const char *error)
 {
 	json_t *r = response(id, command, false);
+	char text[1024];
 
+	/* Error texts quote the input and are cut to fit: never in half a
+	 * character, or jansson would refuse the string. */
+	snprintf(text, sizeof(text), "%s", error);
 	if (r != NULL)
-		json_object_set_new(r, "error", json_string(error));
+		json_object_set_new(r, "error", json_string(utf8_repair(text)));
 	self->emit(self->emit_ctx, r);
 }
 

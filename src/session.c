@@ -6,10 +6,15 @@
 #include <string.h>
 #include <time.h>
 #include <uv.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "command.h"
 #include "hint.h"
+#include "jsontext.h"
 #include "log.h"
+#include "utf8.h"
 
 #define ABORTED_MESSAGE "Request was aborted"
 
@@ -100,6 +105,7 @@ static void journal_write(struct session *self, const json_t *message)
 	if (journal_append(&self->journal, message, err, sizeof(err)) == 0 || reported)
 		return;
 	LOG_ERROR("%s", err);
+	utf8_repair(err); /* the path is bytes */
 	emit(self, json_pack("{s:s, s:s, s:s, s:s}", "type", "notice", "level", "error",
 			     "source", "session", "message", err));
 }
@@ -204,6 +210,7 @@ void session_release(struct session *self)
 	journal_release(&self->journal);
 	authstore_release(&self->auth);
 	free(self->text);
+	free(self->line);
 	free(self->model);
 	free(self->fixed_file);
 	free(self->session_dir);
@@ -428,6 +435,15 @@ static void sink_text_delta(void *ctx, const char *s, size_t n)
 	if (!self->delta_updates) {
 		block = json_array_get(json_object_get(self->partial, "content"), idx);
 		json_object_set_new(block, "text", json_stringn(self->text, self->text_len));
+	} else if (self->cfg.emit_line != NULL && utf8_valid(s, n)) {
+		/* The hot path: the same line, without building a tree. (Text
+		 * jansson would refuse takes the json path and fails the same.) */
+		size_t len = jsontext_delta_line(&self->line, &self->line_cap, idx, s, n);
+
+		if (len > 0) {
+			self->cfg.emit_line(self->cfg.emit_ctx, self->line, len);
+			return;
+		}
 	}
 	emit(self, update_event(self, json_pack("{s:s, s:i, s:s%}", "type", "text_delta",
 						"contentIndex", (int)idx, "delta", s, n)));
@@ -916,7 +932,7 @@ int session_set_auto_retry(struct session *self, bool enabled, json_t **data,
 	if (rc != 0) {
 		/* Applied for this process all the same; say what was not saved. */
 		LOG_WARN("%s", err);
-		*data = json_pack("{s:b, s:s}", "persisted", 0, "warning", err);
+		*data = json_pack("{s:b, s:s}", "persisted", 0, "warning", utf8_repair(err));
 	}
 	return 0;
 }
@@ -1018,7 +1034,7 @@ int session_set_retry_policy(struct session *self, const json_t *policy, bool pe
 			  persist && saved);
 	if (!saved) {
 		LOG_WARN("%s", werr);
-		json_object_set_new(*data, "warning", json_string(werr));
+		json_object_set_new(*data, "warning", json_string(utf8_repair(werr)));
 	}
 	return 0;
 }
@@ -1144,6 +1160,12 @@ void session_new(struct session *self)
 	session_abort(self, NULL);
 	start_new_session(self);
 	self->chain.attempt = 0;
+#ifdef __GLIBC__
+	/* The old conversation was thousands of small blocks; glibc keeps
+	 * freed ones for reuse unless told to give them back, so a long
+	 * conversation's memory would stay with the process. */
+	malloc_trim(0);
+#endif
 }
 
 void session_set_steering_mode(struct session *self, bool all)

@@ -33,6 +33,8 @@
 
 /* event: stolen. */
 typedef void (*session_emit_fn)(void *ctx, json_t *event);
+/* One ready-made output line (compact JSON and LF; borrowed for the call). */
+typedef void (*session_emit_line_fn)(void *ctx, const char *line, size_t len);
 
 struct session_config {
 	struct settings *settings;   /* borrowed */
@@ -43,6 +45,10 @@ struct session_config {
 	const char *session_file;    /* borrowed (copied); NULL = a new file in session_dir */
 	const char *session_dir;     /* borrowed (copied); NULL with session_file NULL = no file */
 	session_emit_fn emit;
+	/* Optional: when set, delta-mode text_delta events, the per-chunk hot
+	 * path, go out through it as bytes written by jsontext (the same bytes
+	 * jansson would write) instead of as a json_t through emit. */
+	session_emit_line_fn emit_line;
 	void *emit_ctx;
 };
 
@@ -89,6 +95,8 @@ struct session {
 	size_t text_len, text_cap;
 	bool output_paused;
 	bool delta_updates;    /* rpc.messageUpdates "delta", read per attempt */
+	char *line;            /* owned: the emit_line buffer */
+	size_t line_cap;
 
 	struct authstore auth;
 

@@ -252,6 +252,19 @@ int writer_send(struct writer *self, const json_t *obj)
 	return 0;
 }
 
+int writer_send_raw(struct writer *self, const char *bytes, size_t len)
+{
+	if (self->failed)
+		return UV_EPIPE;
+	if (dump_cb(bytes, len, &self->pending) != 0) {
+		LOG_ERROR("out of memory while queueing output");
+		return UV_ENOMEM;
+	}
+	update_congestion(self);
+	kick(self);
+	return 0;
+}
+
 int writer_send_new(struct writer *self, json_t *obj)
 {
 	int rc = writer_send(self, obj);

@@ -9,9 +9,20 @@ Python 3 standard library only.
         d.assert_clean_exit()
 
 Every wait is bounded; a timeout fails with the lines seen so far.
+
+RETRYD_VALGRIND=1 (make check-valgrind) runs every daemon under valgrind's
+memcheck (--leak-check=full, --error-exitcode): a memory error or a leak
+makes the exit status non-zero and puts "==PID==" lines on stderr, which
+every test that checks the exit or the output then reports. Timeouts are
+stretched (see scaled()); tests that measure time or RSS skip themselves
+(see timing_sensitive()).
+
+In every mode, a daemon that leaves with libuv handles still open
+(uv_loop_close() != 0, logged by main.c) fails the same checks.
 """
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -26,7 +37,12 @@ REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
 
 DEFAULT_TIMEOUT = 5.0
 SANITIZER_MARKERS = ("AddressSanitizer", "LeakSanitizer", "runtime error:",
-                     "UndefinedBehaviorSanitizer")
+                     "UndefinedBehaviorSanitizer",
+                     # main.c: uv_loop_close() != 0, a handle left open at exit
+                     "handles still open at exit")
+VALGRIND_LINE = re.compile(r"^==\d+== ")
+VALGRIND_ERROR_EXIT = 97
+VALGRIND_SUPP = os.path.join(REPO_ROOT, "tests", "valgrind.supp")
 
 
 def binary_path():
@@ -40,15 +56,38 @@ def is_sanitized_build():
     return "/san/" in binary_path()
 
 
+def is_valgrind():
+    return os.environ.get("RETRYD_VALGRIND") not in (None, "", "0")
+
+
+def valgrind_argv():
+    """The memcheck command line every daemon runs under with RETRYD_VALGRIND=1."""
+    argv = ["valgrind", "-q", "--tool=memcheck", "--error-exitcode=%d" % VALGRIND_ERROR_EXIT,
+            "--leak-check=full", "--show-leak-kinds=definite,indirect,possible",
+            "--errors-for-leak-kinds=definite,indirect,possible", "--num-callers=30",
+            "--track-fds=no"]
+    if os.path.exists(VALGRIND_SUPP):
+        argv.append("--suppressions=" + VALGRIND_SUPP)
+    return argv
+
+
 def scaled(seconds):
-    """Timeouts stretch under ASan, which is several times slower."""
+    """Timeouts stretch under ASan (several times slower) and valgrind
+    (tens of times slower, and a start-up of about a second)."""
+    if is_valgrind():
+        return seconds * 10 + 2
     return seconds * (3 if is_sanitized_build() else 1)
 
 
+def timing_sensitive(reason="measures time or memory"):
+    """Skips a test under valgrind, where time and RSS mean nothing."""
+    return unittest.skipIf(is_valgrind(), "timing-sensitive under valgrind: " + reason)
+
+
 def sanitizer_report(stderr_text):
-    """The sanitizer lines in stderr, or '' when there are none."""
+    """The sanitizer or valgrind lines in stderr, or '' when there are none."""
     bad = [line for line in stderr_text.splitlines()
-           if any(m in line for m in SANITIZER_MARKERS)]
+           if any(m in line for m in SANITIZER_MARKERS) or VALGRIND_LINE.match(line)]
     return "\n".join(bad)
 
 
@@ -145,7 +184,7 @@ class Daemon:
             with open(self.settings_path, "w") as f:
                 json.dump(settings, f)
 
-        argv = [self.binary]
+        argv = (valgrind_argv() if is_valgrind() else []) + [self.binary]
         if plan is not None:
             argv += ["--sim-plan", json.dumps(plan)]
         if isinstance(sets, dict):
@@ -206,7 +245,7 @@ class Daemon:
 
     def _read_stdout(self):
         fd = self._out_fd
-        buf = b""
+        buf = bytearray()  # amortized appends: a 100 MB line is read 1 MB at a time
         poller = select.poll()
         poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
         while not self._stop:
@@ -233,7 +272,7 @@ class Daemon:
                 self._cond.notify_all()
         with self._cond:
             if buf:
-                line = self._parse(buf, time.monotonic())
+                line = self._parse(bytes(buf), time.monotonic())
                 line.error = (line.error or "") + " (no trailing newline)"
                 self.lines.append(line)
             self._stdout_eof = True
@@ -474,6 +513,15 @@ class Daemon:
                 self.fail("bad stdout line: %s: %s" % (ln.error, _fmt(ln.raw)))
         return [ln.obj for ln in out]
 
+    def forget_read(self):
+        """Drops the lines already read, so a test that runs thousands of
+        prompts does not keep them all (seen() then starts after them)."""
+        with self._cond:
+            n = self.pos
+            del self.lines[:n]
+            self.pos = 0
+            self._taken = {i - n for i in self._taken}
+
     def raw_lines(self):
         with self._cond:
             return [ln.raw for ln in self.lines]
@@ -614,7 +662,8 @@ def run_cli(args, env=None, timeout=5.0, stdin_data=b""):
                 e.pop(k, None)
             else:
                 e[k] = v
-        p = subprocess.run([binary_path()] + list(args), input=stdin_data, capture_output=True,
+        argv = (valgrind_argv() if is_valgrind() else []) + [binary_path()] + list(args)
+        p = subprocess.run(argv, input=stdin_data, capture_output=True,
                            env=e, cwd=tmp, timeout=scaled(timeout))
         return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
     finally:

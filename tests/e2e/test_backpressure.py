@@ -9,7 +9,7 @@ the check is RSS growth over the daemon's own baseline.
 """
 import time
 
-from harness import DaemonTestCase, deltas, is_sanitized_build, is_type
+from harness import DaemonTestCase, timing_sensitive, deltas, is_sanitized_build, is_type
 
 RSS_LIMIT_KB = 64 * 1024
 RSS_GROWTH_LIMIT_KB = 16 * 1024
@@ -56,6 +56,7 @@ class SlowReaderTests(DaemonTestCase):
         self.assertTrue(first[0] and second[0], "the daemon kept running while nobody read")
         return max(first[1], second[1])
 
+    @timing_sensitive("RSS limits")
     def test_slow_reader_gets_every_delta_and_rss_stays_under_64mb_with_full_updates(self):
         n = 1500 if is_sanitized_build() else 4500
         words = ["w%d" % i for i in range(n)]
@@ -65,6 +66,7 @@ class SlowReaderTests(DaemonTestCase):
             self.assertLess(peak, RSS_LIMIT_KB, "RSS reached %d kB while the reader was paused" % peak)
         d.finish(timeout=10)
 
+    @timing_sensitive("RSS limits and 200,000 events")
     def test_slow_reader_gets_all_200000_deltas_in_order_with_delta_updates(self):
         words = ["w%d" % i for i in range(200000)]
         # Too big for argv: the plan goes in the settings file.

@@ -15,7 +15,7 @@ import tempfile
 import time
 import unittest
 
-from harness import (DaemonTestCase, deltas, is_response, is_type, role_of, run_cli, scaled,
+from harness import (DaemonTestCase, timing_sensitive, deltas, is_response, is_type, role_of, run_cli, scaled,
                      signature, text_of, types)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -251,6 +251,7 @@ class HttpCase(DaemonTestCase):
                 self.assertEqual(text_of(assistant_ends(msgs)[-1]), "ok")
         d.finish()
 
+    @timing_sensitive("an HTTP date has whole seconds; the slow start eats them")
     def test_retry_after_http_date_sets_the_delay(self):
         when = email.utils.formatdate(time.time() + 3, usegmt=True)
         d, srv = self.start([{"status": 503, "headers": {"retry-after": when}}, {"text": "ok"}])
@@ -405,6 +406,7 @@ class HttpCase(DaemonTestCase):
         self.assertEqual(srv.wait_requests(2, timeout=scaled(3))[0]["outcome"], "client-closed")
         d.finish()
 
+    @timing_sensitive("a 300 ms stall timeout races the slow start")
     def test_hang_after_some_text_keeps_the_text_in_the_stalled_message(self):
         d, srv = self.start([{"text": "a b c d", "hangAfterChunks": 2}, {"text": "a b c d"}],
                             sets={"retry.idleTimeoutMs": 300})

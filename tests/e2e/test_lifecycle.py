@@ -1,7 +1,7 @@
 """The lifecycle of one prompt, and the sim provider's scripted steps."""
 import time
 
-from harness import DaemonTestCase, deltas, is_type, role_of, signature, text_of, user_text
+from harness import DaemonTestCase, timing_sensitive, deltas, is_type, role_of, signature, text_of, user_text
 
 ONE_TURN_PREFIX = ["response:prompt", "agent_start", "turn_start", "message_start:user",
                    "message_end:user", "message_start:assistant"]
@@ -162,6 +162,7 @@ class SimProviderTests(DaemonTestCase):
         d.wait_for(is_type("agent_end"))
         d.finish()
 
+    @timing_sensitive("measures the gaps between words")
     def test_chunk_delay_spaces_the_words(self):
         d = self.spawn(plan=[{"text": "w1 w2 w3 w4 w5"}], sets={"sim.chunkDelayMs": 50})
         d.send({"type": "prompt", "message": "q"})

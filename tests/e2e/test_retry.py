@@ -1,7 +1,7 @@
 """The automatic-retry lifecycle: chains, backoff, classification, cancel, abort."""
 import time
 
-from harness import (DaemonTestCase, deltas, is_response, is_type, role_of, signature, text_of,
+from harness import (DaemonTestCase, timing_sensitive, deltas, is_response, is_type, role_of, signature, text_of,
                      types, user_text)
 
 FAST = {"retry.baseDelayMs": 20}
@@ -56,6 +56,7 @@ class RetryChainTests(DaemonTestCase):
         self.assertEqual(signature(msgs).count("message_start:user"), 1)
         d.finish()
 
+    @timing_sensitive("measures the backoff from the outside")
     def test_backoff_really_waits_delay_ms(self):
         d = self.spawn(plan=[{"error": "503"}, {"error": "503"}, {"text": "ok"}],
                        sets={"retry.baseDelayMs": 100})

@@ -1053,12 +1053,68 @@ START_TEST(test_session_stall_timer_still_runs_for_providers_that_do_not_keep_on
 }
 END_TEST
 
+/* The fast path of delta-mode text deltas (emit_line, jsontext) writes the
+ * bytes the json path writes: the same run, once each way. */
+static void collect_line(void *ctx, const char *line, size_t len)
+{
+	struct fx *f = ctx;
+
+	/* Kept in order among the events, as a string to tell it apart. */
+	json_array_append_new(f->events, json_stringn(line, len));
+}
+
+static char *run_output(bool fast)
+{
+	const char *const sets[] = { "rpc.messageUpdates=\"delta\"", "retry.baseDelayMs=10", NULL };
+	struct fx f;
+	size_t i, len = 0;
+	json_t *ev;
+	char *out = NULL;
+
+	fx_init(&f, "[{\"error\":\"503\"},{\"text\":\"plain \\\"quoted\\\" back\\\\slash "
+		"\\u0001\\u001f\\t tab \\u00e9 \\u2028 \\ud83d\\ude42 </end>\"}]", sets);
+	if (fast)
+		f.s.cfg.emit_line = collect_line;
+	prompt(&f, "go");
+	clock_fake_advance(&f.clock, 10);
+	clock_fake_settle(&f.clock);
+	json_array_foreach(f.events, i, ev) {
+		char *text = json_is_string(ev) ? strdup(json_string_value(ev))
+						: json_dumps(ev, JSON_COMPACT);
+		size_t n = strlen(text);
+
+		out = realloc(out, len + n + 2);
+		memcpy(out + len, text, n);
+		len += n;
+		if (!json_is_string(ev))
+			out[len++] = '\n';
+		out[len] = '\0';
+		free(text);
+	}
+	ck_assert_ptr_nonnull(strstr(out, "{\"type\":\"agent_end\""));
+	fx_release(&f);
+	return out;
+}
+
+START_TEST(test_delta_fast_path_writes_the_same_bytes_as_the_json_path)
+{
+	char *slow = run_output(false);
+	char *fast = run_output(true);
+
+	ck_assert_ptr_nonnull(strstr(slow, "\"delta\":\" \\\"quoted\\\"\""));
+	ck_assert_str_eq(fast, slow);
+	free(slow);
+	free(fast);
+}
+END_TEST
+
 Suite *session_suite(void)
 {
 	Suite *s = suite_create("session");
 	TCase *tc = tcase_create("lifecycle");
 
 	tcase_add_test(tc, test_two_overloads_then_answer_follow_the_contract);
+	tcase_add_test(tc, test_delta_fast_path_writes_the_same_bytes_as_the_json_path);
 	tcase_add_test(tc, test_max_exceeded_closes_chain_after_last_turn_then_agent_end);
 	tcase_add_test(tc, test_non_retryable_first_failure_has_no_retry_events);
 	tcase_add_test(tc, test_context_overflow_in_open_chain_ends_it_unretried);

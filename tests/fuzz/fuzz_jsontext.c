@@ -1,0 +1,60 @@
+/* Fuzz target "jsontext": the hand-written output of the delta hot path
+ * (src/jsontext.c) against jansson, and the UTF-8 checks it relies on
+ * (src/utf8.c).
+ *
+ * Input: any bytes, taken as one text delta.
+ *
+ * Invariants: utf8_valid() accepts exactly what jansson accepts as a string;
+ * for such text, jsontext_delta_line() writes the bytes jansson's compact
+ * dump of the same event writes; utf8_repair() always yields text jansson
+ * accepts, and leaves well-formed text alone. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "jsontext.h"
+#include "utf8.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *s = (const char *)data;
+	json_t *str = json_stringn(s, size);
+	bool valid = utf8_valid(s, size);
+	char *copy;
+
+	FUZZ_CHECK(valid == (str != NULL), "utf8_valid says %d, jansson %d", valid, str != NULL);
+	json_decref(str);
+	if (valid) {
+		json_t *ev = json_pack("{s:s, s:{s:s, s:i, s:s%}}", "type", "message_update",
+				       "assistantMessageEvent", "type", "text_delta",
+				       "contentIndex", (int)(size % 3), "delta", s, size);
+		char *dump = json_dumps(ev, JSON_COMPACT);
+		char *buf = NULL;
+		size_t cap = 0, len;
+
+		FUZZ_CHECK(dump != NULL, "jansson could not dump the event");
+		len = jsontext_delta_line(&buf, &cap, size % 3, s, size);
+		FUZZ_CHECK(len == strlen(dump) + 1 && memcmp(buf, dump, len - 1) == 0 &&
+			   buf[len - 1] == '\n', "jsontext and jansson differ");
+		free(buf);
+		free(dump);
+		json_decref(ev);
+	}
+	/* utf8_repair works on C strings: up to the first NUL. */
+	copy = strndup(s, size);
+	if (copy != NULL) {
+		size_t before = strlen(copy);
+		bool was_valid = utf8_valid(copy, before);
+		char *orig = was_valid ? strdup(copy) : NULL;
+
+		utf8_repair(copy);
+		FUZZ_CHECK(utf8_valid(copy, strlen(copy)), "utf8_repair left invalid text");
+		FUZZ_CHECK(strlen(copy) <= before, "utf8_repair grew the text");
+		if (orig != NULL)
+			FUZZ_CHECK(strcmp(orig, copy) == 0, "utf8_repair changed valid text");
+		free(orig);
+		free(copy);
+	}
+	return 0;
+}

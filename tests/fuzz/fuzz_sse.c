@@ -1,0 +1,136 @@
+/* Fuzz target "sse": a streamed HTTP answer, as the HTTP provider sees it —
+ * the Server-Sent Events framer (src/sse.c) feeding the OpenAI or Anthropic
+ * stream decoder (src/api_openai.c, src/api_anthropic.c), and the same bytes
+ * read as an HTTP error body (api_http_error).
+ *
+ * Input: byte 0 picks how the body is cut into reads (0: all at once, else
+ * pieces of that many bytes, each copied to a buffer of its exact size);
+ * byte 1: bit 0 the API (0 OpenAI, 1 Anthropic), bit 1 a small per-event
+ * limit (256 bytes, to reach the oversize path), bits 2-7 the HTTP status
+ * for the error-body reading; the rest is the body.
+ *
+ * Invariants: the sink sees start → text_start → text_delta* → text_end in
+ * that order, each once except the deltas; deltas are non-empty UTF-8 (the
+ * session builds JSON strings from them); finish() is never called by the
+ * decoder; the result's error text is UTF-8, NUL-terminated, and present
+ * exactly when the stop reason is "error". */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "fuzz.h"
+#include "sse.h"
+
+struct trace {
+	bool started, text_started, text_ended;
+	size_t deltas;
+};
+
+static void on_start(void *ctx)
+{
+	struct trace *t = ctx;
+
+	FUZZ_CHECK(!t->started, "start() twice");
+	t->started = true;
+}
+
+static void on_text_start(void *ctx)
+{
+	struct trace *t = ctx;
+
+	FUZZ_CHECK(t->started, "text_start() before start()");
+	FUZZ_CHECK(!t->text_started, "text_start() twice");
+	t->text_started = true;
+}
+
+static void on_text_delta(void *ctx, const char *text, size_t len)
+{
+	struct trace *t = ctx;
+
+	FUZZ_CHECK(t->text_started && !t->text_ended, "text_delta() outside a text block");
+	FUZZ_CHECK(len > 0, "empty text_delta()");
+	FUZZ_CHECK(fuzz_utf8_valid(text, len), "text_delta() with invalid UTF-8");
+	t->deltas++;
+}
+
+static void on_text_end(void *ctx)
+{
+	struct trace *t = ctx;
+
+	FUZZ_CHECK(t->text_started && !t->text_ended, "text_end() without an open block");
+	t->text_ended = true;
+}
+
+static void on_finish(void *ctx, const struct provider_result *r)
+{
+	(void)ctx;
+	(void)r;
+	FUZZ_CHECK(0, "the decoder called finish()");
+}
+
+static void check_text(const char *s, size_t cap, const char *what)
+{
+	size_t n = strnlen(s, cap);
+
+	FUZZ_CHECK(n < cap, "%s is not NUL-terminated within %zu bytes", what, cap);
+	FUZZ_CHECK(fuzz_utf8_valid(s, n), "%s is not UTF-8: %s", what, s);
+}
+
+static void decode(enum api_kind kind, size_t max_event, size_t piece, const char *body, size_t len)
+{
+	struct trace t = { 0 };
+	struct provider_sink sink = { on_start, on_text_start, on_text_delta, on_text_end,
+				      on_finish, &t };
+	struct api_stream st;
+	struct sse_parser p;
+	struct provider_result r;
+	size_t at = 0;
+	int rc = 0;
+
+	api_stream_init(&st, kind, &sink);
+	sse_init(&p, max_event);
+	/* As provider_http's on_data: stop at a failure or once the stream is done. */
+	while (at < len && rc == 0 && !api_stream_done(&st)) {
+		size_t n = piece == 0 || len - at < piece ? len - at : piece;
+		char *copy = malloc(n);
+
+		if (copy == NULL)
+			break;
+		memcpy(copy, body + at, n);
+		rc = sse_feed(&p, copy, n, api_stream_sse_cb, &st);
+		free(copy);
+		at += n;
+		if (rc == -1) {
+			check_text(p.error, sizeof(p.error), "the SSE error");
+			api_stream_fail(&st, p.error);
+		}
+	}
+	api_stream_end(&st, &r);
+	sse_release(&p);
+	FUZZ_CHECK(!t.text_started || t.text_ended, "an open text block was not closed");
+	FUZZ_CHECK(r.stop <= STOP_ABORTED, "stop reason %d", (int)r.stop);
+	FUZZ_CHECK(r.stop != STOP_ABORTED, "the decoder reported an abort");
+	FUZZ_CHECK((r.stop == STOP_ERROR) == (r.error_message != NULL),
+		   "error text present iff stopReason is error (stop %d)", (int)r.stop);
+	if (r.error_message != NULL)
+		check_text(r.error_message, API_ERROR_MAX, "the error text");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char out[API_ERROR_MAX];
+	const char *body;
+	size_t len;
+	long status;
+
+	if (size < 2)
+		return 0;
+	body = (const char *)data + 2;
+	len = size - 2;
+	decode((data[1] & 1) ? API_ANTHROPIC : API_OPENAI, (data[1] & 2) ? 256 : 1u << 20, data[0],
+	       body, len);
+	status = 400 + (data[1] >> 2) * 3;
+	api_http_error(status, body, len, out, sizeof(out));
+	check_text(out, sizeof(out), "the HTTP error text");
+	return 0;
+}

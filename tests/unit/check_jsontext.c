@@ -1,0 +1,158 @@
+/* jsontext writes, byte for byte, what jansson's JSON_COMPACT dump writes
+ * for the delta-mode text_delta event: the fast path changes no output. */
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "jsontext.h"
+#include "utf8.h"
+
+Suite *jsontext_suite(void);
+
+/* What the json path (session.c's update_event + writer) writes. */
+static char *jansson_line(size_t index, const char *s, size_t n)
+{
+	json_t *ev = json_pack("{s:s, s:{s:s, s:i, s:s%}}", "type", "message_update",
+			       "assistantMessageEvent", "type", "text_delta", "contentIndex",
+			       (int)index, "delta", s, n);
+	char *dump, *line;
+
+	ck_assert_ptr_nonnull(ev);
+	dump = json_dumps(ev, JSON_COMPACT);
+	ck_assert_ptr_nonnull(dump);
+	line = malloc(strlen(dump) + 2);
+	strcpy(line, dump);
+	strcat(line, "\n");
+	free(dump);
+	json_decref(ev);
+	return line;
+}
+
+static void same(size_t index, const char *s, size_t n)
+{
+	char *want = jansson_line(index, s, n);
+	char *buf = NULL;
+	size_t cap = 0;
+	size_t len = jsontext_delta_line(&buf, &cap, index, s, n);
+
+	ck_assert_uint_eq(len, strlen(want));
+	ck_assert_msg(memcmp(buf, want, len) == 0, "fast: %.*s\njansson: %s", (int)len, buf, want);
+	free(buf);
+	free(want);
+}
+
+START_TEST(test_every_ascii_byte_is_escaped_as_jansson_does)
+{
+	for (int c = 0; c < 0x80; c++) {
+		char s[3] = { 'x', (char)c, 'y' };
+
+		same(0, s, 3);
+	}
+}
+END_TEST
+
+START_TEST(test_quotes_backslashes_controls_and_unicode)
+{
+	static const char *const cases[] = {
+		"", "hello", " world", "\"", "\\", "\\\"", "a\"b\\c/d", "\b\f\n\r\t",
+		"\x1b[31mred\x1b[0m", "\x7f", "h\xC3\xA9llo", "\xE2\x80\xA8\xE2\x80\xA9",
+		"\xF0\x9F\x99\x82", "\xEF\xBB\xBF", "\xF4\x8F\xBF\xBF", "</script>",
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		same(0, cases[i], strlen(cases[i]));
+	same(0, "a\0b", 3);
+	same(1, "x", 1);
+	same(1234567, "x", 1);
+}
+END_TEST
+
+/* A small deterministic generator of well-formed UTF-8 with every kind of
+ * character, many of them escapes. */
+static uint64_t rng = 0x9E3779B97F4A7C15u;
+
+static uint32_t next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)rng;
+}
+
+static size_t put_cp(char *o, uint32_t cp)
+{
+	if (cp < 0x80) {
+		o[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		o[0] = (char)(0xC0 | (cp >> 6));
+		o[1] = (char)(0x80 | (cp & 0x3F));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		o[0] = (char)(0xE0 | (cp >> 12));
+		o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		o[2] = (char)(0x80 | (cp & 0x3F));
+		return 3;
+	}
+	o[0] = (char)(0xF0 | (cp >> 18));
+	o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+	o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+	o[3] = (char)(0x80 | (cp & 0x3F));
+	return 4;
+}
+
+START_TEST(test_random_text_matches_jansson)
+{
+	char s[4 * 64];
+
+	for (int round = 0; round < 20000; round++) {
+		size_t n = 0, chars = next() % 64;
+
+		for (size_t k = 0; k < chars; k++) {
+			uint32_t cp;
+
+			switch (next() % 4) {
+			case 0: cp = next() % 0x80; break;
+			case 1: cp = 0x80 + next() % (0x800 - 0x80); break;
+			case 2: cp = 0x800 + next() % (0x10000 - 0x800); break;
+			default: cp = 0x10000 + next() % (0x110000 - 0x10000); break;
+			}
+			if (cp >= 0xD800 && cp <= 0xDFFF)
+				cp = '"';
+			n += put_cp(s + n, cp);
+		}
+		ck_assert(utf8_valid(s, n));
+		same(next() % 3, s, n);
+	}
+}
+END_TEST
+
+START_TEST(test_long_text_grows_the_buffer)
+{
+	size_t n = 100000;
+	char *s = malloc(n);
+
+	for (size_t i = 0; i < n; i++)
+		s[i] = (char)(i % 7 == 0 ? '\n' : 'a' + i % 26);
+	same(0, s, n);
+	free(s);
+}
+END_TEST
+
+Suite *jsontext_suite(void)
+{
+	Suite *s = suite_create("jsontext");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_every_ascii_byte_is_escaped_as_jansson_does);
+	tcase_add_test(tc, test_quotes_backslashes_controls_and_unicode);
+	tcase_add_test(tc, test_random_text_matches_jansson);
+	tcase_add_test(tc, test_long_text_grows_the_buffer);
+	suite_add_tcase(s, tc);
+	return s;
+}
