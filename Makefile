@@ -18,9 +18,13 @@ SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 endif
 
 PKGS      := libuv jansson libpcre2-8 libcurl
+# libcurl is not linked: src/curlsym.c loads it when the first HTTP client is
+# made (its headers are still needed), so a start without HTTP skips its ~30
+# libraries.
+LINK_PKGS := libuv jansson libpcre2-8
 # Evaluated lazily, once, after scripts/deps.sh has had its chance to install them.
 PKG_CFLAGS = $(eval PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS)))$(PKG_CFLAGS)
-PKG_LIBS   = $(eval PKG_LIBS := $(shell pkg-config --libs $(PKGS)))$(PKG_LIBS)
+PKG_LIBS   = $(eval PKG_LIBS := $(shell pkg-config --libs $(LINK_PKGS)) -ldl)$(PKG_LIBS)
 CHECK_CFLAGS = $(eval CHECK_CFLAGS := $(shell pkg-config --cflags check))$(CHECK_CFLAGS)
 CHECK_LIBS   = $(eval CHECK_LIBS := $(shell pkg-config --libs check))$(CHECK_LIBS)
 # The client library needs only these (none of the daemon's own).

@@ -21,15 +21,19 @@
  * could hold a secret: no header, no URL. */
 #include "http.h"
 
+#include "curlsym.h"
 #include "log.h"
 
 #include <assert.h>
-#include <curl/curl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* libcurl, loaded by the first http_client_new() (see curlsym.h): every
+ * other function here runs only after one succeeded. */
+static const struct curlsym *curl;
 
 #define HTTP_CONTAINER_OF(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
@@ -119,7 +123,7 @@ static void client_maybe_free(struct http_client *c)
 	done = c->close_done;
 	ctx = c->close_ctx;
 	free(c);
-	curl_global_cleanup();
+	curl->global_cleanup();
 	if (done != NULL)
 		done(ctx);
 }
@@ -174,11 +178,11 @@ static void request_release(struct http_request *req)
 	assert(c->depth == 0);
 	request_unlink(req);
 	if (req->added && c->multi != NULL)
-		curl_multi_remove_handle(c->multi, req->easy);
+		curl->multi_remove_handle(c->multi, req->easy);
 	req->added = false;
-	curl_easy_cleanup(req->easy);
+	curl->easy_cleanup(req->easy);
 	req->easy = NULL;
-	curl_slist_free_all(req->headers);
+	curl->slist_free_all(req->headers);
 	req->headers = NULL;
 	headers_clear(req);
 	free(req->hv);
@@ -202,7 +206,7 @@ static void client_close_start(struct http_client *c)
 		request_release(c->reqs);
 	/* After the cleanup curl calls nothing of ours any more; sockets it still
 	 * watched were handed back through CURL_POLL_REMOVE. */
-	curl_multi_cleanup(c->multi);
+	curl->multi_cleanup(c->multi);
 	c->multi = NULL;
 	while (c->socks != NULL)
 		sock_close(c->socks);
@@ -265,7 +269,7 @@ static void request_respond(struct http_request *req)
 	long status = 0;
 
 	req->responded = true;
-	curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &status);
+	curl->easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &status);
 	if (req->cbs.response != NULL)
 		req->cbs.response(req->cbs.ctx, status, (const char *const *)req->hv, req->nhv / 2);
 	headers_clear(req);
@@ -280,7 +284,7 @@ static void request_finish(struct http_request *req, int err, const char *messag
 	assert(c->depth == 0);
 	request_unlink(req);
 	if (req->added)
-		curl_multi_remove_handle(c->multi, req->easy);
+		curl->multi_remove_handle(c->multi, req->easy);
 	req->added = false;
 	uv_timer_stop(&req->idle);
 	req->finishing = true;
@@ -288,7 +292,7 @@ static void request_finish(struct http_request *req, int err, const char *messag
 		long status = 0;
 
 		/* A status line with its headers came but no body byte. */
-		curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &status);
+		curl->easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &status);
 		if (status >= 200)
 			request_respond(req);
 	}
@@ -310,11 +314,11 @@ static void request_finish_curl(struct http_request *req, CURLcode rc)
 		request_finish(req, UV_ENOMEM, "out of memory");
 		return;
 	}
-	curl_easy_getinfo(req->easy, CURLINFO_OS_ERRNO, &os_errno);
+	curl->easy_getinfo(req->easy, CURLINFO_OS_ERRNO, &os_errno);
 	n = strlen(req->errbuf);
 	while (n > 0 && (req->errbuf[n - 1] == '\n' || req->errbuf[n - 1] == '\r'))
 		req->errbuf[--n] = '\0';
-	request_finish(req, http_err_from_curl(rc, os_errno), n > 0 ? req->errbuf : curl_easy_strerror(rc));
+	request_finish(req, http_err_from_curl(rc, os_errno), n > 0 ? req->errbuf : curl->easy_strerror(rc));
 }
 
 static void on_idle(uv_timer_t *t)
@@ -467,10 +471,10 @@ static void client_socket_action(struct http_client *c, curl_socket_t fd, int fl
 	CURLMcode mc;
 
 	c->depth++;
-	mc = curl_multi_socket_action(c->multi, fd, flags, &running);
+	mc = curl->multi_socket_action(c->multi, fd, flags, &running);
 	c->depth--;
 	if (mc != CURLM_OK)
-		LOG_WARN("http: curl_multi_socket_action: %s", curl_multi_strerror(mc));
+		LOG_WARN("http: curl_multi_socket_action: %s", curl->multi_strerror(mc));
 	client_after_curl(c, true);
 }
 
@@ -525,7 +529,7 @@ static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, v
 		if (c->socks != NULL)
 			c->socks->prev = s;
 		c->socks = s;
-		curl_multi_assign(c->multi, fd, s);
+		curl->multi_assign(c->multi, fd, s);
 	}
 	if (what & CURL_POLL_IN)
 		events |= UV_READABLE;
@@ -558,7 +562,7 @@ static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
 
 static int request_add(struct http_request *req)
 {
-	CURLMcode mc = curl_multi_add_handle(req->client->multi, req->easy);
+	CURLMcode mc = curl->multi_add_handle(req->client->multi, req->easy);
 
 	if (mc != CURLM_OK)
 		return mc == CURLM_OUT_OF_MEMORY ? UV_ENOMEM : UV_EIO;
@@ -597,14 +601,14 @@ again:
 	}
 	if (!drain)
 		return;
-	while (!c->closing && (msg = curl_multi_info_read(c->multi, &left)) != NULL) {
+	while (!c->closing && (msg = curl->multi_info_read(c->multi, &left)) != NULL) {
 		CURL *easy = msg->easy_handle;
 		CURLcode result = msg->data.result;
 		char *priv = NULL;
 
 		if (msg->msg != CURLMSG_DONE)
 			continue;
-		curl_easy_getinfo(easy, CURLINFO_PRIVATE, &priv);
+		curl->easy_getinfo(easy, CURLINFO_PRIVATE, &priv);
 		req = (struct http_request *)(void *)priv;
 		if (req->cancelled)
 			request_release(req);
@@ -621,21 +625,26 @@ struct http_client *http_client_new(uv_loop_t *loop)
 
 	if (self == NULL)
 		return NULL;
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+	curl = curlsym_load(NULL, 0);
+	if (curl == NULL) {
 		free(self);
 		return NULL;
 	}
-	self->multi = curl_multi_init();
+	if (curl->global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		free(self);
+		return NULL;
+	}
+	self->multi = curl->multi_init();
 	if (self->multi == NULL) {
-		curl_global_cleanup();
+		curl->global_cleanup();
 		free(self);
 		return NULL;
 	}
 	self->loop = loop;
-	curl_multi_setopt(self->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
-	curl_multi_setopt(self->multi, CURLMOPT_SOCKETDATA, self);
-	curl_multi_setopt(self->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
-	curl_multi_setopt(self->multi, CURLMOPT_TIMERDATA, self);
+	curl->multi_setopt(self->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
+	curl->multi_setopt(self->multi, CURLMOPT_SOCKETDATA, self);
+	curl->multi_setopt(self->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+	curl->multi_setopt(self->multi, CURLMOPT_TIMERDATA, self);
 	uv_timer_init(loop, &self->timer);
 	return self;
 }
@@ -673,21 +682,21 @@ static bool is_token(const char *s)
  * block or surprise. The URL itself is never echoed: it may hold a key. */
 static const char *check_url(const char *url)
 {
-	CURLU *u = curl_url();
+	CURLU *u = curl->url();
 	char *scheme = NULL;
 	const char *why = NULL;
 	CURLUcode uc;
 
 	if (u == NULL)
 		return "out of memory";
-	uc = curl_url_set(u, CURLUPART_URL, url, 0);
+	uc = curl->url_set(u, CURLUPART_URL, url, 0);
 	if (uc != CURLUE_OK)
-		why = curl_url_strerror(uc);
-	else if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+		why = curl->url_strerror(uc);
+	else if (curl->url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
 		 (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0))
 		why = "only http and https URLs are supported";
-	curl_free(scheme);
-	curl_url_cleanup(u);
+	curl->free(scheme);
+	curl->url_cleanup(u);
 	return why;
 }
 
@@ -743,21 +752,21 @@ struct http_request *http_request_start(struct http_client *client, const struct
 			why = "a request header contains a line break";
 			goto fail;
 		}
-		l = curl_slist_append(req->headers, *h);
+		l = curl->slist_append(req->headers, *h);
 		if (l == NULL) {
 			why = "out of memory";
 			goto fail;
 		}
 		req->headers = l;
 	}
-	req->easy = curl_easy_init();
+	req->easy = curl->easy_init();
 	if (req->easy == NULL) {
 		why = "out of memory";
 		goto fail;
 	}
 
 #define SETOPT(opt, val) \
-	do { if (rc == CURLE_OK) rc = curl_easy_setopt(req->easy, opt, val); } while (0)
+	do { if (rc == CURLE_OK) rc = curl->easy_setopt(req->easy, opt, val); } while (0)
 	SETOPT(CURLOPT_URL, opts->url);
 	SETOPT(CURLOPT_PRIVATE, (void *)req);
 	SETOPT(CURLOPT_NOSIGNAL, 1L);
@@ -795,7 +804,7 @@ struct http_request *http_request_start(struct http_client *client, const struct
 		SETOPT(CURLOPT_TIMEOUT_MS, opts->total_timeout_ms);
 #undef SETOPT
 	if (rc != CURLE_OK) {
-		why = curl_easy_strerror(rc);
+		why = curl->easy_strerror(rc);
 		goto fail;
 	}
 
@@ -819,8 +828,8 @@ struct http_request *http_request_start(struct http_client *client, const struct
 fail:
 	snprintf(err, errlen, "%s", why);
 	if (req != NULL) {
-		curl_easy_cleanup(req->easy);
-		curl_slist_free_all(req->headers);
+		curl->easy_cleanup(req->easy);
+		curl->slist_free_all(req->headers);
 		free(req);
 	}
 	return NULL;
@@ -850,14 +859,14 @@ void http_request_pause(struct http_request *req, bool paused)
 		uv_timer_stop(&req->idle);
 		/* Fails before there is a connection; the write callback then
 		 * pauses the transfer when the first byte comes. */
-		curl_easy_pause(req->easy, CURLPAUSE_RECV);
+		curl->easy_pause(req->easy, CURLPAUSE_RECV);
 		return;
 	}
 	if (req->idle_ms > 0)
 		uv_timer_start(&req->idle, on_idle, (uint64_t)req->idle_ms, (uint64_t)req->idle_ms);
 	/* Bytes curl held back may be delivered before this returns. */
 	c->depth++;
-	curl_easy_pause(req->easy, CURLPAUSE_CONT);
+	curl->easy_pause(req->easy, CURLPAUSE_CONT);
 	c->depth--;
 	client_after_curl(c, false);
 }

@@ -1,8 +1,23 @@
 #include "jsontext.h"
 
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "utf8.h"
+
+static char *format_u64(char buf[24], uint64_t v);
+
+/* The bytes jansson escapes: controls, the quote and the backslash. */
+static const unsigned char needs_escape[256] = {
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	['"'] = 1, ['\\'] = 1,
+};
 
 size_t jsontext_escape(char *out, const char *s, size_t len)
 {
@@ -15,12 +30,8 @@ size_t jsontext_escape(char *out, const char *s, size_t len)
 		size_t run = i;
 		unsigned char c;
 
-		while (run < len) {
-			c = (unsigned char)s[run];
-			if (c < 0x20 || c == '"' || c == '\\')
-				break;
+		while (run < len && !needs_escape[(unsigned char)s[run]])
 			run++;
-		}
 		memcpy(o, s + i, run - i);
 		o += run - i;
 		i = run;
@@ -54,13 +65,14 @@ size_t jsontext_escape(char *out, const char *s, size_t len)
 
 size_t jsontext_delta_line(char **buf, size_t *cap, size_t index, const char *delta, size_t len)
 {
-	char num[24];
-	int numlen = snprintf(num, sizeof(num), "%zu", index);
+	char digits[24];
+	const char *num = format_u64(digits, index);
+	size_t numlen = (size_t)(digits + 24 - num);
 	size_t need, n = 0;
 
 	if (len > ((size_t)-1 - 256) / 6)
 		return 0;
-	need = sizeof(DELTA_HEAD) + (size_t)numlen + sizeof(DELTA_MID) + JSONTEXT_ESCAPED_MAX(len) +
+	need = sizeof(DELTA_HEAD) + numlen + sizeof(DELTA_MID) + JSONTEXT_ESCAPED_MAX(len) +
 	       sizeof(DELTA_TAIL);
 	if (need > *cap) {
 		size_t c = *cap ? *cap : 256;
@@ -76,11 +88,176 @@ size_t jsontext_delta_line(char **buf, size_t *cap, size_t index, const char *de
 	}
 	memcpy(*buf, DELTA_HEAD, sizeof(DELTA_HEAD) - 1);
 	n = sizeof(DELTA_HEAD) - 1;
-	memcpy(*buf + n, num, (size_t)numlen);
-	n += (size_t)numlen;
+	memcpy(*buf + n, num, numlen);
+	n += numlen;
 	memcpy(*buf + n, DELTA_MID, sizeof(DELTA_MID) - 1);
 	n += sizeof(DELTA_MID) - 1;
 	n += jsontext_escape(*buf + n, delta, len);
 	memcpy(*buf + n, DELTA_TAIL, sizeof(DELTA_TAIL) - 1);
 	return n + sizeof(DELTA_TAIL) - 1;
+}
+
+int jsontext_reserve(struct jsontext_buf *b, size_t more)
+{
+	size_t cap;
+	char *p;
+
+	if (b->len + more <= b->cap)
+		return 0;
+	if (more > (size_t)-1 / 2 - b->len)
+		return -1;
+	cap = b->cap ? b->cap : 4096;
+	while (cap < b->len + more)
+		cap *= 2;
+	p = realloc(b->data, cap);
+	if (p == NULL)
+		return -1;
+	b->data = p;
+	b->cap = cap;
+	return 0;
+}
+
+static int put(struct jsontext_buf *b, const char *s, size_t n)
+{
+	if (jsontext_reserve(b, n) != 0)
+		return -1;
+	memcpy(b->data + b->len, s, n);
+	b->len += n;
+	return 0;
+}
+
+static int put_string(struct jsontext_buf *b, const char *s, size_t n)
+{
+	if (!utf8_valid(s, n) || n > ((size_t)-1 - 2) / 6 || jsontext_reserve(b, JSONTEXT_ESCAPED_MAX(n) + 2) != 0)
+		return -1;
+	b->data[b->len++] = '"';
+	b->len += jsontext_escape(b->data + b->len, s, n);
+	b->data[b->len++] = '"';
+	return 0;
+}
+
+/* Digits of v, right-aligned in buf[0..24); returns where they start. */
+static char *format_u64(char buf[24], uint64_t v)
+{
+	char *p = buf + 24;
+
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	return p;
+}
+
+static int put_integer(struct jsontext_buf *b, json_int_t v)
+{
+	char buf[24], *p;
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+	p = format_u64(buf, u);
+	if (v < 0)
+		*--p = '-';
+	return put(b, p, (size_t)(buf + 24 - p));
+}
+
+/* jansson's jsonp_dtostr() with its default precision (17). */
+static int put_real(struct jsontext_buf *b, double value)
+{
+	char buf[64];
+	int n;
+	size_t len;
+	char *start, *end;
+
+	/* Whole numbers well inside 17 digits (the zeros of every cost and
+	 * usage block) print as %.17g prints them, plus ".0": skip printf. */
+	if (value > -1e15 && value < 1e15 && value == (double)(int64_t)value &&
+	    !(value == 0 && signbit(value))) {
+		char *p = format_u64(buf, (uint64_t)(value < 0 ? -value : value));
+
+		if (value < 0)
+			*--p = '-';
+		len = (size_t)(buf + 24 - p);
+		memcpy(buf + 24, ".0", 2);
+		return put(b, p, len + 2);
+	}
+	n = snprintf(buf, sizeof(buf), "%.17g", value);
+	if (n < 0 || (size_t)n >= sizeof(buf) - 3)
+		return -1;
+	len = (size_t)n;
+	if (strchr(buf, '.') == NULL && strchr(buf, 'e') == NULL) {
+		buf[len++] = '.';
+		buf[len++] = '0';
+		buf[len] = '\0';
+	}
+	start = strchr(buf, 'e');
+	if (start != NULL) {
+		start++;
+		end = start + 1;
+		if (*start == '-')
+			start++;
+		while (*end == '0')
+			end++;
+		if (end != start) {
+			memmove(start, end, len - (size_t)(end - buf) + 1);
+			len -= (size_t)(end - start);
+		}
+	}
+	return put(b, buf, len);
+}
+
+static int dump(const json_t *json, struct jsontext_buf *b, int depth)
+{
+	const char *key;
+	size_t key_len;
+	json_t *v;
+	size_t i;
+	bool first = true;
+
+	/* jansson refuses cycles; trees here are shallow, so a depth this
+	 * large can only be one. */
+	if (depth > 2048)
+		return -1;
+	switch (json_typeof(json)) {
+	case JSON_NULL:
+		return put(b, "null", 4);
+	case JSON_TRUE:
+		return put(b, "true", 4);
+	case JSON_FALSE:
+		return put(b, "false", 5);
+	case JSON_INTEGER:
+		return put_integer(b, json_integer_value(json));
+	case JSON_REAL:
+		return put_real(b, json_real_value(json));
+	case JSON_STRING:
+		return put_string(b, json_string_value(json), json_string_length(json));
+	case JSON_ARRAY:
+		if (put(b, "[", 1) != 0)
+			return -1;
+		json_array_foreach(json, i, v) {
+			if ((i > 0 && put(b, ",", 1) != 0) || dump(v, b, depth + 1) != 0)
+				return -1;
+		}
+		return put(b, "]", 1);
+	case JSON_OBJECT:
+		if (put(b, "{", 1) != 0)
+			return -1;
+		json_object_keylen_foreach((json_t *)json, key, key_len, v) {
+			if ((!first && put(b, ",", 1) != 0) || put_string(b, key, key_len) != 0 ||
+			    put(b, ":", 1) != 0 || dump(v, b, depth + 1) != 0)
+				return -1;
+			first = false;
+		}
+		return put(b, "}", 1);
+	}
+	return -1;
+}
+
+int jsontext_dump(const json_t *json, struct jsontext_buf *b)
+{
+	size_t mark = b->len;
+
+	if (json == NULL || dump(json, b, 0) != 0) {
+		b->len = mark;
+		return -1;
+	}
+	return 0;
 }

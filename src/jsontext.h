@@ -12,6 +12,7 @@
 #ifndef RETRYD_JSONTEXT_H
 #define RETRYD_JSONTEXT_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 /* The most bytes jsontext_escape() can write for `len` input bytes. */
@@ -29,5 +30,26 @@ size_t jsontext_escape(char *out, const char *s, size_t len);
  * buf, cap: a growable buffer (realloc'd as needed, owned by the caller).
  * Returns the line's length, or 0 when memory ran out. */
 size_t jsontext_delta_line(char **buf, size_t *cap, size_t index, const char *delta, size_t len);
+
+/* A growable output buffer (the caller owns data). */
+struct jsontext_buf {
+	char *data;
+	size_t len;
+	size_t cap;
+};
+
+/* Makes room for `more` bytes after len. Returns 0, or -1 when memory ran out. */
+int jsontext_reserve(struct jsontext_buf *b, size_t more);
+
+/* Appends `json` (borrowed) as compact JSON, the bytes
+ * json_dumps(json, JSON_COMPACT | JSON_ENCODE_ANY) returns: keys in
+ * insertion order, integers as %lld, reals as jansson prints them (%.17g,
+ * ".0" added when there is neither a dot nor an exponent, the exponent
+ * without '+' and leading zeros), strings escaped as above. It is the
+ * writer's serializer: jansson's own dump walks a hash table per container
+ * to detect cycles and calls back per token, which made it most of the cost
+ * of a response. Returns 0, or -1 (b->len unchanged) when memory ran out or
+ * a string is not well-formed UTF-8 (which jansson refuses to dump too). */
+int jsontext_dump(const json_t *json, struct jsontext_buf *b);
 
 #endif

@@ -124,12 +124,17 @@ static char *dup_n(const char *s, size_t n)
 	return p;
 }
 
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\0';
+}
+
 /* The end of the next word: leading whitespace, then non-whitespace. */
 static size_t word_end(const char *s, size_t len, size_t pos)
 {
-	while (pos < len && strchr(" \t\r\n", s[pos]) != NULL)
+	while (pos < len && is_space(s[pos]))
 		pos++;
-	while (pos < len && strchr(" \t\r\n", s[pos]) == NULL)
+	while (pos < len && !is_space(s[pos]))
 		pos++;
 	return pos;
 }

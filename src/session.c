@@ -211,6 +211,7 @@ void session_release(struct session *self)
 	authstore_release(&self->auth);
 	free(self->text);
 	free(self->line);
+	json_decref(self->model_json);
 	free(self->model);
 	free(self->fixed_file);
 	free(self->session_dir);
@@ -953,7 +954,14 @@ static json_t *model_object(struct session *self, const char *id)
 
 json_t *session_model(struct session *self)
 {
-	return model_object(self, self->model);
+	const char *id = json_string_value(json_object_get(self->model_json, "id"));
+
+	/* get_state carries it: built once per model, not per call. */
+	if (id == NULL || strcmp(id, self->model) != 0) {
+		json_decref(self->model_json);
+		self->model_json = model_object(self, self->model);
+	}
+	return json_incref(self->model_json);
 }
 
 json_t *session_state(struct session *self)

@@ -96,6 +96,7 @@ struct session {
 	bool output_paused;
 	bool delta_updates;    /* rpc.messageUpdates "delta", read per attempt */
 	char *line;            /* owned: the emit_line buffer */
+	json_t *model_json;    /* owned: session_model()'s answer for its "id", shared */
 	size_t line_cap;
 
 	struct authstore auth;
@@ -136,7 +137,8 @@ json_t *session_messages(struct session *self);       /* new reference */
 json_t *session_last_assistant_text(struct session *self); /* new reference */
 json_t *session_stats(struct session *self);          /* new reference */
 json_t *session_models(struct session *self);         /* new reference */
-json_t *session_model(struct session *self);          /* new reference */
+/* New reference to a shared object: callers must not change it. */
+json_t *session_model(struct session *self);
 int session_set_model(struct session *self, const char *provider, const char *model_id,
 		      char *err, size_t errlen);
 void session_new(struct session *self);

@@ -41,8 +41,24 @@ bool utf8_valid(const char *s, size_t len)
 	size_t i = 0;
 
 	while (i < len) {
-		size_t n = utf8_seq(p + i, len - i);
+		size_t n;
 
+		/* ASCII, eight bytes at a time. */
+		while (len - i >= 8) {
+			uint64_t w;
+
+			memcpy(&w, p + i, 8);
+			if (w & UINT64_C(0x8080808080808080))
+				break;
+			i += 8;
+		}
+		if (i == len)
+			break;
+		if (p[i] < 0x80) {
+			i++;
+			continue;
+		}
+		n = utf8_seq(p + i, len - i);
 		if (n == 0)
 			return false;
 		i += n;

@@ -2,12 +2,14 @@
  * (src/jsontext.c) against jansson, and the UTF-8 checks it relies on
  * (src/utf8.c).
  *
- * Input: any bytes, taken as one text delta.
+ * Input: any bytes, taken as one text delta, and (when it parses) as a JSON
+ * document.
  *
  * Invariants: utf8_valid() accepts exactly what jansson accepts as a string;
  * for such text, jsontext_delta_line() writes the bytes jansson's compact
  * dump of the same event writes; utf8_repair() always yields text jansson
- * accepts, and leaves well-formed text alone. */
+ * accepts, and leaves well-formed text alone; jsontext_dump() writes what
+ * jansson's json_dumps(JSON_COMPACT) writes for any document jansson reads. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(buf);
 		free(dump);
 		json_decref(ev);
+	}
+	/* The writer's serializer against jansson's, on whatever jansson reads. */
+	{
+		json_t *doc = json_loadb(s, size, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+
+		if (doc != NULL) {
+			char *want = json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY);
+			struct jsontext_buf b = { 0 };
+			int rc = jsontext_dump(doc, &b);
+
+			FUZZ_CHECK((want == NULL) == (rc != 0), "jansson %s, jsontext %d",
+				   want ? "dumped" : "failed", rc);
+			if (want != NULL)
+				FUZZ_CHECK(b.len == strlen(want) && memcmp(b.data, want, b.len) == 0,
+					   "jsontext_dump differs: %.*s\njansson:           %s",
+					   (int)(b.len > 300 ? 300 : b.len), b.data, want);
+			free(want);
+			free(b.data);
+			json_decref(doc);
+		}
 	}
 	/* utf8_repair works on C strings: up to the first NUL. */
 	copy = strndup(s, size);
