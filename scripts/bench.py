@@ -1,49 +1,66 @@
 #!/usr/bin/env python3
-"""retryd benchmarks: one markdown table, one line of summary.
+"""retryd benchmarks: one table, one check line per target.
 
     RETRYD=build/retryd python3 scripts/bench.py [--case NAME]... [--runs 3]
                                                  [--quick] [--no-pi] [--json FILE]
 
-The table is built from CASES, a list of Case objects; each case measures one
-series (one daemon, one setting) over a list of sizes N. Later issues add
-cases to the list; the table, the medians and the growth columns come for free.
+Every row is measured in the same run, as the median of several runs (each
+run a fresh daemon unless said otherwise), next to what it is compared with:
+`pi --mode rpc` (build/pi, installed by scripts/pi-install.sh; left out when
+it is not there), `cat` replaying the very bytes retryd wrote, or the
+scheduled value. Rows that depend on a size N come in a series (N, 10N, 100N)
+with a growth column: "t/N x1.00" is time per unit relative to the smallest N
+(1.00 = linear), "RSS x1.00" peak RSS relative to the smallest N.
 
-Issue 4's case, the HTTP stream relay: the fake LLM server
-(tests/fixtures/fake_llm_server.py, its own process so it never competes with
-this script for the GIL) streams an OpenAI chat completion of N chunks, each
-the delta "x" ({"text": "x", "chunks": N}), and the daemon relays it to its
-stdout as message_update events. Measured per run, from writing the prompt to
-reading agent_end (each run is a fresh daemon; its start-up and a one-chunk
-warm-up prompt come first and are not timed):
-  time     wall seconds
-  cpu      the daemon's user+system CPU seconds in that window (/proc/PID/stat)
-  stdout   bytes the daemon wrote for the prompt
-  RSS      the daemon's peak resident set (/proc/PID/status VmHWM, read at agent_end)
-and the final text is checked (agent_end must carry all N "x"s).
-Each cell is the median of --runs runs (3). Growth columns compare each N with
-the smallest N of the same series:
-  t/N rel  (time/N) / (time/N at the smallest N): 1.0 means linear time,
-           N/N0 means quadratic
-  RSS rel  RSS / RSS at the smallest N: 1.0 means flat memory
-Series:
-  retryd delta  rpc.messageUpdates=delta, N = 2,000 / 20,000 / 1,000,000
-  retryd full   pi's shape (every update repeats the whole partial message),
-                N = 2,000 / 5,000 / 20,000 only: the output grows with N^2
-                (~415 MB at 20,000; 1,000,000 would be ~100 TB)
-  pi            real `pi --mode rpc` from build/pi (scripts/pi-install.sh), when
-                installed: N = 2,000 / 5,000 (3 runs) and 20,000 (1 run), under a
-                watchdog (RSS cap 3 GiB, 90 s) so it cannot take the machine down;
-                the ratio column is pi / retryd full at the same N
-  cat           the floor: the bytes retryd wrote for that N, replayed from a file
-                through `cat` into the same reader
-The first run of each retryd N also saves its bytes for the cat row (the
-median absorbs that). The machine this runs on may have 2 cores shared with the fake server and this
-script, so the numbers are noisy (+-10-20 %); compare within one run.
+Cases (--case):
+  startup    spawn -> {"type":"ready"} and spawn -> the response to a
+             get_state written right after spawn; idle RSS after it (VmRSS).
+             With the sim provider (no libcurl: src/curlsym.c loads it only
+             for HTTP) and with an HTTP provider configured (libcurl loaded
+             before ready). pi prints no ready line; its row is spawn ->
+             first response.
+  get_state  N get_state lines written at once (by a writer thread), time to
+             the Nth response: round trips per second, N = 1,000 / 10,000 /
+             100,000. One pi process answers the same batches.
+  sim-relay  the sim streams N words ("w123", one text_delta each) with
+             rpc.messageUpdates=delta, from the prompt to agent_end; MB/s of
+             stdout against cat of the same bytes (the first run's output,
+             replayed from a file into the same reader). N = 10,000 /
+             100,000 / 1,000,000. Peak RSS includes the plan itself (the
+             answer's text is in the settings file).
+  timer      backoff timer error: two chains of 60 retries per run, delays
+             cycling 5/10/20/50 ms (retry.schedule), while a busy loop holds the
+             other core; error = (turn_start arrival - auto_retry_start
+             arrival) - delayMs, as the reader sees it.
+  abort      abort_retry sent during a 5 s backoff -> auto_retry_end read,
+             100 times in one daemon.
+  http-relay the fake LLM server (tests/fixtures/fake_llm_server.py, its own
+             process) streams an OpenAI chat completion of N one-byte chunks;
+             time from the prompt to agent_end, the daemon's CPU, stdout
+             bytes, peak RSS, the text checked. retryd delta (N = 2,000 /
+             20,000 / 1,000,000), retryd full (pi's shape: every update
+             repeats the partial message, so N^2 output; N <= 20,000), pi
+             (full; N = 2,000 / 5,000 / 20,000, under a watchdog: RSS cap
+             3 GiB, 90 s), cat of retryd's bytes.
+
+Targets (the check lines; never test failures): ready < 5 ms; idle RSS
+< 4 MiB; > 100,000 get_state/s pipelined; timer error p99 < 2 ms; abort
+latency < 1 ms (p50; p99 shown); delta-mode relay >= 50 % of cat; memory flat
+in N (the HTTP delta relay of one-byte chunks: peak RSS may grow with the
+answer, which text_end, message_end, turn_end and agent_end each carry whole
+and are queued together at the end, but not with the number of chunks: at
+most 10 bytes of RSS per byte of answer between the smallest and the
+largest N, where keeping or queueing events would cost ~100 bytes per
+chunk). A missed target says by how much.
+
+The machine may have 2 cores shared with the fake server, the reader and
+other work: expect +-10-20 % between runs; compare within one run.
 """
 
 import argparse
 import json
 import os
+import platform
 import signal
 import statistics
 import subprocess
@@ -62,7 +79,7 @@ MIB = 1024 * 1024
 MARKER = b'{"type":"agent_end"'
 
 T_START = 30.0            # daemon start-up
-T_RUN = 120.0             # one run of one N (retryd; 1,000,000 chunks take ~15 s here)
+T_RUN = 120.0             # one run of one N (retryd; 1,000,000 chunks take ~10 s here)
 PI_T_RUN = 90.0           # pi's cap
 PI_RSS_CAP = 3 * 1024 * MIB
 
@@ -419,24 +436,596 @@ class CatBaseline(Case):
                 "ok": total == size}
 
 
+
 RELAY_DELTA_NS = (2000, 20000, 1000000)
 RELAY_FULL_NS = (2000, 5000, 20000)   # N^2 output: 20,000 is ~415 MB already
 
-CASES = [
-    RetrydRelay("delta", RELAY_DELTA_NS),
-    RetrydRelay("full", RELAY_FULL_NS),
-    PiRelay(),
-    CatBaseline("delta", RELAY_DELTA_NS),
-    CatBaseline("full", RELAY_FULL_NS),
-]
+
+# --------------------------------------------------------------------------
+# Small helpers for the new cases.
+
+def pi_available():
+    if not os.path.exists(PI_CLI):
+        return False, "pi is not installed (scripts/pi-install.sh puts it in build/pi)"
+    try:
+        subprocess.run(["node", "--version"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return False, "node is not available"
+    return True, ""
+
+
+def pi_label():
+    try:
+        with open(os.path.join(os.path.dirname(os.path.dirname(PI_CLI)), "package.json")) as f:
+            return "pi %s" % json.load(f).get("version", "?")
+    except (OSError, ValueError):
+        return "pi"
+
+
+def quantile(values, q):
+    v = sorted(values)
+    if not v:
+        return None
+    i = min(len(v) - 1, max(0, int(round(q * (len(v) - 1)))))
+    return v[i]
+
+
+def fmt_ms(ms):
+    if ms is None:
+        return "-"
+    if ms >= 100:
+        return "{:,.0f} ms".format(ms)
+    return "%.2f ms" % ms if ms < 10 else "%.1f ms" % ms
+
+
+def fmt_rate(r):
+    return "-" if r is None else "{:,.0f}/s".format(r)
+
+
+def fmt_mbs(b, t):
+    return "-" if not t else "%.0f MB/s" % (b / 1e6 / t)
+
+
+class Tmp:
+    """A throwaway directory, removed on exit."""
+
+    def __enter__(self):
+        self.path = tempfile.mkdtemp(prefix="bench-")
+        return self.path
+
+    def __exit__(self, *exc):
+        subprocess.run(["rm", "-rf", self.path])
+        return False
+
+
+class Daemon:
+    """A process speaking the protocol on pipes, read raw (no JSON parsing,
+    so the reader costs the same for every row)."""
+
+    def __init__(self, argv, env, cwd):
+        self.t_spawn = time.perf_counter()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+        self.fd = self.proc.stdout.fileno()
+        self.buf = b""
+
+    def write(self, data):
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def line(self, deadline=None):
+        """The next line (bytes, without LF) and the time it was read."""
+        while b"\n" not in self.buf:
+            if deadline and time.monotonic() > deadline:
+                raise RunFailed("no line in time")
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                raise RunFailed("stdout closed (status %s)" % self.proc.poll())
+            self.buf += chunk
+        t = time.perf_counter()
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line, t
+
+    def until(self, needle, deadline=None):
+        while True:
+            line, t = self.line(deadline)
+            if needle in line:
+                return line, t
+
+    def rss_kb(self, key="VmRSS"):
+        return proc_status_kb(self.proc.pid, key)
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def sim_env(home):
+    env = base_env(home)
+    return env
+
+
+def http_settings(home, url):
+    path = os.path.join(home, "settings.json")
+    with open(path, "w") as f:
+        json.dump({"providers": {"fake": {"api": "openai-completions", "baseUrl": url + "/v1",
+                                          "apiKeyEnv": "FAKE_LLM_KEY",
+                                          "models": [{"id": "m1", "contextWindow": 128000}]}}},
+                  f)
+    return path
 
 
 # --------------------------------------------------------------------------
 # The table.
 
-def fmt_n(n):
-    return "{:,}".format(n)
+class Row:
+    def __init__(self, case, measure, n="", value="", vs="", ratio="", growth="", rss="", runs=""):
+        self.case, self.measure, self.n, self.value = case, measure, n, value
+        self.vs, self.ratio, self.growth, self.rss, self.runs = vs, ratio, growth, rss, runs
 
+
+class Check:
+    def __init__(self, target, measured, met, miss=""):
+        self.target, self.measured, self.met, self.miss = target, measured, met, miss
+
+    def line(self):
+        if self.met is None:
+            return "check %s: not measured (%s)" % (self.target, self.measured)
+        return "check %s: %s -- %s" % (self.target, self.measured,
+                                      "met" if self.met else "MISSED, " + self.miss)
+
+
+def growth(series, key, n_key="n"):
+    """t/N relative to the smallest N of the series, for each entry."""
+    base = series[0]
+    out = []
+    for r in series:
+        if r.get(key) and base.get(key):
+            out.append("%s x%.2f" % ("t/N", (r[key] / r[n_key]) / (base[key] / base[n_key])))
+        else:
+            out.append("")
+    return out
+
+
+# --------------------------------------------------------------------------
+# Cases.
+
+class Bench:
+    def __init__(self, retryd, runs, quick, no_pi):
+        self.retryd = retryd
+        self.runs = runs
+        self.quick = quick
+        self.pi_ok, self.pi_why = (False, "left out (--no-pi)") if no_pi else pi_available()
+        self.pi = pi_label() if self.pi_ok else "pi"
+        self.rows = []
+        self.checks = []
+        self.notes = []
+        self.raw = {}
+
+    def say(self, what):
+        print("  " + what, file=sys.stderr, flush=True)
+
+    # -- start-up and idle RSS -------------------------------------------------
+
+    def _spawn(self, argv, env, cwd, ready):
+        d = Daemon(argv, env, cwd)
+        try:
+            # The command goes in at once: "first response" is spawn ->
+            # answer, whatever the daemon does before reading.
+            d.write(b'{"id":"s","type":"get_state"}\n')
+            t_ready = None
+            if ready:
+                line, t = d.line(time.monotonic() + T_START)
+                if line != b'{"type":"ready"}':
+                    raise RunFailed("first line was not ready: %r" % line[:80])
+                t_ready = (t - d.t_spawn) * 1000
+            line, t = d.until(b'"command":"get_state"', time.monotonic() + T_START)
+            t_first = (t - d.t_spawn) * 1000
+            time.sleep(0.1)
+            rss = d.rss_kb() * 1024
+        finally:
+            d.close()
+        return t_ready, t_first, rss
+
+    def case_startup(self):
+        n_rd = 3 if self.quick else 20
+        with Tmp() as home:
+            env = base_env(home)
+            sim = [self._spawn([self.retryd, "--no-session"], env, home, True) for _ in range(n_rd)]
+            self.say("startup: retryd (sim) x%d" % n_rd)
+            settings = http_settings(home, "http://127.0.0.1:9")
+            env_http = dict(env, FAKE_LLM_KEY="sk-bench")
+            http = [self._spawn([self.retryd, "--no-session", "--settings", settings, "--provider",
+                                 "fake", "--model", "m1"], env_http, home, True)
+                    for _ in range(n_rd)]
+            self.say("startup: retryd (HTTP provider) x%d" % n_rd)
+            pi = []
+            if self.pi_ok:
+                n_pi = 1 if self.quick else 3
+                argv, penv = pi_argv("http://127.0.0.1:9", home)
+                pi = [self._spawn(argv, penv, home, False) for _ in range(n_pi)]
+                self.say("startup: %s x%d" % (self.pi, n_pi))
+
+        def med(rs, i):
+            return statistics.median(r[i] for r in rs)
+
+        ready, first, rss = med(sim, 0), med(sim, 1), med(sim, 2)
+        h_ready, h_first, h_rss = med(http, 0), med(http, 1), med(http, 2)
+        p_first = med(pi, 1) if pi else None
+        p_rss = med(pi, 2) if pi else None
+        vs_pi = "%s: no ready line" % self.pi if pi else "-"
+        self.rows.append(Row("startup", "spawn -> ready (sim provider)", "", fmt_ms(ready), vs_pi,
+                             runs=len(sim)))
+        self.rows.append(Row("startup", "spawn -> first response (get_state, sim)", "",
+                             fmt_ms(first), "%s: %s" % (self.pi, fmt_ms(p_first)) if pi else "-",
+                             "%.0fx faster" % (p_first / first) if pi else "", runs=len(sim)))
+        self.rows.append(Row("startup", "spawn -> ready / first response (HTTP provider, "
+                             "libcurl loaded)", "", "%s / %s" % (fmt_ms(h_ready), fmt_ms(h_first)),
+                             "%s: %s" % (self.pi, fmt_ms(p_first)) if pi else "-",
+                             "%.0fx faster" % (p_first / h_first) if pi else "", runs=len(http)))
+        self.rows.append(Row("startup", "idle RSS (sim provider)", "", "%.1f MiB" % (rss / MIB),
+                             "%s: %.0f MiB" % (self.pi, p_rss / MIB) if pi else "-",
+                             "%.0fx less" % (p_rss / rss) if pi else "", runs=len(sim)))
+        self.rows.append(Row("startup", "idle RSS (HTTP provider)", "", "%.1f MiB" % (h_rss / MIB),
+                             "%s: %.0f MiB" % (self.pi, p_rss / MIB) if pi else "-",
+                             "%.0fx less" % (p_rss / h_rss) if pi else "", runs=len(http)))
+        self.checks.append(Check("ready < 5 ms", fmt_ms(ready), ready < 5,
+                                 "%.1fx over (by %s)" % (ready / 5, fmt_ms(ready - 5))))
+        self.checks.append(Check("idle RSS < 4 MiB", "%.1f MiB" % (rss / MIB), rss < 4 * MIB,
+                                 "%.1fx over (by %.1f MiB)" % (rss / (4 * MIB), (rss - 4 * MIB) / MIB)))
+        self.raw["startup"] = {"sim": sim, "http": http, "pi": pi}
+
+    # -- get_state rate --------------------------------------------------------
+
+    @staticmethod
+    def _pipelined(d, n):
+        data = b'{"id":"g","type":"get_state"}\n' * n
+        done = threading.Event()
+
+        def writer():
+            try:
+                d.write(data)
+            except OSError:
+                pass
+            done.set()
+
+        t0 = time.perf_counter()
+        th = threading.Thread(target=writer, daemon=True)
+        th.start()
+        got = d.buf.count(b"\n")
+        d.buf = b""
+        deadline = time.monotonic() + T_RUN
+        while got < n:
+            chunk = os.read(d.fd, 1 << 20)
+            if not chunk:
+                raise RunFailed("stdout closed")
+            got += chunk.count(b"\n")
+            if time.monotonic() > deadline:
+                raise RunFailed("no %d responses in time" % n)
+        t = time.perf_counter() - t0
+        th.join()
+        return n / t
+
+    def case_get_state(self):
+        ns = (1000, 10000) if self.quick else (1000, 10000, 100000)
+        runs = 1 if self.quick else self.runs
+        series = []
+        pi_rates = {}
+        with Tmp() as home:
+            env = base_env(home)
+            for n in ns:
+                rates = []
+                for _ in range(runs):
+                    d = Daemon([self.retryd, "--no-session"], env, home)
+                    try:
+                        d.until(b'"ready"', time.monotonic() + T_START)
+                        rates.append(self._pipelined(d, n))
+                    finally:
+                        d.close()
+                series.append({"n": n, "rate": statistics.median(rates), "time": n / statistics.median(rates), "runs": runs})
+                self.say("get_state: N=%d" % n)
+            if self.pi_ok:
+                argv, penv = pi_argv("http://127.0.0.1:9", home)
+                d = Daemon(argv, penv, home)
+                try:
+                    d.write(b'{"id":"w","type":"get_state"}\n')
+                    d.until(b'"command":"get_state"', time.monotonic() + T_START)
+                    for n in ns[:2]:
+                        pi_rates[n] = statistics.median(self._pipelined(d, n) for _ in range(runs))
+                        self.say("get_state: %s N=%d" % (self.pi, n))
+                finally:
+                    d.close()
+        g = growth(series, "time")
+        for r, gr in zip(series, g):
+            pr = pi_rates.get(r["n"])
+            self.rows.append(Row("get_state", "get_state round trips, pipelined", "{:,}".format(r["n"]),
+                                 fmt_rate(r["rate"]),
+                                 "%s: %s" % (self.pi, fmt_rate(pr)) if pr else "-",
+                                 "%.1fx" % (r["rate"] / pr) if pr else "", gr, runs=r["runs"]))
+        top = series[-1]
+        self.checks.append(Check("> 100,000 get_state/s pipelined",
+                                 "%s at N=%s" % (fmt_rate(top["rate"]), "{:,}".format(top["n"])),
+                                 top["rate"] > 100000,
+                                 "%.2fx short (by %s)" % (100000 / top["rate"], fmt_rate(100000 - top["rate"]))))
+        self.raw["get_state"] = {"retryd": series, "pi": pi_rates}
+
+    # -- sim relay vs cat ------------------------------------------------------
+
+    def _sim_relay_once(self, home, n, capture):
+        words = " ".join("w%d" % i for i in range(n))
+        settings = os.path.join(home, "settings-%d.json" % n)
+        if not os.path.exists(settings):
+            with open(settings, "w") as f:
+                json.dump({"sim": {"plan": [{"text": "warm"}, {"text": words}]}}, f)
+        d = Daemon([self.retryd, "--no-session", "--settings", settings,
+                    "--set", "rpc.messageUpdates=delta"], base_env(home), home)
+        try:
+            d.until(b'"ready"', time.monotonic() + T_START)
+            d.write(b'{"type":"prompt","message":"warm up"}\n')
+            d.until(MARKER, time.monotonic() + T_START)
+            d.buf = b""
+            out = open(capture, "wb") if capture else None
+            t0 = time.perf_counter()
+            d.write(b'{"type":"prompt","message":"stream it"}\n')
+            total, tail, seen = 0, b"", False
+            deadline = time.monotonic() + T_RUN
+            while True:
+                chunk = os.read(d.fd, 1 << 20)
+                if not chunk:
+                    raise RunFailed("stdout closed")
+                total += len(chunk)
+                if out:
+                    out.write(chunk)
+                hay = tail + chunk
+                seen = seen or MARKER in hay
+                if seen and chunk.endswith(b"\n"):
+                    break
+                tail = hay[-64:]
+                if time.monotonic() > deadline:
+                    raise RunFailed("no agent_end in time")
+            t = time.perf_counter() - t0
+            if out:
+                out.close()
+            hwm = d.rss_kb("VmHWM") * 1024
+        finally:
+            d.close()
+        return {"time": t, "bytes": total, "rss": hwm}
+
+    @staticmethod
+    def _cat(path):
+        size = os.path.getsize(path)
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(["cat", path], stdout=subprocess.PIPE)
+        fd, total = proc.stdout.fileno(), 0
+        while total < size:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+        t = time.perf_counter() - t0
+        proc.wait()
+        return {"time": t, "bytes": total}
+
+    def case_sim_relay(self):
+        ns = (10000, 100000) if self.quick else (10000, 100000, 1000000)
+        runs = 1 if self.quick else self.runs
+        series = []
+        with Tmp() as home:
+            for n in ns:
+                cap = os.path.join(home, "out-%d" % n)
+                rs = [self._sim_relay_once(home, n, cap if i == 0 else None) for i in range(runs)]
+                cats = [self._cat(cap) for _ in range(runs)]
+                series.append({"n": n, "time": statistics.median(r["time"] for r in rs),
+                               "bytes": rs[0]["bytes"], "rss": statistics.median(r["rss"] for r in rs),
+                               "cat": statistics.median(c["time"] for c in cats), "runs": runs})
+                os.unlink(cap)
+                self.say("sim relay: N=%d" % n)
+        g = growth(series, "time")
+        base_rss = series[0]["rss"]
+        for r, gr in zip(series, g):
+            share = r["cat"] / r["time"]
+            self.rows.append(Row("sim-relay", "sim stream relay, delta updates (%s stdout)"
+                                 % fmt_bytes(r["bytes"]), "{:,} words".format(r["n"]),
+                                 "%.3f s, %s" % (r["time"], fmt_mbs(r["bytes"], r["time"])),
+                                 "cat: %.3f s, %s" % (r["cat"], fmt_mbs(r["bytes"], r["cat"])),
+                                 "%.0f %% of cat" % (100 * share),
+                                 "%s, RSS x%.2f" % (gr, r["rss"] / base_rss), fmt_rss(r["rss"]),
+                                 r["runs"]))
+        top = series[-1]
+        share = top["cat"] / top["time"]
+        self.checks.append(Check("delta-mode relay >= 50 % of cat (sim)",
+                                 "%.0f %% at %s words (%s vs %s)" % (
+                                     100 * share, "{:,}".format(top["n"]),
+                                     fmt_mbs(top["bytes"], top["time"]), fmt_mbs(top["bytes"], top["cat"])),
+                                 share >= 0.5, "%.1fx short (%.0f points)" % (0.5 / share, 100 * (0.5 - share))))
+        self.raw["sim_relay"] = series
+
+    # -- backoff timer error ---------------------------------------------------
+
+    def case_timer(self):
+        runs = 1 if self.quick else self.runs
+        k = 40 if self.quick else 60        # retry.schedule holds at most 64 delays
+        chains = 1 if self.quick else 2
+        cycle = [5, 10, 20, 50]
+        schedule = [cycle[i % len(cycle)] for i in range(k)]
+        errors = []
+        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            with Tmp() as home:
+                for _ in range(runs):
+                    plan = ([{"error": "503 Service Unavailable"}] * k + [{"text": "done"}]) * chains
+                    d = Daemon([self.retryd, "--no-session", "--sim-plan", json.dumps(plan),
+                                "--set", "retry.schedule=" + json.dumps(schedule),
+                                "--set", "retry.maxDelayMs=60000"], base_env(home), home)
+                    try:
+                        d.until(b'"ready"', time.monotonic() + T_START)
+                        for _ in range(chains):
+                            d.write(b'{"type":"prompt","message":"q"}\n')
+                            pending = None
+                            deadline = time.monotonic() + T_RUN
+                            while True:
+                                line, t = d.line(deadline)
+                                if line.startswith(b'{"type":"auto_retry_start"'):
+                                    pending = (json.loads(line)["delayMs"], t)
+                                elif line.startswith(b'{"type":"turn_start"') and pending:
+                                    errors.append((t - pending[1]) * 1000 - pending[0])
+                                    pending = None
+                                elif line.startswith(MARKER):
+                                    break
+                    finally:
+                        d.close()
+        finally:
+            busy.send_signal(signal.SIGKILL)
+            busy.wait()
+        self.say("timer: %d samples" % len(errors))
+        absolute = [abs(e) for e in errors]
+        p50, p99 = quantile(errors, 0.5), quantile(absolute, 0.99)
+        self.rows.append(Row("timer", "backoff timer error (5-50 ms backoffs, other core busy)",
+                             "{:,} retries".format(len(errors)),
+                             "p50 %+.2f ms, p99 %.2f ms (absolute), max %.2f ms" % (p50, p99, max(absolute)),
+                             "the scheduled delayMs", "", "", "", runs))
+        self.checks.append(Check("timer error p99 < 2 ms", "p99 %.2f ms" % p99, p99 < 2,
+                                 "%.1fx over (by %.2f ms)" % (p99 / 2, p99 - 2)))
+        self.raw["timer"] = errors
+
+    # -- abort_retry latency ---------------------------------------------------
+
+    def case_abort(self):
+        k = 30 if self.quick else 100
+        lat = []
+        with Tmp() as home:
+            plan = [{"error": "503 Service Unavailable"}] * k
+            d = Daemon([self.retryd, "--no-session", "--sim-plan", json.dumps(plan),
+                        "--set", "retry.baseDelayMs=5000", "--set", "rpc.messageUpdates=delta"],
+                       base_env(home), home)
+            try:
+                d.until(b'"ready"', time.monotonic() + T_START)
+                for _ in range(k):
+                    deadline = time.monotonic() + T_START
+                    d.write(b'{"type":"prompt","message":"q"}\n')
+                    d.until(b'"type":"auto_retry_start"', deadline)
+                    time.sleep(0.005)
+                    t0 = time.perf_counter()
+                    d.write(b'{"type":"abort_retry"}\n')
+                    _, t = d.until(b'"type":"auto_retry_end"', deadline)
+                    lat.append((t - t0) * 1000)
+                    d.until(MARKER, deadline)
+            finally:
+                d.close()
+        self.say("abort: %d samples" % len(lat))
+        p50, p99 = quantile(lat, 0.5), quantile(lat, 0.99)
+        self.rows.append(Row("abort", "abort_retry -> auto_retry_end", "{:,}".format(len(lat)),
+                             "p50 %.3f ms, p99 %.3f ms" % (p50, p99), "", "", "", "", 1))
+        self.checks.append(Check("abort latency < 1 ms (p50)", "p50 %.3f ms (p99 %.3f ms)" % (p50, p99),
+                                 p50 < 1, "%.1fx over (by %.3f ms)" % (p50, p50 - 1)))
+        self.raw["abort"] = lat
+
+    # -- HTTP stream relay -----------------------------------------------------
+
+    def case_http_relay(self):
+        runs = 1 if self.quick else self.runs
+        ctx = {"retryd": self.retryd}
+        with Tmp() as tmp:
+            ctx["tmp"] = tmp
+            series = {}
+            cases = [RetrydRelay("delta", RELAY_DELTA_NS), RetrydRelay("full", RELAY_FULL_NS)]
+            if self.pi_ok:
+                cases.append(PiRelay())
+            cases += [CatBaseline("delta", RELAY_DELTA_NS), CatBaseline("full", RELAY_FULL_NS)]
+            for case in cases:
+                case.available()
+                ns = list(case.ns)
+                if self.quick and len(ns) > 1:
+                    ns = ns[:-1]
+                rows = []
+                for n in ns:
+                    k = 1 if self.quick else case.ns_runs.get(n, runs)
+                    results, failure = [], None
+                    for i in range(k):
+                        self.say("http relay: %s N=%d run %d/%d" % (case.label, n, i + 1, k))
+                        try:
+                            results.append(case.measure(ctx, n))
+                        except RunFailed as e:
+                            failure = str(e)
+                            break
+                    row = {"n": n, "runs": len(results), "failure": failure,
+                           "ok": bool(results) and all(r["ok"] for r in results)}
+                    for key in ("time", "cpu", "bytes", "rss"):
+                        vals = [r[key] for r in results if r.get(key) is not None]
+                        row[key] = statistics.median(vals) if vals else None
+                    rows.append(row)
+                    if failure:
+                        break
+                series[case.name] = (case, rows)
+        self.raw["http_relay"] = {k: v[1] for k, v in series.items()}
+        cat = {("delta", r["n"]): r for r in series.get("relay-cat-delta", (None, []))[1] if r["time"]}
+        cat.update({("full", r["n"]): r for r in series.get("relay-cat-full", (None, []))[1] if r["time"]})
+        full = {r["n"]: r for r in series.get("relay-retryd-full", (None, []))[1] if r["time"]}
+        for name in ("relay-retryd-delta", "relay-retryd-full", "relay-pi"):
+            if name not in series:
+                continue
+            case, rows = series[name]
+            ok_rows = [r for r in rows if r["time"]]
+            g = growth(ok_rows, "time") if ok_rows else []
+            base_rss = ok_rows[0]["rss"] if ok_rows else None
+            for r in rows:
+                if not r["time"]:
+                    self.rows.append(Row("http-relay", "HTTP relay, " + case.label, "{:,}".format(r["n"]),
+                                         "FAILED: " + (r["failure"] or "?"), runs=r["runs"]))
+                    continue
+                gr = g[ok_rows.index(r)]
+                value = "%.3f s (cpu %.2f s), %s stdout%s" % (
+                    r["time"], r["cpu"] or 0, fmt_bytes(r["bytes"]), "" if r["ok"] else ", TEXT WRONG")
+                vs = ratio = ""
+                if name == "relay-pi":
+                    f = full.get(r["n"])
+                    if f:
+                        vs = "retryd full: %.3f s, %s" % (f["time"], fmt_rss(f["rss"]))
+                        ratio = "%.0fx time, %.0fx RSS" % (r["time"] / f["time"], r["rss"] / f["rss"])
+                else:
+                    c = cat.get((case.mode, r["n"]))
+                    if c:
+                        vs = "cat: %.3f s" % c["time"]
+                        ratio = "%.1f %% of cat" % (100 * c["time"] / r["time"])
+                self.rows.append(Row("http-relay", "HTTP relay, " + case.label, "{:,}".format(r["n"]),
+                                     value, vs, ratio,
+                                     "%s, RSS x%.2f" % (gr, r["rss"] / base_rss) if base_rss else gr,
+                                     fmt_rss(r["rss"]), r["runs"]))
+        delta = [r for r in series.get("relay-retryd-delta", (None, []))[1] if r["time"]]
+        if delta:
+            top = delta[-1]
+            c = cat.get(("delta", top["n"]))
+            if c:
+                share = c["time"] / top["time"]
+                self.checks.append(Check("delta-mode relay >= 50 % of cat (HTTP)",
+                                         "%.1f %% at %s chunks" % (100 * share, "{:,}".format(top["n"])),
+                                         share >= 0.5, "%.0fx short" % (0.5 / share)))
+            lo, hi = delta[0], delta[-1]
+            if hi["n"] >= 1000000:
+                per_byte = (hi["rss"] - lo["rss"]) / (hi["n"] - lo["n"])   # one byte per chunk
+                self.checks.append(Check(
+                    "memory flat in N (HTTP delta relay: <= 10 B of RSS per byte of answer, "
+                    "nothing per chunk)",
+                    "%s -> %s from %s to %s chunks: %.1f B per byte of answer" % (
+                        fmt_rss(lo["rss"]), fmt_rss(hi["rss"]), "{:,}".format(lo["n"]),
+                        "{:,}".format(hi["n"]), per_byte),
+                    per_byte <= 10, "%.1fx over" % (per_byte / 10)))
+            else:
+                self.checks.append(Check("memory flat in N", "needs the 1,000,000-chunk run "
+                                         "(left out by --quick)", None))
+        if not self.pi_ok:
+            self.notes.append("pi rows left out: " + self.pi_why)
+
+
+# --------------------------------------------------------------------------
 
 def fmt_bytes(b):
     if b is None:
@@ -452,172 +1041,64 @@ def fmt_rss(b):
     return "-" if not b else "%.1f MiB" % (b / MIB) if b < 100 * MIB else "%.0f MiB" % (b / MIB)
 
 
-def fmt_s(t):
-    if t is None:
-        return "-"
-    return "%.3f" % t if t < 10 else "%.1f" % t
+def machine():
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return "%s, %d cores (nproc), %s, Linux %s" % (platform.machine(), os.cpu_count() or 0, cpu,
+                                                   platform.release())
 
 
-def median_of(results, key):
-    vals = [r[key] for r in results if r.get(key) is not None]
-    return statistics.median(vals) if vals else None
+CASES = ["startup", "get_state", "sim-relay", "timer", "abort", "http-relay"]
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--case", action="append", default=[],
-                    help="only these cases: " + ", ".join(c.name for c in CASES))
-    ap.add_argument("--runs", type=int, default=3, help="runs per N (median shown)")
+    ap.add_argument("--case", action="append", default=[], choices=CASES,
+                    help="only these cases (default: all)")
+    ap.add_argument("--runs", type=int, default=3, help="runs per measurement (median shown)")
     ap.add_argument("--quick", action="store_true",
-                    help="1 run each and the largest N of each series left out")
+                    help="1 run each, fewer samples, the largest N of each series left out")
     ap.add_argument("--no-pi", action="store_true", help="leave pi out")
-    ap.add_argument("--json", metavar="FILE", help="also write every run as JSON")
+    ap.add_argument("--json", metavar="FILE", help="also write the raw measurements as JSON")
     args = ap.parse_args()
 
     retryd = os.path.abspath(os.environ.get("RETRYD") or os.path.join(ROOT, "build", "retryd"))
     if not os.access(retryd, os.X_OK):
         print("bench: %s is not built (make)" % retryd, file=sys.stderr)
         return 2
-    cases = [c for c in CASES if not args.case or c.name in args.case]
-    if args.no_pi:
-        cases = [c for c in cases if not isinstance(c, PiRelay)]
-    # The cat rows replay what the retryd rows wrote.
-    for c in list(cases):
-        if isinstance(c, CatBaseline) and not any(
-                isinstance(r, RetrydRelay) and r.mode == c.mode for r in cases):
-            cases.remove(c)
-
-    tmp = tempfile.mkdtemp(prefix="bench-")
-    ctx = {"retryd": retryd, "tmp": tmp}
+    b = Bench(retryd, args.runs, args.quick, args.no_pi)
     started = time.monotonic()
-    rows, notes, everything = [], [], []
-    print("bench: %s, %d cores, median of %d run(s); every run is a fresh daemon"
-          % (retryd, os.cpu_count() or 0, 1 if args.quick else args.runs), file=sys.stderr)
-    try:
-        for case in cases:
-            ok, why = case.available()
-            if not ok:
-                notes.append("%s: skipped, %s" % (case.label, why))
-                continue
-            ns = list(case.ns)
-            if args.quick and len(ns) > 1:
-                ns = ns[:-1]
-            series = []
-            for n in ns:
-                runs = 1 if args.quick else case.ns_runs.get(n, case.runs or args.runs)
-                results, failure = [], None
-                for i in range(runs):
-                    print("  %-24s N=%-9s run %d/%d" % (case.label, fmt_n(n), i + 1, runs),
-                          file=sys.stderr, flush=True)
-                    try:
-                        r = case.measure(ctx, n)
-                    except RunFailed as e:
-                        failure = str(e)
-                        break
-                    results.append(r)
-                    everything.append(dict(r, case=case.name, n=n, run=i + 1))
-                row = {"case": case, "n": n, "runs": len(results), "failure": failure}
-                for key in ("time", "cpu", "bytes", "rss"):
-                    row[key] = median_of(results, key)
-                row["ok"] = bool(results) and all(r["ok"] for r in results)
-                series.append(row)
-                if failure:
-                    everything.append({"case": case.name, "n": n, "failure": failure})
-                    break       # larger N only gets worse
-            base = next((r for r in series if r["time"] and not r["failure"]), None)
-            for r in series:
-                if base and r["time"] and r is not base:
-                    r["t_rel"] = (r["time"] / r["n"]) / (base["time"] / base["n"])
-                    r["rss_rel"] = r["rss"] / base["rss"] if base["rss"] and r["rss"] else None
-                elif r is base:
-                    r["t_rel"], r["rss_rel"] = 1.0, 1.0
-            rows.extend(series)
-            if case.note:
-                notes.append(case.note)
-    finally:
-        for name in os.listdir(tmp):
-            os.unlink(os.path.join(tmp, name))
-        os.rmdir(tmp)
-
-    # pi / retryd full at the same N.
-    full = {r["n"]: r for r in rows if isinstance(r["case"], RetrydRelay)
-            and r["case"].mode == "full" and r["time"]}
-    for r in rows:
-        if isinstance(r["case"], PiRelay) and r["time"] and r["n"] in full:
-            f = full[r["n"]]
-            r["ratio"] = "%.1fx time, %.0fx RSS" % (r["time"] / f["time"], r["rss"] / f["rss"])
-
-    sys.stderr.flush()
-    print()
-    print("| case | N | time s | cpu s | stdout | peak RSS | t/N rel | RSS rel | pi / retryd full"
-          " | runs | text ok |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |")
-    for r in rows:
-        if r["failure"] and not r["time"]:
-            print("| %s | %s | %s | | | | | | | %d | %s |" % (
-                r["case"].label, fmt_n(r["n"]), "FAILED: " + r["failure"], r["runs"], "-"))
+    print("bench: %s; %s; median of %d run(s)" % (retryd, machine(), 1 if args.quick else args.runs),
+          file=sys.stderr)
+    for name in CASES:
+        if args.case and name not in args.case:
             continue
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |" % (
-            r["case"].label, fmt_n(r["n"]), fmt_s(r["time"]), fmt_s(r["cpu"]),
-            fmt_bytes(r["bytes"]), fmt_rss(r["rss"]),
-            "%.2f" % r["t_rel"] if r.get("t_rel") else "",
-            "%.2f" % r["rss_rel"] if r.get("rss_rel") else "",
-            r.get("ratio", ""), r["runs"],
-            "yes" if r["ok"] else "NO" + (" (%s)" % r["failure"] if r["failure"] else "")))
-    print()
-    print("t/N rel: time per chunk relative to the smallest N of the series (1.00 = linear); "
-          "RSS rel: peak RSS relative to the smallest N (1.00 = flat). "
-          "retryd full stops at 20,000: its output grows with N^2. "
-          "Medians; 2-core machine shared with the fake server and the reader, so +-10-20 %% "
-          "noise. Total %.0f s." % (time.monotonic() - started))
-    for note in notes:
-        print("Note: " + note + ".")
+        getattr(b, "case_" + name.replace("-", "_"))()
 
-    summary = summary_line(rows)
-    if summary:
-        print()
-        print(summary)
+    print("Machine: %s. %s." % (machine(), "pi: " + b.pi if b.pi_ok else "pi: not measured"))
+    print()
+    print("| case | measure | N | retryd | compared with | ratio | growth | peak RSS | runs |")
+    print("| --- | --- | ---: | --- | --- | --- | --- | ---: | ---: |")
+    for r in b.rows:
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r.case, r.measure, r.n, r.value, r.vs, r.ratio, r.growth, r.rss, r.runs))
+    print()
+    for c in b.checks:
+        print(c.line())
+    for note in b.notes:
+        print("Note: " + note + ".")
+    print("Total %.0f s." % (time.monotonic() - started))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(everything, f, indent=1)
-    bad = [r for r in rows if isinstance(r["case"], (RetrydRelay, CatBaseline))
-           and (r["failure"] or not r["ok"])]
-    return 1 if bad else 0
-
-
-def summary_line(rows):
-    def find(cls, mode=None, n=None, last=False):
-        rs = [r for r in rows if isinstance(r["case"], cls) and r["time"]
-              and (mode is None or getattr(r["case"], "mode", None) == mode)
-              and (n is None or r["n"] == n)]
-        return (rs[-1] if last else rs[0]) if rs else None
-
-    parts = []
-    d = find(RetrydRelay, "delta", last=True)
-    if d:
-        parts.append("retryd (delta) relays %s chunks in %.2f s (%.0f k chunks/s, t/N x%.2f of "
-                     "the smallest N) with %s peak RSS (x%.2f)" % (
-                         fmt_n(d["n"]), d["time"], d["n"] / d["time"] / 1000,
-                         d.get("t_rel") or 1, fmt_rss(d["rss"]), d.get("rss_rel") or 1))
-        c = next((r for r in rows if isinstance(r["case"], CatBaseline)
-                  and r["case"].mode == "delta" and r["n"] == d["n"] and r["time"]), None)
-        if c:
-            parts.append("cat moves the same %s in %.2f s" % (fmt_bytes(c["bytes"]), c["time"]))
-    f = find(RetrydRelay, "full", last=True)
-    if f:
-        parts.append("full mode writes %s for %s chunks (N^2) in %.1f s at %s" % (
-            fmt_bytes(f["bytes"]), fmt_n(f["n"]), f["time"], fmt_rss(f["rss"])))
-    p = [r for r in rows if isinstance(r["case"], PiRelay)]
-    pok = [r for r in p if r["time"]]
-    if pok:
-        r = pok[-1]
-        parts.append("pi at %s chunks: %.1f s, %s%s" % (
-            fmt_n(r["n"]), r["time"], fmt_rss(r["rss"]),
-            " (%s retryd full)" % r["ratio"] if r.get("ratio") else ""))
-    pfail = [r for r in p if r["failure"]]
-    if pfail:
-        parts.append("pi failed at %s chunks: %s" % (fmt_n(pfail[0]["n"]), pfail[0]["failure"]))
-    return ("Summary: " + "; ".join(parts) + ".") if parts else ""
+            json.dump(b.raw, f, indent=1, default=str)
+    return 0
 
 
 if __name__ == "__main__":

@@ -213,9 +213,7 @@ static json_t *random_tree(int depth)
 	switch (depth > 4 ? next() % 6 : next() % 8) {
 	case 0: return json_null();
 	case 1: return json_boolean(next() % 2);
-	/* Wrapped in unsigned arithmetic: any 64-bit pattern, no signed overflow. */
-	case 2: return json_integer((json_int_t)((uint64_t)next() * (next() % 2 ? 1u : UINT64_MAX) *
-						(uint64_t)next()));
+	case 2: return json_integer((json_int_t)(((uint64_t)next() << 32) | next()));
 	case 3: {
 		union { uint64_t u; double d; } bits;
 
