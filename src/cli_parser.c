@@ -308,8 +308,12 @@ static void on_tool_start(struct cli_parser *self, const json_t *line, cli_parse
 		const char *nm = json_is_string(name) ? json_string_value(name) : "tool";
 		json_t *args = spec(r, "args") ? cli_profile_get(item, spec(r, "args")) : NULL;
 
-		if (id == NULL)
+		/* A call already open is not started again (a CLI that repeats its
+		 * tool_use line): every start keeps exactly one end. */
+		if (id == NULL || json_object_get(self->tools, id) != NULL) {
+			free(id);
 			continue;
+		}
 		json_object_set_new(self->tools, id, json_string(nm));
 		out_event(self, start_event(id, nm, args), cb, ctx, n);
 		free(id);

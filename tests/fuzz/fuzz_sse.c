@@ -80,7 +80,7 @@ static void decode(enum api_kind kind, size_t max_event, size_t piece, const cha
 {
 	struct trace t = { 0 };
 	struct provider_sink sink = { on_start, on_text_start, on_text_delta, on_text_end,
-				      on_finish, &t };
+				      on_finish, &t, NULL };
 	struct api_stream st;
 	struct sse_parser p;
 	struct provider_result r;

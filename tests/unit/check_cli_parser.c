@@ -485,6 +485,24 @@ START_TEST(test_tool_end_without_start_gets_one_and_finish_ends_open_calls)
 }
 END_TEST
 
+START_TEST(test_repeated_tool_use_line_starts_the_call_once_and_ends_it_once)
+{
+	struct fx f;
+	const char *use = "{\"type\":\"tool_use\",\"tool_name\":\"read_file\","
+			  "\"tool_id\":\"t1\",\"parameters\":{}}";
+
+	fx_init(&f, "gemini");
+	feed(&f, use);
+	feed(&f, use);
+	ck_assert_uint_eq(json_object_size(f.parser.tools), 1);
+	cli_parser_finish(&f.parser, collect, &f.t);
+	ck_assert_str_eq(f.t.text, "tool_execution_start|tool_execution_end");
+	ck_assert_str_eq(str(event(&f, 1), "toolCallId"), "t1");
+	ck_assert_uint_eq(json_object_size(f.parser.tools), 0);
+	fx_release(&f);
+}
+END_TEST
+
 START_TEST(test_no_terminal_line_leaves_the_outcome_open)
 {
 	struct fx f;
@@ -546,6 +564,7 @@ Suite *cli_parser_suite(void)
 	tcase_add_test(pi, test_pi_later_message_end_replaces_an_earlier_failure);
 	tcase_add_test(any, test_non_json_and_unknown_lines_are_skipped_not_fatal);
 	tcase_add_test(any, test_tool_end_without_start_gets_one_and_finish_ends_open_calls);
+	tcase_add_test(any, test_repeated_tool_use_line_starts_the_call_once_and_ends_it_once);
 	tcase_add_test(any, test_no_terminal_line_leaves_the_outcome_open);
 	tcase_add_test(any, test_terminal_line_is_settled_until_something_follows_it);
 	suite_add_tcase(s, claude);
