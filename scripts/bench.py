@@ -201,6 +201,26 @@ def pi_argv(url, home):
              "--no-prompt-templates", "--no-themes", "--no-context-files"], env)
 
 
+def drain_stream(fd, out, deadline):
+    """Reads a relay's stdout up to the end of the agent_end line; returns the
+    byte count. retryd's stream and cat's replay of it go through this same
+    loop (1 MiB reads; the marker looked for in the new bytes only)."""
+    total, tail, seen = 0, b"", False
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            raise RunFailed("stdout closed")
+        total += len(chunk)
+        if out:
+            out.write(chunk)
+        seen = seen or MARKER in chunk or MARKER in tail + chunk[:len(MARKER)]
+        if seen and chunk.endswith(b"\n"):
+            return total
+        tail = chunk[-len(MARKER):]
+        if time.monotonic() > deadline:
+            raise RunFailed("no agent_end in time")
+
+
 def read_until(fd, needle, deadline, proc):
     """Reads until needle has been seen; returns the bytes read (small replies)."""
     buf = b""
@@ -775,22 +795,7 @@ class Bench:
             out = open(capture, "wb") if capture else None
             t0 = time.perf_counter()
             d.write(b'{"type":"prompt","message":"stream it"}\n')
-            total, tail, seen = 0, b"", False
-            deadline = time.monotonic() + T_RUN
-            while True:
-                chunk = os.read(d.fd, 1 << 20)
-                if not chunk:
-                    raise RunFailed("stdout closed")
-                total += len(chunk)
-                if out:
-                    out.write(chunk)
-                hay = tail + chunk
-                seen = seen or MARKER in hay
-                if seen and chunk.endswith(b"\n"):
-                    break
-                tail = hay[-64:]
-                if time.monotonic() > deadline:
-                    raise RunFailed("no agent_end in time")
+            total = drain_stream(d.fd, out, time.monotonic() + T_RUN)
             t = time.perf_counter() - t0
             if out:
                 out.close()
@@ -801,15 +806,10 @@ class Bench:
 
     @staticmethod
     def _cat(path):
-        size = os.path.getsize(path)
+        # The same reader as retryd's run, so the ratio compares the writers.
         t0 = time.perf_counter()
         proc = subprocess.Popen(["cat", path], stdout=subprocess.PIPE)
-        fd, total = proc.stdout.fileno(), 0
-        while total < size:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            total += len(chunk)
+        total = drain_stream(proc.stdout.fileno(), None, time.monotonic() + T_RUN)
         t = time.perf_counter() - t0
         proc.wait()
         return {"time": t, "bytes": total}

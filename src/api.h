@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "jsonscan.h"
 #include "provider.h"
 #include "sse.h"
 
@@ -121,9 +122,45 @@ void api_stream_end(struct api_stream *self, struct provider_result *out);
  * NUL-terminated. Returns out. */
 const char *api_http_error(long status, const char *body, size_t len, char *out, size_t outlen);
 
-/* Internal to the api_* files. */
+/* Internal to the api_* files. The _tree forms read every event with
+ * jansson; the plain ones read the everyday text delta in place first
+ * (api_openai_quick, api_anthropic_quick) and give anything else to the
+ * _tree form. Both must end in the same state and sink calls (the unit
+ * tests and the jsonscan fuzz target run them side by side). */
 int api_openai_event(struct api_stream *self, const struct sse_event *ev);
+int api_openai_event_tree(struct api_stream *self, const struct sse_event *ev);
 int api_anthropic_event(struct api_stream *self, const struct sse_event *ev);
+int api_anthropic_event_tree(struct api_stream *self, const struct sse_event *ev);
+
+/* What api_openai_quick() read of one chunk. */
+struct openai_quick {
+	const char *content;  /* the first choice's delta text (into the data or
+			       * content_buf; may hold NUL), or NULL */
+	size_t content_len;
+	const char *reason;   /* its finish_reason, NUL-terminated, or NULL */
+	size_t reason_len;
+	char reason_buf[64];
+	char content_buf[JSONSCAN_SCRATCH];
+};
+
+/* The everyday chunk read in place, without jansson (see jsonscan.h):
+ * {"choices":[{"index":0,"delta":{"content":"..."},"finish_reason":null}]}
+ * plus any other members, with "usage" and "error" absent or null and one
+ * choice at most. Returns 1 and fills q when data is such a chunk, 0 when
+ * it is anything else (valid or not), which the caller gives to jansson.
+ * Pure. */
+int api_openai_quick(const char *data, size_t len, struct openai_quick *q);
+
+/* The same for Anthropic's content_block_delta:
+ * {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"..."}}
+ * (q->content is the text when the delta's type is text_delta, else NULL;
+ * q->reason is not used). Returns 1 or 0 as above. Pure. */
+int api_anthropic_quick(const char *data, size_t len, struct openai_quick *q);
+
+/* The strings q points to in js's scratch, copied into q (the scanner is
+ * dropped when the reader returns). Returns 1, or 0 when they do not fit. */
+int api_quick_keep(const struct jsonscan *js, struct openai_quick *q);
+
 /* Wire text for an error message: control characters → spaces, key-like
  * words masked, cut at a UTF-8 boundary to at most API_TEXT_MAX bytes and
  * outlen - 1. Returns the bytes written (NUL-terminated). */

@@ -74,7 +74,88 @@ static int stream_error(struct api_stream *self, const json_t *root, const struc
 	return api_stream_failf(self, "%s", t[0] ? t : m[0] ? m : "unknown error");
 }
 
+/* The delta object of a content_block_delta: its type and text. */
+static int quick_delta(struct jsonscan *js, bool *text_delta, struct openai_quick *q)
+{
+	const char *key, *type = NULL;
+	size_t klen, tlen = 0;
+	int rc;
+
+	if (jsonscan_object(js) != 0)
+		return JSONSCAN_BAIL;
+	while ((rc = jsonscan_key(js, &key, &klen)) == 1) {
+		if (JSONSCAN_IS(key, klen, "type")) {
+			if (type != NULL || jsonscan_peek(js) != JSONSCAN_STRING ||
+			    jsonscan_string(js, &type, &tlen) != 0)
+				return JSONSCAN_BAIL;
+		} else if (JSONSCAN_IS(key, klen, "text")) {
+			if (q->content != NULL)
+				return JSONSCAN_BAIL;
+			if (jsonscan_peek(js) != JSONSCAN_STRING) {
+				if (jsonscan_skip(js) != 0)
+					return JSONSCAN_BAIL;
+				continue;
+			}
+			if (jsonscan_string(js, &q->content, &q->content_len) != 0)
+				return JSONSCAN_BAIL;
+		} else if (jsonscan_skip(js) != 0) {
+			return JSONSCAN_BAIL;
+		}
+	}
+	*text_delta = type != NULL && JSONSCAN_IS(type, tlen, "text_delta");
+	return rc;
+}
+
+int api_anthropic_quick(const char *data, size_t len, struct openai_quick *q)
+{
+	struct jsonscan js;
+	const char *key, *type;
+	size_t klen, tlen;
+	bool seen_type = false, seen_delta = false, text_delta = false;
+	int rc;
+
+	q->content = q->reason = NULL;
+	q->content_len = q->reason_len = 0;
+	jsonscan_init(&js, data, len);
+	if (jsonscan_object(&js) != 0)
+		return 0;
+	while ((rc = jsonscan_key(&js, &key, &klen)) == 1) {
+		if (JSONSCAN_IS(key, klen, "type")) {
+			/* Only this one event type is read here. */
+			if (seen_type || jsonscan_peek(&js) != JSONSCAN_STRING ||
+			    jsonscan_string(&js, &type, &tlen) != 0 ||
+			    !JSONSCAN_IS(type, tlen, "content_block_delta"))
+				return 0;
+			seen_type = true;
+		} else if (JSONSCAN_IS(key, klen, "delta")) {
+			if (seen_delta || quick_delta(&js, &text_delta, q) != 0)
+				return 0;
+			seen_delta = true;
+		} else if (jsonscan_skip(&js) != 0) {
+			return 0;
+		}
+	}
+	if (rc != 0 || !seen_type || !jsonscan_end(&js))
+		return 0;
+	if (!text_delta)
+		q->content = NULL;
+	return api_quick_keep(&js, q);
+}
+
 int api_anthropic_event(struct api_stream *self, const struct sse_event *ev)
+{
+	struct openai_quick q;
+	bool named_error = ev->event_len == 5 && memcmp(ev->event, "error", 5) == 0;
+
+	if (named_error || !api_anthropic_quick(ev->data, ev->data_len, &q))
+		return api_anthropic_event_tree(self, ev);
+	api_stream_begin(self);
+	if (q.content != NULL)
+		api_stream_text(self, q.content, q.content_len);
+	return 0;
+}
+
+int api_anthropic_event_tree(struct api_stream *self, const struct sse_event *ev)
 {
 	bool named_error = ev->event_len == 5 && memcmp(ev->event, "error", 5) == 0;
 	json_t *root;

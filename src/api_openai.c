@@ -424,7 +424,143 @@ static json_t *first_choice(json_t *choices)
 	return NULL;
 }
 
+int api_quick_keep(const struct jsonscan *js, struct openai_quick *q)
+{
+	if (q->content != NULL && jsonscan_in_scratch(js, q->content)) {
+		if (q->content_len > sizeof(q->content_buf))
+			return 0;
+		memcpy(q->content_buf, q->content, q->content_len);
+		q->content = q->content_buf;
+	}
+	if (q->reason != NULL) {
+		memcpy(q->reason_buf, q->reason, q->reason_len);
+		q->reason_buf[q->reason_len] = '\0';
+		q->reason = q->reason_buf;
+	}
+	return 1;
+}
+
+/* The choice of a chunk, read in place: index 0 (or none), "delta" with
+ * its "content", "finish_reason". Returns 0 or JSONSCAN_BAIL. */
+static int quick_choice(struct jsonscan *js, struct openai_quick *q)
+{
+	bool seen_index = false, seen_delta = false, seen_reason = false;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	if (jsonscan_object(js) != 0)
+		return JSONSCAN_BAIL;
+	while ((rc = jsonscan_key(js, &key, &klen)) == 1) {
+		if (JSONSCAN_IS(key, klen, "index")) {
+			int64_t index;
+
+			if (seen_index || jsonscan_int(js, &index) != 0 || index != 0)
+				return JSONSCAN_BAIL;
+			seen_index = true;
+		} else if (JSONSCAN_IS(key, klen, "delta")) {
+			if (seen_delta)
+				return JSONSCAN_BAIL;
+			seen_delta = true;
+			if (jsonscan_null(js))
+				continue;
+			if (jsonscan_object(js) != 0)
+				return JSONSCAN_BAIL;
+			while ((rc = jsonscan_key(js, &key, &klen)) == 1) {
+				if (!JSONSCAN_IS(key, klen, "content")) {
+					if (jsonscan_skip(js) != 0)
+						return JSONSCAN_BAIL;
+				} else if (q->content != NULL ||
+					   (jsonscan_peek(js) == JSONSCAN_STRING
+						    ? jsonscan_string(js, &q->content, &q->content_len)
+						    : jsonscan_skip(js)) != 0) {
+					/* A second "content" is unusual: jansson decides. */
+					return JSONSCAN_BAIL;
+				}
+			}
+			if (rc != 0)
+				return JSONSCAN_BAIL;
+		} else if (JSONSCAN_IS(key, klen, "finish_reason")) {
+			if (seen_reason)
+				return JSONSCAN_BAIL;
+			seen_reason = true;
+			if (jsonscan_peek(js) == JSONSCAN_STRING) {
+				if (jsonscan_string(js, &q->reason, &q->reason_len) != 0 ||
+				    q->reason_len >= sizeof(q->reason_buf) ||
+				    memchr(q->reason, '\0', q->reason_len) != NULL)
+					return JSONSCAN_BAIL;
+			} else if (jsonscan_skip(js) != 0) {
+				return JSONSCAN_BAIL;
+			}
+		} else if (jsonscan_skip(js) != 0) {
+			return JSONSCAN_BAIL;
+		}
+	}
+	return rc;
+}
+
+int api_openai_quick(const char *data, size_t len, struct openai_quick *q)
+{
+	struct jsonscan js;
+	bool seen_choices = false, seen_usage = false, seen_error = false;
+	const char *key;
+	size_t klen;
+	int rc;
+
+	q->content = q->reason = NULL;
+	q->content_len = q->reason_len = 0;
+	jsonscan_init(&js, data, len);
+	if (jsonscan_object(&js) != 0)
+		return 0;
+	while ((rc = jsonscan_key(&js, &key, &klen)) == 1) {
+		if (JSONSCAN_IS(key, klen, "choices")) {
+			if (seen_choices || jsonscan_array(&js) != 0)
+				return 0;
+			seen_choices = true;
+			if ((rc = jsonscan_more(&js)) == 1) {
+				/* One choice, as we ask for; more is for jansson. */
+				if (quick_choice(&js, q) != 0 || jsonscan_more(&js) != 0)
+					return 0;
+			} else if (rc != 0) {
+				return 0;
+			}
+		} else if (JSONSCAN_IS(key, klen, "usage") || JSONSCAN_IS(key, klen, "error")) {
+			bool *seen = key[0] == 'u' ? &seen_usage : &seen_error;
+
+			/* Present and not null: read by the full decoder. */
+			if (*seen || !jsonscan_null(&js))
+				return 0;
+			*seen = true;
+		} else if (jsonscan_skip(&js) != 0) {
+			return 0;
+		}
+	}
+	if (rc != 0 || !jsonscan_end(&js))
+		return 0;
+	return api_quick_keep(&js, q);
+}
+
 int api_openai_event(struct api_stream *self, const struct sse_event *ev)
+{
+	struct openai_quick q;
+
+	if (data_is_done(ev)) {
+		api_stream_begin(self);
+		self->complete = true;
+		self->done = true;
+		return 0;
+	}
+	if (!api_openai_quick(ev->data, ev->data_len, &q))
+		return api_openai_event_tree(self, ev);
+	api_stream_begin(self);
+	if (q.content != NULL && !self->complete)
+		api_stream_text(self, q.content, q.content_len);
+	if (q.reason != NULL && !self->complete)
+		openai_finish(self, q.reason);
+	return 0;
+}
+
+int api_openai_event_tree(struct api_stream *self, const struct sse_event *ev)
 {
 	json_t *root, *choice, *delta, *content, *reason, *usage, *err;
 	int rc = 0;

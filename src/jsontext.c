@@ -19,25 +19,58 @@ static const unsigned char needs_escape[256] = {
 	['"'] = 1, ['\\'] = 1,
 };
 
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* Whether one of the eight bytes of w is not plain: a control, '"', '\\'
+ * or a byte >= 0x80 (the classic exact tests "some byte < n" and "some byte
+ * == 0" of w ^ c, plus the high bits). */
+static inline bool special8(uint64_t w)
+{
+	uint64_t q = w ^ (ONES * '"'), b = w ^ (ONES * '\\');
+
+	return ((((w - ONES * 0x20) | (q - ONES) | (b - ONES)) & ~w) | w) & HIGHS;
+}
+
 size_t jsontext_escape(char *out, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *p = (const unsigned char *)s;
 	char *o = out;
 	size_t i = 0;
 
 	while (i < len) {
-		/* Copy the run of bytes that need no escape in one go. */
-		size_t run = i;
+		/* Copy the run of bytes that need neither an escape nor a UTF-8
+		 * check in one go, scanning eight at a time. */
+		size_t run = i, seq;
 		unsigned char c;
 
-		while (run < len && !needs_escape[(unsigned char)s[run]])
+		while (len - run >= 8) {
+			uint64_t w;
+
+			memcpy(&w, p + run, 8);
+			if (special8(w))
+				break;
+			run += 8;
+		}
+		while (run < len && p[run] < 0x80 && !needs_escape[p[run]])
 			run++;
-		memcpy(o, s + i, run - i);
+		memcpy(o, p + i, run - i);
 		o += run - i;
 		i = run;
 		if (i == len)
 			break;
-		c = (unsigned char)s[i++];
+		c = p[i];
+		if (c >= 0x80) {
+			seq = utf8_seq(p + i, len - i);
+			if (seq == 0)
+				return JSONTEXT_NOT_UTF8;
+			memcpy(o, p + i, seq);
+			o += seq;
+			i += seq;
+			continue;
+		}
+		i++;
 		*o++ = '\\';
 		switch (c) {
 		case '"': *o++ = '"'; break;
@@ -68,7 +101,7 @@ size_t jsontext_delta_line(char **buf, size_t *cap, size_t index, const char *de
 	char digits[24];
 	const char *num = format_u64(digits, index);
 	size_t numlen = (size_t)(digits + 24 - num);
-	size_t need, n = 0;
+	size_t need, n = 0, esc;
 
 	if (len > ((size_t)-1 - 256) / 6)
 		return 0;
@@ -92,7 +125,10 @@ size_t jsontext_delta_line(char **buf, size_t *cap, size_t index, const char *de
 	n += numlen;
 	memcpy(*buf + n, DELTA_MID, sizeof(DELTA_MID) - 1);
 	n += sizeof(DELTA_MID) - 1;
-	n += jsontext_escape(*buf + n, delta, len);
+	esc = jsontext_escape(*buf + n, delta, len);
+	if (esc == JSONTEXT_NOT_UTF8)
+		return 0;
+	n += esc;
 	memcpy(*buf + n, DELTA_TAIL, sizeof(DELTA_TAIL) - 1);
 	return n + sizeof(DELTA_TAIL) - 1;
 }
@@ -128,10 +164,15 @@ static int put(struct jsontext_buf *b, const char *s, size_t n)
 
 static int put_string(struct jsontext_buf *b, const char *s, size_t n)
 {
-	if (!utf8_valid(s, n) || n > ((size_t)-1 - 2) / 6 || jsontext_reserve(b, JSONTEXT_ESCAPED_MAX(n) + 2) != 0)
+	size_t esc;
+
+	if (n > ((size_t)-1 - 2) / 6 || jsontext_reserve(b, JSONTEXT_ESCAPED_MAX(n) + 2) != 0)
 		return -1;
-	b->data[b->len++] = '"';
-	b->len += jsontext_escape(b->data + b->len, s, n);
+	esc = jsontext_escape(b->data + b->len + 1, s, n);
+	if (esc == JSONTEXT_NOT_UTF8)
+		return -1;
+	b->data[b->len] = '"';
+	b->len += esc + 1;
 	b->data[b->len++] = '"';
 	return 0;
 }

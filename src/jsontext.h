@@ -18,17 +18,21 @@
 /* The most bytes jsontext_escape() can write for `len` input bytes. */
 #define JSONTEXT_ESCAPED_MAX(len) ((len) * 6)
 
+/* jsontext_escape()'s answer for text that is not well-formed UTF-8. */
+#define JSONTEXT_NOT_UTF8 ((size_t)-1)
+
 /* Writes s[0..len) escaped as the inside of a JSON string (no quotes) to
- * out, which has room for JSONTEXT_ESCAPED_MAX(len) bytes. s must be
- * well-formed UTF-8 (jansson refuses anything else; check first). Returns
- * the bytes written. */
+ * out, which has room for JSONTEXT_ESCAPED_MAX(len) bytes, checking in the
+ * same pass that s is well-formed UTF-8 (jansson refuses anything else).
+ * Returns the bytes written, or JSONTEXT_NOT_UTF8 (out then holds a part). */
 size_t jsontext_escape(char *out, const char *s, size_t len);
 
 /* The delta-mode text_delta event as one line, newline included, exactly as
  * jansson dumps {"type":"message_update","assistantMessageEvent":{"type":
  * "text_delta","contentIndex":index,"delta":delta}} with JSON_COMPACT.
  * buf, cap: a growable buffer (realloc'd as needed, owned by the caller).
- * Returns the line's length, or 0 when memory ran out. */
+ * Returns the line's length, or 0 when memory ran out or delta is not
+ * well-formed UTF-8 (jansson would refuse it too). */
 size_t jsontext_delta_line(char **buf, size_t *cap, size_t index, const char *delta, size_t len);
 
 /* A growable output buffer (the caller owns data). */

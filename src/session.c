@@ -349,16 +349,11 @@ static json_t *update_event(struct session *self, json_t *ame)
 			 "assistantMessageEvent", ame);
 }
 
-static size_t content_index_of(const json_t *msg)
-{
-	size_t n = json_array_size(json_object_get(msg, "content"));
-
-	return n ? n - 1 : 0;
-}
-
 static size_t content_index(struct session *self)
 {
-	return content_index_of(self->partial);
+	size_t n = json_array_size(json_object_get(self->partial, "content"));
+
+	return n ? n - 1 : 0;
 }
 
 static void on_idle_timeout(struct clock_timer *timer, void *ctx);
@@ -379,6 +374,7 @@ static void ensure_partial(struct session *self)
 	if (self->partial != NULL)
 		return;
 	self->partial = new_partial(self);
+	self->text_idx = 0;
 	emit(self, json_pack("{s:s, s:O}", "type", "message_start", "message", self->partial));
 }
 
@@ -397,13 +393,41 @@ static void sink_text_start(void *ctx)
 	touch(self);
 	ensure_partial(self);
 	self->text_len = 0;
+	self->text_utf8 = true;
+	self->text_synced = true;
 	json_array_append_new(json_object_get(self->partial, "content"),
 			      json_pack("{s:s, s:s}", "type", "text", "text", ""));
+	self->text_idx = content_index(self);
 	emit(self, update_event(self, json_pack("{s:s, s:i}", "type", "text_start",
-						"contentIndex", (int)content_index(self))));
+						"contentIndex", (int)self->text_idx)));
 }
 
-static int text_append(struct session *self, const char *s, size_t n)
+/* The open block's text as a new JSON string. Pieces that were each valid
+ * UTF-8 add up to valid UTF-8, so it is not checked again (a 10 MB answer
+ * is put in text_end, its block and message_end: three scans saved). */
+static json_t *text_string(struct session *self)
+{
+	const char *s = self->text ? self->text : "";
+
+	return self->text_utf8 ? json_stringn_nocheck(s, self->text_len)
+			       : json_stringn(s, self->text_len);
+}
+
+/* The open block's "text" brought up to date, once per change. */
+static json_t *sync_block_text(struct session *self, json_t *msg)
+{
+	json_t *block = json_array_get(json_object_get(msg, "content"), self->text_idx);
+	json_t *text;
+
+	if (self->text_synced)
+		return json_incref(json_object_get(block, "text"));
+	text = text_string(self);
+	if (text != NULL && json_object_set(block, "text", text) == 0)
+		self->text_synced = true;
+	return text;
+}
+
+static int text_append(struct session *self, const char *s, size_t n, bool valid)
 {
 	if (self->text_len + n + 1 > self->text_cap) {
 		size_t cap = self->text_cap ? self->text_cap : 256;
@@ -420,32 +444,35 @@ static int text_append(struct session *self, const char *s, size_t n)
 	memcpy(self->text + self->text_len, s, n);
 	self->text_len += n;
 	self->text[self->text_len] = '\0';
+	self->text_utf8 = self->text_utf8 && valid;
+	self->text_synced = false;
 	return 0;
 }
 
 static void sink_text_delta(void *ctx, const char *s, size_t n)
 {
 	struct session *self = ctx;
-	json_t *block;
-	size_t idx;
+	size_t idx = self->text_idx;
 
 	touch(self);
-	if (self->partial == NULL || text_append(self, s, n) != 0)
+	if (self->partial == NULL)
 		return;
-	idx = content_index(self);
-	if (!self->delta_updates) {
-		block = json_array_get(json_object_get(self->partial, "content"), idx);
-		json_object_set_new(block, "text", json_stringn(self->text, self->text_len));
-	} else if (self->cfg.emit_line != NULL && utf8_valid(s, n)) {
-		/* The hot path: the same line, without building a tree. (Text
-		 * jansson would refuse takes the json path and fails the same.) */
+	if (self->delta_updates && self->cfg.emit_line != NULL) {
+		/* The hot path: the same line, without building a tree; it checks
+		 * the text is UTF-8 as it escapes it. (Text jansson would refuse
+		 * takes the json path below and fails the same.) */
 		size_t len = jsontext_delta_line(&self->line, &self->line_cap, idx, s, n);
 
 		if (len > 0) {
-			self->cfg.emit_line(self->cfg.emit_ctx, self->line, len);
+			if (text_append(self, s, n, true) == 0)
+				self->cfg.emit_line(self->cfg.emit_ctx, self->line, len);
 			return;
 		}
 	}
+	if (text_append(self, s, n, utf8_valid(s, n)) != 0)
+		return;
+	if (!self->delta_updates)
+		json_decref(sync_block_text(self, self->partial));
 	emit(self, update_event(self, json_pack("{s:s, s:i, s:s%}", "type", "text_delta",
 						"contentIndex", (int)idx, "delta", s, n)));
 }
@@ -462,19 +489,17 @@ static void sink_event(void *ctx, json_t *event)
 static void sink_text_end(void *ctx)
 {
 	struct session *self = ctx;
-	size_t idx;
+	json_t *text;
 
 	touch(self);
 	if (self->partial == NULL)
 		return;
-	idx = content_index(self);
 	/* With delta updates the block's text is only kept here; another
 	 * block (an agent CLI writes several) starts from nothing. */
-	json_object_set_new(json_array_get(json_object_get(self->partial, "content"), idx), "text",
-			    json_stringn(self->text ? self->text : "", self->text_len));
-	emit(self, update_event(self, json_pack("{s:s, s:i, s:s%}", "type", "text_end",
-						"contentIndex", (int)idx, "content",
-						self->text ? self->text : "", self->text_len)));
+	text = sync_block_text(self, self->partial);
+	emit(self, update_event(self, json_pack("{s:s, s:i, s:o}", "type", "text_end",
+						"contentIndex", (int)self->text_idx,
+						"content", text)));
 }
 
 static void set_usage(json_t *msg, int64_t input, int64_t output)
@@ -496,11 +521,8 @@ static json_t *close_message(struct session *self, enum stop_reason stop, const 
 	ensure_partial(self);
 	msg = self->partial;
 	self->partial = NULL;
-	if (self->text_len > 0) {
-		json_t *block = json_array_get(json_object_get(msg, "content"), content_index_of(msg));
-
-		json_object_set_new(block, "text", json_stringn(self->text, self->text_len));
-	}
+	if (self->text_len > 0)
+		json_decref(sync_block_text(self, msg));
 	self->text_len = 0;
 	json_object_set_new(msg, "stopReason", json_string(stop_reason_name(stop)));
 	if (error != NULL)

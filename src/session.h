@@ -93,6 +93,9 @@ struct session {
 	json_t *partial;       /* owned: the assistant message being streamed */
 	char *text;            /* owned: the open text block's text so far */
 	size_t text_len, text_cap;
+	size_t text_idx;       /* contentIndex of the open text block */
+	bool text_utf8;        /* every piece of text was valid UTF-8 (so is their sum) */
+	bool text_synced;      /* the block's "text" already holds text[0..text_len) */
 	bool output_paused;
 	bool delta_updates;    /* rpc.messageUpdates "delta", read per attempt */
 	char *line;            /* owned: the emit_line buffer */

@@ -8,7 +8,11 @@
 #include "jsontext.h"
 #include "log.h"
 
-/* A burst may grow a buffer; past this it is given back once written. */
+/* Buffers up to this size are kept between writes when the output is
+ * quiet. A congested stream cycles through buffers of about the high-water
+ * mark: those are kept (twice the mark, see keep_cap) until a drain that is
+ * not the end of a congestion, so a long answer to a slow reader does not
+ * allocate, fault in and grow by copying a fresh megabyte per cycle. */
 #define WRITER_KEEP_CAP (256u * 1024u)
 
 struct writer {
@@ -26,6 +30,7 @@ struct writer {
 	struct jsontext_buf inflight; /* being written */
 	bool writing;
 	size_t high, low;
+	size_t keep_cap;              /* larger buffers are freed once written */
 	bool congested;
 	bool failed;
 	struct writer_callbacks cbs;
@@ -33,14 +38,19 @@ struct writer {
 	void *flush_ctx;
 };
 
-static void buf_reset(struct jsontext_buf *b)
+static void buf_free(struct jsontext_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->cap = 0;
+	b->len = 0;
+}
+
+static void buf_reset(struct jsontext_buf *b, size_t keep)
 {
 	b->len = 0;
-	if (b->cap > WRITER_KEEP_CAP) {
-		free(b->data);
-		b->data = NULL;
-		b->cap = 0;
-	}
+	if (b->cap > keep)
+		buf_free(b);
 }
 
 static int append(struct jsontext_buf *b, const char *s, size_t n)
@@ -67,7 +77,8 @@ bool writer_failed(const struct writer *self)
 	return self->failed;
 }
 
-static void update_congestion(struct writer *self)
+/* Returns whether a congestion ended. */
+static bool update_congestion(struct writer *self)
 {
 	size_t q = writer_queued(self);
 
@@ -79,7 +90,9 @@ static void update_congestion(struct writer *self)
 		self->congested = false;
 		if (self->cbs.congestion)
 			self->cbs.congestion(self->cbs.ctx, false);
+		return true;
 	}
+	return false;
 }
 
 static void maybe_flushed(struct writer *self)
@@ -114,12 +127,16 @@ static void on_written(uv_write_t *req, int status)
 	struct writer *self = req->data;
 
 	self->writing = false;
-	buf_reset(&self->inflight);
+	buf_reset(&self->inflight, self->keep_cap);
 	if (status < 0) {
 		fail(self, status);
 		return;
 	}
-	update_congestion(self);
+	if (!update_congestion(self) && self->pending.len == 0) {
+		/* Quiet again: what a burst grew goes back. */
+		buf_reset(&self->inflight, WRITER_KEEP_CAP);
+		buf_reset(&self->pending, WRITER_KEEP_CAP);
+	}
 	kick(self);
 	maybe_flushed(self);
 }
@@ -140,7 +157,7 @@ static void write_file(struct writer *self)
 		}
 		off += (size_t)n;
 	}
-	buf_reset(&self->inflight);
+	buf_reset(&self->inflight, WRITER_KEEP_CAP);
 }
 
 static void kick(struct writer *self)
@@ -180,6 +197,10 @@ struct writer *writer_new(uv_loop_t *loop, int fd, size_t high, const struct wri
 	self->fd = fd;
 	self->high = high;
 	self->low = high / 2;
+	self->keep_cap = WRITER_KEEP_CAP;
+	while (self->keep_cap < high && self->keep_cap <= (size_t)-1 / 4)
+		self->keep_cap *= 2;
+	self->keep_cap *= 2;
 	if (cbs)
 		self->cbs = *cbs;
 	self->kind = uv_guess_handle(fd);

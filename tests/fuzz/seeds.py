@@ -266,10 +266,28 @@ def jsontext_seeds():
         put("jsontext", name, data)
 
 
+# -- jsonscan: the data payloads of the sse seeds, one per line ------------------
+
+def jsonscan_seeds():
+    src = os.path.join(CORPUS, "sse")
+    for name in sorted(os.listdir(src)):
+        if name.endswith("-split7"):
+            continue
+        with open(os.path.join(src, name), "rb") as f:
+            b = f.read()
+        if len(b) < 2:
+            continue
+        body = b[2:].replace(b"\r\n", b"\n")
+        datas = [l[5:].lstrip(b" ") for l in body.split(b"\n") if l.startswith(b"data:")]
+        if datas:
+            put("jsonscan", name, bytes([b[1] & 1]) + b"\n".join(datas[:64]))
+
+
 def main():
     jsontext_seeds()
     rpc_seeds()
     sse_seeds()
+    jsonscan_seeds()
     settings_seeds()
     hint_seeds()
     for t in sorted(os.listdir(CORPUS)):

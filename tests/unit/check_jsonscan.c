@@ -1,0 +1,355 @@
+/* The in-place chunk readers (src/jsonscan.c, api_openai_quick,
+ * api_anthropic_quick) against the jansson decoders they stand in for: every
+ * payload goes through both paths of the stream decoder, which must end in
+ * the same sink calls and state; and each payload is expected to be read in
+ * place, or given to jansson. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "jsonscan.h"
+
+Suite *jsonscan_suite(void);
+
+struct log {
+	char text[16384];
+};
+
+/* Appends s[0..n) and '|', a NUL byte shown as "\\0". */
+static void add(struct log *l, const char *s, size_t n)
+{
+	size_t have = strlen(l->text);
+
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_uint_lt(have + 4, sizeof(l->text));
+		if (s[i] == '\0') {
+			l->text[have++] = '\\';
+			l->text[have++] = '0';
+		} else {
+			l->text[have++] = s[i];
+		}
+	}
+	l->text[have++] = '|';
+	l->text[have] = '\0';
+}
+
+static void on_start(void *ctx)
+{
+	add(ctx, "start", 5);
+}
+
+static void on_text_start(void *ctx)
+{
+	add(ctx, "text_start", 10);
+}
+
+static void on_text_delta(void *ctx, const char *s, size_t n)
+{
+	add(ctx, "delta:", 6);
+	add(ctx, s, n);
+}
+
+static void on_text_end(void *ctx)
+{
+	add(ctx, "text_end", 8);
+}
+
+static void on_finish(void *ctx, const struct provider_result *r)
+{
+	(void)ctx;
+	(void)r;
+	ck_abort_msg("the decoder called finish()");
+}
+
+/* Runs the payloads, one SSE event each, through one path; the log ends
+ * with the decoder's state. */
+static void run(enum api_kind kind, bool tree, const char *event, const char *const *data,
+		size_t n, struct log *l)
+{
+	struct provider_sink sink = { on_start, on_text_start, on_text_delta, on_text_end,
+				      on_finish, l, NULL };
+	struct api_stream st;
+	char state[API_ERROR_MAX + 128];
+
+	memset(l, 0, sizeof(*l));
+	api_stream_init(&st, kind, &sink);
+	for (size_t i = 0; i < n && !api_stream_done(&st); i++) {
+		struct sse_event ev = { event, strlen(event), data[i], strlen(data[i]) };
+
+		if (kind == API_OPENAI)
+			tree ? api_openai_event_tree(&st, &ev) : api_openai_event(&st, &ev);
+		else
+			tree ? api_anthropic_event_tree(&st, &ev) : api_anthropic_event(&st, &ev);
+	}
+	snprintf(state, sizeof(state), "complete=%d done=%d failed=%d stop=%d in=%lld out=%lld error=%s",
+		 st.complete, st.done, st.failed, (int)st.stop, (long long)st.input_tokens,
+		 (long long)st.output_tokens, st.failed || st.stop == STOP_ERROR ? st.error : "");
+	add(l, state, strlen(state));
+}
+
+/* Both paths agree on the sequence; returns the log. */
+static void same(enum api_kind kind, const char *event, const char *const *data, size_t n,
+		 struct log *quick)
+{
+	struct log tree;
+
+	run(kind, false, event, data, n, quick);
+	run(kind, true, event, data, n, &tree);
+	ck_assert_str_eq(quick->text, tree.text);
+}
+
+/* One payload: both paths agree, and it is read in place or not, as said. */
+static void one(enum api_kind kind, const char *data, bool in_place)
+{
+	struct openai_quick q;
+	struct log l;
+	int got = kind == API_OPENAI ? api_openai_quick(data, strlen(data), &q)
+				     : api_anthropic_quick(data, strlen(data), &q);
+
+	ck_assert_msg(got == in_place, "%s: read in place %d, expected %d", data, got, in_place);
+	same(kind, "message", &data, 1, &l);
+}
+
+#define CHUNK(choice) \
+	"{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1795998688," \
+	"\"model\":\"m\",\"system_fingerprint\":\"fp\",\"choices\":[" choice "]}"
+
+START_TEST(test_openai_everyday_chunks_are_read_in_place_to_the_same_result)
+{
+	static const char *const seq[] = {
+		CHUNK("{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\",\"refusal\":null},"
+		      "\"logprobs\":null,\"finish_reason\":null}"),
+		CHUNK("{\"index\":0,\"delta\":{\"content\":\"Hel\"},\"logprobs\":null,\"finish_reason\":null}"),
+		CHUNK("{\"index\":0,\"delta\":{\"content\":\"lo \\\"w\\u00e9\\ud83d\\ude00\\n\\t\\/\\\\\"},"
+		      "\"finish_reason\":null}"),
+		CHUNK("{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}"),
+		"{\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":5}}",
+		"[DONE]",
+	};
+	struct log l;
+
+	for (size_t i = 0; i < 4; i++)
+		one(API_OPENAI, seq[i], true);
+	one(API_OPENAI, seq[4], false);
+	same(API_OPENAI, "message", seq, 6, &l);
+	ck_assert_ptr_nonnull(strstr(l.text, "delta:|Hel|delta:|lo \"w\xC3\xA9\xF0\x9F\x98\x80\n\t/\\|"));
+	ck_assert_ptr_nonnull(strstr(l.text, "complete=1 done=1 failed=0 stop=0 in=3 out=5"));
+}
+END_TEST
+
+START_TEST(test_openai_finish_reasons_map_the_same_both_ways)
+{
+	static const char *const reasons[] = { "stop", "length", "tool_calls", "function_call",
+					       "content_filter", "something_new", "" };
+
+	for (size_t i = 0; i < sizeof(reasons) / sizeof(*reasons); i++) {
+		char data[512];
+
+		snprintf(data, sizeof(data),
+			 CHUNK("{\"index\":0,\"delta\":{\"content\":\"x\"},\"finish_reason\":\"%s\"}"),
+			 reasons[i]);
+		one(API_OPENAI, data, true);
+	}
+}
+END_TEST
+
+/* Each of these is valid JSON the quick reader leaves to jansson, or JSON
+ * jansson refuses: the two paths must still agree (a failure included). */
+START_TEST(test_openai_unusual_or_broken_chunks_go_to_jansson)
+{
+	static const char *const cases[] = {
+		CHUNK("{\"index\":0,\"delta\":{\"content\":\"a\"}},{\"index\":1,\"delta\":{\"content\":\"b\"}}"),
+		CHUNK("{\"index\":1,\"delta\":{\"content\":\"b\"}}"),
+		CHUNK("{\"index\":\"0\",\"delta\":{\"content\":\"b\"}}"),
+		CHUNK("{\"index\":0,\"delta\":{\"content\":\"a\",\"content\":\"b\"}}"),
+		CHUNK("{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"st\\u0000op\"}"),
+		CHUNK("{\"index\":0,\"delta\":\"text\"}"),
+		"{\"error\":{\"message\":\"Overloaded\",\"type\":\"server_error\"}}",
+		"{\"error\":\"boom\",\"choices\":[]}",
+		"{\"usage\":{\"prompt_tokens\":1},\"choices\":[]}",
+		"{\"choices\":[],\"choices\":[]}",
+		"{\"cho\\u0069ces\":[{\"delta\":{\"content\":\"k\"}}]}",
+		"{\"n\":1e5,\"choices\":[{\"delta\":{\"content\":\"e\"}}]}",
+		"{\"n\":12345678901234567,\"choices\":[{\"delta\":{\"content\":\"e\"}}]}",
+		/* Found by fuzzing: the digits once overflowed before the length check. */
+		"{\"n\":-99999999999999999999999999,\"choices\":[{\"delta\":{\"content\":\"e\"}}]}",
+		"{\"n\":[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]],\"choices\":[]}",
+		/* Refused by jansson too. */
+		"{\"choices\":[{\"delta\":{\"content\":\"lone \\ud83d\"}}]}",
+		"{\"choices\":[{\"delta\":{\"content\":\"bad \xC3\x28\"}}]}",
+		"{\"choices\":[{\"delta\":{\"content\":\"raw \x01 control\"}}]}",
+		"{\"choices\":[{\"delta\":{\"content\":\"x\"}}]} trailing",
+		"{\"choices\":[{\"delta\":{\"content\":\"x\"}},]}",
+		"{\"choices\":[{\"delta\":{\"content\":\"x\"},}]}",
+		"{\"n\":01,\"choices\":[]}",
+		"{\"n\":1.,\"choices\":[]}",
+		"{\"n\":-,\"choices\":[]}",
+		"{\"n\":nul,\"choices\":[]}",
+		"{\"n\":\"\\x\",\"choices\":[]}",
+		"{\"choices\":[{\"delta\":{\"content\":\"x\"}}]",
+		"[1,2]",
+		"",
+		"   ",
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
+		one(API_OPENAI, cases[i], false);
+}
+END_TEST
+
+START_TEST(test_openai_whitespace_nesting_and_literals_are_read_in_place)
+{
+	static const char *const cases[] = {
+		" { \"choices\" : [ { \"delta\" : { \"content\" : \"a b\" } , \"finish_reason\" : null } ] } \r\n",
+		"{\"x\":{\"y\":[true,false,null,-0,1.25,\"s\",{}],\"z\":[]},\"choices\":[{\"delta\":null}]}",
+		"{\"choices\":[{\"index\":-0,\"delta\":{\"content\":null,\"tool_calls\":[{\"id\":\"t\"}]}}]}",
+		"{\"usage\":null,\"error\":null,\"choices\":[{\"delta\":{\"content\":\"\\u0000nul\"}}]}",
+		"{\"choices\":[{\"delta\":{\"content\":5,\"content\":\"late\"}}]}",
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
+		one(API_OPENAI, cases[i], true);
+}
+END_TEST
+
+/* A chunk whose content is `plain` bytes of 'p' and then `newlines` "\n". */
+static char *long_chunk(size_t plain, size_t newlines)
+{
+	char *data = malloc(plain + 2 * newlines + 64);
+	size_t at;
+
+	ck_assert_ptr_nonnull(data);
+	at = (size_t)sprintf(data, "{\"choices\":[{\"delta\":{\"content\":\"");
+	memset(data + at, 'p', plain);
+	at += plain;
+	for (size_t i = 0; i < newlines; i++) {
+		data[at++] = '\\';
+		data[at++] = 'n';
+	}
+	strcpy(data + at, "\"}}]}");
+	return data;
+}
+
+START_TEST(test_openai_long_text_is_read_in_place_unless_its_escapes_overflow_scratch)
+{
+	static const struct {
+		size_t plain, newlines;
+		bool in_place;
+	} cases[] = {
+		{ 3 * JSONSCAN_SCRATCH, 0, true },         /* no escape: read where it is */
+		{ JSONSCAN_SCRATCH - 1, 1, true },         /* decoded, exactly fills scratch */
+		{ JSONSCAN_SCRATCH, 1, false },            /* one byte more */
+		{ 0, JSONSCAN_SCRATCH, true },
+		{ 0, JSONSCAN_SCRATCH + 1, false },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		char *data = long_chunk(cases[i].plain, cases[i].newlines);
+
+		one(API_OPENAI, data, cases[i].in_place);
+		free(data);
+	}
+}
+END_TEST
+
+START_TEST(test_every_byte_in_a_string_reads_as_jansson_reads_it)
+{
+	for (int c = 1; c < 256; c++) {
+		char data[128];
+
+		snprintf(data, sizeof(data), "{\"choices\":[{\"delta\":{\"content\":\"a%cb\"}}]}", c);
+		/* Printable ASCII is read in place ('\\' makes "\\b", an escape);
+		 * the rest (controls, a '"' that ends the string early, a lone
+		 * byte >= 0x80) is refused by both. */
+		one(API_OPENAI, data, c >= 0x20 && c < 0x80 && c != '"');
+	}
+}
+END_TEST
+
+START_TEST(test_anthropic_text_deltas_are_read_in_place_other_events_by_jansson)
+{
+	static const char *const in_place[] = {
+		"{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi \\\"there\\\"\"}}",
+		"{\"delta\":{\"text\":\"order\",\"type\":\"text_delta\"},\"index\":0,\"type\":\"content_block_delta\"}",
+		"{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}",
+		"{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\"}}",
+		"{\"type\":\"content_block_delta\",\"index\":0}",
+	};
+	static const char *const by_jansson[] = {
+		"{\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}",
+		"{\"type\":\"ping\"}",
+		"{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":4}}",
+		"{\"type\":\"content_block_delta\",\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}",
+		"{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"x\",\"text\":\"y\"}}",
+		"{\"type\":\"content_block_delta\",\"delta\":\"x\"}",
+		"{\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"no type\"}}",
+		"{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}",
+		"{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"\\udc00\"}}",
+		"{\"type\":\"message_stop\"}",
+	};
+
+	for (size_t i = 0; i < sizeof(in_place) / sizeof(*in_place); i++)
+		one(API_ANTHROPIC, in_place[i], true);
+	for (size_t i = 0; i < sizeof(by_jansson) / sizeof(*by_jansson); i++)
+		one(API_ANTHROPIC, by_jansson[i], false);
+}
+END_TEST
+
+START_TEST(test_anthropic_named_error_event_is_never_read_in_place)
+{
+	static const char *const data[] = {
+		"{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}",
+	};
+	struct log l;
+
+	same(API_ANTHROPIC, "error", data, 1, &l);
+	ck_assert_ptr_nonnull(strstr(l.text, "failed=1"));
+}
+END_TEST
+
+START_TEST(test_scanner_skips_and_refuses_like_a_json_parser)
+{
+	static const struct {
+		const char *text;
+		bool ok;
+	} cases[] = {
+		{ "{}", true }, { "[]", true }, { "[1,2,[3,{\"a\":\"b\"}]]", true },
+		{ "{\"a\":1,}", false }, { "[1,]", false }, { "[,1]", false }, { "{,}", false },
+		{ "{\"a\" 1}", false }, { "{\"a\":}", false }, { "{1:2}", false },
+		{ "[tru]", false }, { "[true false]", false }, { "\"unterminated", false },
+		{ "[\"\\u12\"]", false }, { "[\"\\uD800\\u0041\"]", false }, { "[-01]", false },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		struct jsonscan js;
+		bool ok;
+
+		jsonscan_init(&js, cases[i].text, strlen(cases[i].text));
+		ok = jsonscan_skip(&js) == 0 && jsonscan_end(&js);
+		ck_assert_msg(ok == cases[i].ok, "%s: %d", cases[i].text, ok);
+	}
+}
+END_TEST
+
+Suite *jsonscan_suite(void)
+{
+	Suite *s = suite_create("jsonscan");
+	TCase *openai = tcase_create("openai"), *anthropic = tcase_create("anthropic");
+	TCase *scan = tcase_create("scan");
+
+	tcase_add_test(openai, test_openai_everyday_chunks_are_read_in_place_to_the_same_result);
+	tcase_add_test(openai, test_openai_finish_reasons_map_the_same_both_ways);
+	tcase_add_test(openai, test_openai_unusual_or_broken_chunks_go_to_jansson);
+	tcase_add_test(openai, test_openai_whitespace_nesting_and_literals_are_read_in_place);
+	tcase_add_test(openai, test_openai_long_text_is_read_in_place_unless_its_escapes_overflow_scratch);
+	tcase_add_test(openai, test_every_byte_in_a_string_reads_as_jansson_reads_it);
+	tcase_add_test(anthropic, test_anthropic_text_deltas_are_read_in_place_other_events_by_jansson);
+	tcase_add_test(anthropic, test_anthropic_named_error_event_is_never_read_in_place);
+	tcase_add_test(scan, test_scanner_skips_and_refuses_like_a_json_parser);
+	suite_add_tcase(s, openai);
+	suite_add_tcase(s, anthropic);
+	suite_add_tcase(s, scan);
+	return s;
+}
