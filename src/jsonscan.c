@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "jsontext.h"
 #include "utf8.h"
 
 #define BAIL JSONSCAN_BAIL
@@ -200,6 +201,14 @@ static int string(struct jsonscan *s, const char **out, size_t *len, bool keep, 
 		const char *run = s->p;
 		unsigned char c;
 
+		while (s->end - s->p >= 8) {
+			uint64_t w;
+
+			memcpy(&w, s->p, 8);
+			if (jsontext_special8(w))
+				break;
+			s->p += 8;
+		}
 		while (s->p < s->end && plain[(unsigned char)*s->p])
 			s->p++;
 		if (o != NULL) {

@@ -19,19 +19,6 @@ static const unsigned char needs_escape[256] = {
 	['"'] = 1, ['\\'] = 1,
 };
 
-#define ONES UINT64_C(0x0101010101010101)
-#define HIGHS UINT64_C(0x8080808080808080)
-
-/* Whether one of the eight bytes of w is not plain: a control, '"', '\\'
- * or a byte >= 0x80 (the classic exact tests "some byte < n" and "some byte
- * == 0" of w ^ c, plus the high bits). */
-static inline bool special8(uint64_t w)
-{
-	uint64_t q = w ^ (ONES * '"'), b = w ^ (ONES * '\\');
-
-	return ((((w - ONES * 0x20) | (q - ONES) | (b - ONES)) & ~w) | w) & HIGHS;
-}
-
 size_t jsontext_escape(char *out, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789ABCDEF";
@@ -49,7 +36,7 @@ size_t jsontext_escape(char *out, const char *s, size_t len)
 			uint64_t w;
 
 			memcpy(&w, p + run, 8);
-			if (special8(w))
+			if (jsontext_special8(w))
 				break;
 			run += 8;
 		}

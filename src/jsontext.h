@@ -13,10 +13,25 @@
 #define RETRYD_JSONTEXT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The most bytes jsontext_escape() can write for `len` input bytes. */
 #define JSONTEXT_ESCAPED_MAX(len) ((len) * 6)
+
+/* Whether one of the eight bytes of w (read from memory in any byte order)
+ * is not plain JSON string text: a control, '"', '\\' or a byte >= 0x80.
+ * The classic exact tests "some byte < n" and "some byte == 0" (of w ^ c),
+ * plus the high bits; scanners use it to skip plain text eight bytes at a
+ * time. */
+static inline bool jsontext_special8(uint64_t w)
+{
+	const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+	uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+
+	return ((((w - ones * 0x20) | (q - ones) | (b - ones)) & ~w) | w) & highs;
+}
 
 /* jsontext_escape()'s answer for text that is not well-formed UTF-8. */
 #define JSONTEXT_NOT_UTF8 ((size_t)-1)

@@ -171,12 +171,14 @@ static int append_line(struct sse_parser *self, const char *bytes, size_t len)
 	return 0;
 }
 
+/* The first CR or LF in [p, end), or NULL. Lines end in LF nearly always:
+ * find it with memchr, then look for a CR only before it. */
 static const char *find_eol(const char *p, const char *end)
 {
-	for (; p < end; p++)
-		if (*p == '\n' || *p == '\r')
-			return p;
-	return NULL;
+	const char *lf = memchr(p, '\n', (size_t)(end - p));
+	const char *cr = memchr(p, '\r', (size_t)((lf ? lf : end) - p));
+
+	return cr ? cr : lf;
 }
 
 int sse_feed(struct sse_parser *self, const char *bytes, size_t len, sse_cb cb, void *ctx)
