@@ -41,7 +41,9 @@ Cases (--case):
              20,000 / 1,000,000), retryd full (pi's shape: every update
              repeats the partial message, so N^2 output; N <= 20,000), pi
              (full; N = 2,000 / 5,000 / 20,000, under a watchdog: RSS cap
-             3 GiB, 90 s), cat of retryd's bytes.
+             3 GiB, 90 s), cat of retryd's bytes, and curl reading the
+             same delta-mode answers from the server (what the server alone
+             can send: the relay cannot be faster than that).
 
 Targets (the check lines; never test failures): ready < 5 ms; idle RSS
 < 4 MiB; > 100,000 get_state/s pipelined; timer error p99 < 2 ms; abort
@@ -418,6 +420,38 @@ class PiRelay(Case):
         finally:
             srv.stop()
             subprocess.run(["rm", "-rf", home])
+
+
+class CurlBaseline(Case):
+    """The fake server's stream alone: curl reads the same N-chunk answer and
+    throws it away, so the row shows what the server can send."""
+    name = "relay-curl"
+    label = "curl (the server's stream alone)"
+
+    def __init__(self, ns):
+        self.ns = ns
+
+    def available(self):
+        ok = subprocess.run(["sh", "-c", "command -v curl"], stdout=subprocess.DEVNULL).returncode == 0
+        return ok, "" if ok else "curl is not installed"
+
+    def measure(self, ctx, n):
+        srv = FakeServerProcess(relay_plan(n), T_RUN + 30)
+        try:
+            argv = ["curl", "-sS", "-N", "-o", "/dev/null", "-w", "%{size_download}",
+                    "-H", "Content-Type: application/json", "-H", "Authorization: Bearer sk-bench",
+                    "-d", json.dumps({"model": "m1", "stream": True,
+                                      "messages": [{"role": "user", "content": "x"}]}),
+                    srv.url + "/v1/chat/completions"]
+            subprocess.run(argv, stdout=subprocess.DEVNULL, timeout=T_RUN, check=True)  # the warm-up step
+            t0 = time.monotonic()
+            out = subprocess.run(argv, stdout=subprocess.PIPE, timeout=T_RUN, check=True)
+            elapsed = time.monotonic() - t0
+        except (OSError, subprocess.SubprocessError) as e:
+            raise RunFailed("curl: %s" % e)
+        finally:
+            srv.stop()
+        return {"time": elapsed, "cpu": None, "bytes": int(out.stdout or 0), "rss": None, "ok": True}
 
 
 class CatBaseline(Case):
@@ -940,6 +974,9 @@ class Bench:
             if self.pi_ok:
                 cases.append(PiRelay())
             cases += [CatBaseline("delta", RELAY_DELTA_NS), CatBaseline("full", RELAY_FULL_NS)]
+            curl = CurlBaseline(RELAY_DELTA_NS)
+            if curl.available()[0]:
+                cases.append(curl)
             for case in cases:
                 case.available()
                 ns = list(case.ns)
@@ -969,6 +1006,7 @@ class Bench:
         cat = {("delta", r["n"]): r for r in series.get("relay-cat-delta", (None, []))[1] if r["time"]}
         cat.update({("full", r["n"]): r for r in series.get("relay-cat-full", (None, []))[1] if r["time"]})
         full = {r["n"]: r for r in series.get("relay-retryd-full", (None, []))[1] if r["time"]}
+        curl = {r["n"]: r for r in series.get("relay-curl", (None, []))[1] if r["time"]}
         for name in ("relay-retryd-delta", "relay-retryd-full", "relay-pi"):
             if name not in series:
                 continue
@@ -995,6 +1033,10 @@ class Bench:
                     if c:
                         vs = "cat: %.3f s" % c["time"]
                         ratio = "%.1f %% of cat" % (100 * c["time"] / r["time"])
+                    u = curl.get(r["n"]) if case.mode == "delta" else None
+                    if u:
+                        vs += "; server to curl: %.3f s (%s)" % (u["time"], fmt_bytes(u["bytes"]))
+                        ratio += ", %.0f %% of curl" % (100 * u["time"] / r["time"])
                 self.rows.append(Row("http-relay", "HTTP relay, " + case.label, "{:,}".format(r["n"]),
                                      value, vs, ratio,
                                      "%s, RSS x%.2f" % (gr, r["rss"] / base_rss) if base_rss else gr,

@@ -140,9 +140,14 @@ int jsontext_reserve(struct jsontext_buf *b, size_t more)
 	return 0;
 }
 
+static inline int room(struct jsontext_buf *b, size_t n)
+{
+	return b->cap - b->len >= n ? 0 : jsontext_reserve(b, n);
+}
+
 static int put(struct jsontext_buf *b, const char *s, size_t n)
 {
-	if (jsontext_reserve(b, n) != 0)
+	if (room(b, n) != 0)
 		return -1;
 	memcpy(b->data + b->len, s, n);
 	b->len += n;
@@ -153,7 +158,7 @@ static int put_string(struct jsontext_buf *b, const char *s, size_t n)
 {
 	size_t esc;
 
-	if (n > ((size_t)-1 - 2) / 6 || jsontext_reserve(b, JSONTEXT_ESCAPED_MAX(n) + 2) != 0)
+	if (n > ((size_t)-1 - 2) / 6 || room(b, JSONTEXT_ESCAPED_MAX(n) + 2) != 0)
 		return -1;
 	esc = jsontext_escape(b->data + b->len + 1, s, n);
 	if (esc == JSONTEXT_NOT_UTF8)
@@ -269,8 +274,15 @@ static int dump(const json_t *json, struct jsontext_buf *b, int depth)
 		if (put(b, "{", 1) != 0)
 			return -1;
 		json_object_keylen_foreach((json_t *)json, key, key_len, v) {
-			if ((!first && put(b, ",", 1) != 0) || put_string(b, key, key_len) != 0 ||
-			    put(b, ":", 1) != 0 || dump(v, b, depth + 1) != 0)
+			/* The comma, the key and the colon: room for all at once. */
+			if (key_len > ((size_t)-1 - 4) / 6 || room(b, JSONTEXT_ESCAPED_MAX(key_len) + 4) != 0)
+				return -1;
+			if (!first)
+				b->data[b->len++] = ',';
+			if (put_string(b, key, key_len) != 0)
+				return -1;
+			b->data[b->len++] = ':';
+			if (dump(v, b, depth + 1) != 0)
 				return -1;
 			first = false;
 		}
