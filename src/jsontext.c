@@ -27,24 +27,24 @@ size_t jsontext_escape(char *out, const char *s, size_t len)
 	size_t i = 0;
 
 	while (i < len) {
-		/* Copy the run of bytes that need neither an escape nor a UTF-8
-		 * check in one go, scanning eight at a time. */
-		size_t run = i, seq;
+		/* Copy the bytes that need neither an escape nor a UTF-8 check,
+		 * eight at a time while there are eight (fixed-size copies, no
+		 * call: most deltas are a few bytes), then one by one. */
+		size_t seq;
 		unsigned char c;
 
-		while (len - run >= 8) {
+		while (len - i >= 8) {
 			uint64_t w;
 
-			memcpy(&w, p + run, 8);
+			memcpy(&w, p + i, 8);
 			if (jsontext_special8(w))
 				break;
-			run += 8;
+			memcpy(o, &w, 8);
+			o += 8;
+			i += 8;
 		}
-		while (run < len && p[run] < 0x80 && !needs_escape[p[run]])
-			run++;
-		memcpy(o, p + i, run - i);
-		o += run - i;
-		i = run;
+		while (i < len && p[i] < 0x80 && !needs_escape[p[i]])
+			*o++ = (char)p[i++];
 		if (i == len)
 			break;
 		c = p[i];
@@ -52,9 +52,8 @@ size_t jsontext_escape(char *out, const char *s, size_t len)
 			seq = utf8_seq(p + i, len - i);
 			if (seq == 0)
 				return JSONTEXT_NOT_UTF8;
-			memcpy(o, p + i, seq);
-			o += seq;
-			i += seq;
+			while (seq-- > 0)
+				*o++ = (char)p[i++];
 			continue;
 		}
 		i++;
@@ -83,41 +82,43 @@ size_t jsontext_escape(char *out, const char *s, size_t len)
 #define DELTA_MID ",\"delta\":\""
 #define DELTA_TAIL "\"}}\n"
 
-size_t jsontext_delta_line(char **buf, size_t *cap, size_t index, const char *delta, size_t len)
+int jsontext_delta_append(struct jsontext_buf *b, size_t index, const char *delta, size_t len)
 {
 	char digits[24];
 	const char *num = format_u64(digits, index);
 	size_t numlen = (size_t)(digits + 24 - num);
-	size_t need, n = 0, esc;
+	size_t esc;
+	char *o;
 
-	if (len > ((size_t)-1 - 256) / 6)
-		return 0;
-	need = sizeof(DELTA_HEAD) + numlen + sizeof(DELTA_MID) + JSONTEXT_ESCAPED_MAX(len) +
-	       sizeof(DELTA_TAIL);
-	if (need > *cap) {
-		size_t c = *cap ? *cap : 256;
-		char *p;
-
-		while (c < need)
-			c *= 2;
-		p = realloc(*buf, c);
-		if (p == NULL)
-			return 0;
-		*buf = p;
-		*cap = c;
-	}
-	memcpy(*buf, DELTA_HEAD, sizeof(DELTA_HEAD) - 1);
-	n = sizeof(DELTA_HEAD) - 1;
-	memcpy(*buf + n, num, numlen);
-	n += numlen;
-	memcpy(*buf + n, DELTA_MID, sizeof(DELTA_MID) - 1);
-	n += sizeof(DELTA_MID) - 1;
-	esc = jsontext_escape(*buf + n, delta, len);
+	if (len > ((size_t)-1 - 256) / 6 ||
+	    jsontext_reserve(b, sizeof(DELTA_HEAD) + numlen + sizeof(DELTA_MID) +
+				    JSONTEXT_ESCAPED_MAX(len) + sizeof(DELTA_TAIL)) != 0)
+		return -1;
+	o = b->data + b->len;
+	memcpy(o, DELTA_HEAD, sizeof(DELTA_HEAD) - 1);
+	o += sizeof(DELTA_HEAD) - 1;
+	memcpy(o, num, numlen);
+	o += numlen;
+	memcpy(o, DELTA_MID, sizeof(DELTA_MID) - 1);
+	o += sizeof(DELTA_MID) - 1;
+	esc = jsontext_escape(o, delta, len);
 	if (esc == JSONTEXT_NOT_UTF8)
-		return 0;
-	n += esc;
-	memcpy(*buf + n, DELTA_TAIL, sizeof(DELTA_TAIL) - 1);
-	return n + sizeof(DELTA_TAIL) - 1;
+		return -2;
+	o += esc;
+	memcpy(o, DELTA_TAIL, sizeof(DELTA_TAIL) - 1);
+	o += sizeof(DELTA_TAIL) - 1;
+	b->len = (size_t)(o - b->data);
+	return 0;
+}
+
+size_t jsontext_delta_line(char **buf, size_t *cap, size_t index, const char *delta, size_t len)
+{
+	struct jsontext_buf b = { *buf, 0, *cap };
+	int rc = jsontext_delta_append(&b, index, delta, len);
+
+	*buf = b.data;
+	*cap = b.cap;
+	return rc == 0 ? b.len : 0;
 }
 
 int jsontext_reserve(struct jsontext_buf *b, size_t more)

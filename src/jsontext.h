@@ -60,6 +60,11 @@ struct jsontext_buf {
 /* Makes room for `more` bytes after len. Returns 0, or -1 when memory ran out. */
 int jsontext_reserve(struct jsontext_buf *b, size_t more);
 
+/* jsontext_delta_line()'s line appended to b. Returns 0, -1 when memory ran
+ * out, -2 when delta is not well-formed UTF-8; b->len is unchanged unless it
+ * returns 0. */
+int jsontext_delta_append(struct jsontext_buf *b, size_t index, const char *delta, size_t len);
+
 /* Appends `json` (borrowed) as compact JSON, the bytes
  * json_dumps(json, JSON_COMPACT | JSON_ENCODE_ANY) returns: keys in
  * insertion order, integers as %lld, reals as jansson prints them (%.17g,

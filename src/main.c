@@ -231,12 +231,18 @@ static void emit_cb(void *ctx, json_t *event)
 	json_decref(event);
 }
 
-static void emit_line_cb(void *ctx, const char *line, size_t len)
+static struct jsontext_buf *line_buf_cb(void *ctx)
 {
 	struct daemon *d = ctx;
 
-	if (d->writer != NULL && !d->closed)
-		writer_send_raw(d->writer, line, len);
+	return d->writer != NULL && !d->closed ? writer_line_buffer(d->writer) : NULL;
+}
+
+static void line_done_cb(void *ctx)
+{
+	struct daemon *d = ctx;
+
+	writer_line_done(d->writer);
 }
 
 static void on_line(void *ctx, enum framer_kind kind, const char *line, size_t len)
@@ -350,7 +356,8 @@ static int run(struct daemon *d, const struct options *o)
 		.session_file = o->session_file,
 		.session_dir = dir,
 		.emit = emit_cb,
-		.emit_line = emit_line_cb,
+		.line_buf = line_buf_cb,
+		.line_done = line_done_cb,
 		.emit_ctx = d,
 	};
 

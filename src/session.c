@@ -210,7 +210,6 @@ void session_release(struct session *self)
 	journal_release(&self->journal);
 	authstore_release(&self->auth);
 	free(self->text);
-	free(self->line);
 	json_decref(self->model_json);
 	free(self->model);
 	free(self->fixed_file);
@@ -457,17 +456,32 @@ static void sink_text_delta(void *ctx, const char *s, size_t n)
 	touch(self);
 	if (self->partial == NULL)
 		return;
-	if (self->delta_updates && self->cfg.emit_line != NULL) {
-		/* The hot path: the same line, without building a tree; it checks
-		 * the text is UTF-8 as it escapes it. (Text jansson would refuse
-		 * takes the json path below and fails the same.) */
-		size_t len = jsontext_delta_line(&self->line, &self->line_cap, idx, s, n);
+	if (self->delta_updates && self->cfg.line_buf != NULL) {
+		/* The hot path: the line written straight into the output
+		 * buffer, without building a tree; the text is checked for UTF-8
+		 * as it is escaped. (Text jansson would refuse takes the json
+		 * path below and fails the same.) */
+		struct jsontext_buf *b = self->cfg.line_buf(self->cfg.emit_ctx);
+		size_t mark;
+		int rc;
 
-		if (len > 0) {
-			if (text_append(self, s, n, true) == 0)
-				self->cfg.emit_line(self->cfg.emit_ctx, self->line, len);
+		if (b == NULL) {
+			/* Output gone: nothing to write; the message still grows. */
+			text_append(self, s, n, utf8_valid(s, n));
 			return;
 		}
+		mark = b->len;
+		rc = jsontext_delta_append(b, idx, s, n);
+		if (rc == 0 && text_append(self, s, n, true) != 0) {
+			b->len = mark;
+			return;
+		}
+		if (rc == 0) {
+			self->cfg.line_done(self->cfg.emit_ctx);
+			return;
+		}
+		if (rc == -1)
+			return;
 	}
 	if (text_append(self, s, n, utf8_valid(s, n)) != 0)
 		return;

@@ -33,8 +33,12 @@
 
 /* event: stolen. */
 typedef void (*session_emit_fn)(void *ctx, json_t *event);
-/* One ready-made output line (compact JSON and LF; borrowed for the call). */
-typedef void (*session_emit_line_fn)(void *ctx, const char *line, size_t len);
+struct jsontext_buf;
+/* The buffer the next output line is appended to (borrowed, valid until
+ * line_done; NULL when the output is gone), and the call that sends what
+ * was appended. */
+typedef struct jsontext_buf *(*session_line_buf_fn)(void *ctx);
+typedef void (*session_line_done_fn)(void *ctx);
 
 struct session_config {
 	struct settings *settings;   /* borrowed */
@@ -45,10 +49,12 @@ struct session_config {
 	const char *session_file;    /* borrowed (copied); NULL = a new file in session_dir */
 	const char *session_dir;     /* borrowed (copied); NULL with session_file NULL = no file */
 	session_emit_fn emit;
-	/* Optional: when set, delta-mode text_delta events, the per-chunk hot
-	 * path, go out through it as bytes written by jsontext (the same bytes
-	 * jansson would write) instead of as a json_t through emit. */
-	session_emit_line_fn emit_line;
+	/* Optional (both or neither): when set, delta-mode text_delta events,
+	 * the per-chunk hot path, are written by jsontext (the same bytes
+	 * jansson would write) straight into the output buffer instead of
+	 * going through emit as a json_t. */
+	session_line_buf_fn line_buf;
+	session_line_done_fn line_done;
 	void *emit_ctx;
 };
 
@@ -98,9 +104,7 @@ struct session {
 	bool text_synced;      /* the block's "text" already holds text[0..text_len) */
 	bool output_paused;
 	bool delta_updates;    /* rpc.messageUpdates "delta", read per attempt */
-	char *line;            /* owned: the emit_line buffer */
 	json_t *model_json;    /* owned: session_model()'s answer for its "id", shared */
-	size_t line_cap;
 
 	struct authstore auth;
 

@@ -1,6 +1,7 @@
 #include "writer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -186,6 +187,26 @@ static void kick(struct writer *self)
 	self->writing = true;
 }
 
+/* Linux's F_SETPIPE_SZ (<fcntl.h> has it only with _GNU_SOURCE). */
+#if defined(__linux__) && !defined(F_SETPIPE_SZ)
+#define F_SETPIPE_SZ 1031
+#endif
+
+/* A pipe holds 64 KiB by default: a long answer then goes out in many small
+ * writes, each waking the reader. Ask for the high-water mark (at most
+ * /proc/sys/fs/pipe-max-size, 1 MiB by default); a refusal changes nothing. */
+static void grow_pipe(int fd, size_t high)
+{
+#ifdef F_SETPIPE_SZ
+	int size = high > (1u << 20) ? 1 << 20 : (int)high;
+
+	(void)fcntl(fd, F_SETPIPE_SZ, size);
+#else
+	(void)fd;
+	(void)high;
+#endif
+}
+
 struct writer *writer_new(uv_loop_t *loop, int fd, size_t high, const struct writer_callbacks *cbs)
 {
 	struct writer *self = calloc(1, sizeof(*self));
@@ -207,6 +228,7 @@ struct writer *writer_new(uv_loop_t *loop, int fd, size_t high, const struct wri
 	switch (self->kind) {
 	case UV_NAMED_PIPE:
 	case UV_TCP:
+		grow_pipe(fd, high);
 		self->kind = UV_NAMED_PIPE;
 		rc = uv_pipe_init(loop, &self->h.pipe, 0);
 		if (rc == 0)
@@ -248,17 +270,15 @@ int writer_send(struct writer *self, const json_t *obj)
 	return 0;
 }
 
-int writer_send_raw(struct writer *self, const char *bytes, size_t len)
+struct jsontext_buf *writer_line_buffer(struct writer *self)
 {
-	if (self->failed)
-		return UV_EPIPE;
-	if (append(&self->pending, bytes, len) != 0) {
-		LOG_ERROR("out of memory while queueing output");
-		return UV_ENOMEM;
-	}
+	return self->failed ? NULL : &self->pending;
+}
+
+void writer_line_done(struct writer *self)
+{
 	update_congestion(self);
 	kick(self);
-	return 0;
 }
 
 int writer_send_new(struct writer *self, json_t *obj)

@@ -33,10 +33,12 @@ struct writer *writer_new(uv_loop_t *loop, int fd, size_t high,
 int writer_send(struct writer *self, const json_t *obj);
 /* Same for `obj` stolen. */
 int writer_send_new(struct writer *self, json_t *obj);
-/* Queues `len` bytes of ready-made output (borrowed): one or more whole
- * lines, each compact JSON ending in LF, as the caller guarantees. The hot
- * path for text deltas (see jsontext.h). Same results as writer_send(). */
-int writer_send_raw(struct writer *self, const char *bytes, size_t len);
+/* The hot path for text deltas: the queue's own buffer (borrowed; NULL
+ * after a write failure), to append whole lines to in place (compact JSON
+ * ending in LF, as the caller guarantees: jsontext_delta_append), then
+ * writer_line_done() to send them. */
+struct jsontext_buf *writer_line_buffer(struct writer *self);
+void writer_line_done(struct writer *self);
 size_t writer_queued(const struct writer *self);
 bool writer_congested(const struct writer *self);
 bool writer_failed(const struct writer *self);

@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "command.h"
 #include "provider_sim.h"
+#include "jsontext.h"
 #include "session.h"
 #include "settings.h"
 
@@ -1053,14 +1054,23 @@ START_TEST(test_session_stall_timer_still_runs_for_providers_that_do_not_keep_on
 }
 END_TEST
 
-/* The fast path of delta-mode text deltas (emit_line, jsontext) writes the
- * bytes the json path writes: the same run, once each way. */
-static void collect_line(void *ctx, const char *line, size_t len)
+/* The fast path of delta-mode text deltas (line_buf/line_done, jsontext)
+ * writes the bytes the json path writes: the same run, once each way. */
+static struct jsontext_buf fast_lines;
+
+static struct jsontext_buf *line_buf(void *ctx)
+{
+	(void)ctx;
+	return &fast_lines;
+}
+
+static void line_done(void *ctx)
 {
 	struct fx *f = ctx;
 
 	/* Kept in order among the events, as a string to tell it apart. */
-	json_array_append_new(f->events, json_stringn(line, len));
+	json_array_append_new(f->events, json_stringn(fast_lines.data, fast_lines.len));
+	fast_lines.len = 0;
 }
 
 static char *run_output(bool fast)
@@ -1073,8 +1083,10 @@ static char *run_output(bool fast)
 
 	fx_init(&f, "[{\"error\":\"503\"},{\"text\":\"plain \\\"quoted\\\" back\\\\slash "
 		"\\u0001\\u001f\\t tab \\u00e9 \\u2028 \\ud83d\\ude42 </end>\"}]", sets);
-	if (fast)
-		f.s.cfg.emit_line = collect_line;
+	if (fast) {
+		f.s.cfg.line_buf = line_buf;
+		f.s.cfg.line_done = line_done;
+	}
 	prompt(&f, "go");
 	clock_fake_advance(&f.clock, 10);
 	clock_fake_settle(&f.clock);
@@ -1092,7 +1104,10 @@ static char *run_output(bool fast)
 		free(text);
 	}
 	ck_assert_ptr_nonnull(strstr(out, "{\"type\":\"agent_end\""));
+	ck_assert_uint_eq(fast_lines.len, 0);
 	fx_release(&f);
+	free(fast_lines.data);
+	memset(&fast_lines, 0, sizeof(fast_lines));
 	return out;
 }
 
