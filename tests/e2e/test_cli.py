@@ -15,7 +15,7 @@ import time
 import unittest
 
 from harness import (REPO_ROOT, DaemonTestCase, is_response, is_type, scaled, signature,
-                     text_of)
+                     text_of, timing_sensitive)
 from jsonschema_lite import Validator
 
 FAKE = os.path.join(REPO_ROOT, "tests", "fixtures", "bin", "fake_agent")
@@ -523,6 +523,7 @@ class TimeTests(CliCase):
         d.wait_type("agent_end")
         d.finish()
 
+    @timing_sensitive("a chatty agent's lines arrive too slowly to beat the stall timeout")
     def test_wall_clock_timeout_ends_a_chatty_run(self):
         chatter = [{"type": "system", "subtype": "status", "n": i} for i in range(200)]
         d = self.start("claude", [{"lines": [INIT] + chatter, "delayMs": 50, "hang": True},

@@ -352,6 +352,7 @@ class HttpCase(DaemonTestCase):
 
     # -- how the bytes arrive --------------------------------------------------
 
+    @timing_sensitive("measures the gaps between chunks")
     def test_slow_chunks_are_relayed_in_order_as_they_arrive(self):
         words = ["w%d" % i for i in range(6)]
         text = " ".join(words)
