@@ -85,8 +85,9 @@ static int quick_delta(struct jsonscan *js, bool *text_delta, struct openai_quic
 		return JSONSCAN_BAIL;
 	while ((rc = jsonscan_key(js, &key, &klen)) == 1) {
 		if (JSONSCAN_IS(key, klen, "type")) {
+			/* A NUL in it: the jansson path compares it as a C string. */
 			if (type != NULL || jsonscan_peek(js) != JSONSCAN_STRING ||
-			    jsonscan_string(js, &type, &tlen) != 0)
+			    jsonscan_string(js, &type, &tlen) != 0 || memchr(type, '\0', tlen) != NULL)
 				return JSONSCAN_BAIL;
 		} else if (JSONSCAN_IS(key, klen, "text")) {
 			if (q->content != NULL)

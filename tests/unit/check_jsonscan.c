@@ -287,6 +287,9 @@ START_TEST(test_anthropic_text_deltas_are_read_in_place_other_events_by_jansson)
 		"{\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"no type\"}}",
 		"{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}",
 		"{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"\\udc00\"}}",
+		/* Found in review: jansson's path reads the type up to the NUL. */
+		"{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\\u0000\",\"text\":\"x\"}}",
+		"{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\\u0000junk\",\"text\":\"x\"}}",
 		"{\"type\":\"message_stop\"}",
 	};
 
