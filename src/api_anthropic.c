@@ -90,14 +90,9 @@ static int quick_delta(struct jsonscan *js, bool *text_delta, struct openai_quic
 			    jsonscan_string(js, &type, &tlen) != 0 || memchr(type, '\0', tlen) != NULL)
 				return JSONSCAN_BAIL;
 		} else if (JSONSCAN_IS(key, klen, "text")) {
-			if (q->content != NULL)
-				return JSONSCAN_BAIL;
-			if (jsonscan_peek(js) != JSONSCAN_STRING) {
-				if (jsonscan_skip(js) != 0)
-					return JSONSCAN_BAIL;
-				continue;
-			}
-			if (jsonscan_string(js, &q->content, &q->content_len) != 0)
+			/* A second "text" is unusual: jansson decides. */
+			if (q->content != NULL ||
+			    jsonscan_string_or_skip(js, &q->content, &q->content_len) != 0)
 				return JSONSCAN_BAIL;
 		} else if (jsonscan_skip(js) != 0) {
 			return JSONSCAN_BAIL;

@@ -471,9 +471,7 @@ static int quick_choice(struct jsonscan *js, struct openai_quick *q)
 					if (jsonscan_skip(js) != 0)
 						return JSONSCAN_BAIL;
 				} else if (q->content != NULL ||
-					   (jsonscan_peek(js) == JSONSCAN_STRING
-						    ? jsonscan_string(js, &q->content, &q->content_len)
-						    : jsonscan_skip(js)) != 0) {
+					   jsonscan_string_or_skip(js, &q->content, &q->content_len) != 0) {
 					/* A second "content" is unusual: jansson decides. */
 					return JSONSCAN_BAIL;
 				}
@@ -484,14 +482,10 @@ static int quick_choice(struct jsonscan *js, struct openai_quick *q)
 			if (seen_reason)
 				return JSONSCAN_BAIL;
 			seen_reason = true;
-			if (jsonscan_peek(js) == JSONSCAN_STRING) {
-				if (jsonscan_string(js, &q->reason, &q->reason_len) != 0 ||
-				    q->reason_len >= sizeof(q->reason_buf) ||
-				    memchr(q->reason, '\0', q->reason_len) != NULL)
-					return JSONSCAN_BAIL;
-			} else if (jsonscan_skip(js) != 0) {
+			if (jsonscan_string_or_skip(js, &q->reason, &q->reason_len) != 0 ||
+			    (q->reason != NULL && (q->reason_len >= sizeof(q->reason_buf) ||
+						   memchr(q->reason, '\0', q->reason_len) != NULL)))
 				return JSONSCAN_BAIL;
-			}
 		} else if (jsonscan_skip(js) != 0) {
 			return JSONSCAN_BAIL;
 		}

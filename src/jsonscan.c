@@ -126,30 +126,6 @@ static long hex4(const char *p)
 	return v;
 }
 
-static size_t put_utf8(char *o, unsigned long cp)
-{
-	if (cp < 0x80) {
-		o[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		o[0] = (char)(0xC0 | (cp >> 6));
-		o[1] = (char)(0x80 | (cp & 0x3F));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		o[0] = (char)(0xE0 | (cp >> 12));
-		o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		o[2] = (char)(0x80 | (cp & 0x3F));
-		return 3;
-	}
-	o[0] = (char)(0xF0 | (cp >> 18));
-	o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-	o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-	o[3] = (char)(0x80 | (cp & 0x3F));
-	return 4;
-}
-
 /* One escape after the backslash at s->p; writes its bytes to o. Returns
  * how many, or 0 for anything jansson would refuse. */
 static size_t unescape(struct jsonscan *s, char *o)
@@ -183,7 +159,7 @@ static size_t unescape(struct jsonscan *s, char *o)
 		s->p += 6;
 		cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
 	}
-	return put_utf8(o, (unsigned long)cp);
+	return utf8_encode(o, (uint32_t)cp);
 }
 
 /* Scans a string at s->p ('"'). Unless keep, it is only checked; *escaped
@@ -306,6 +282,15 @@ int jsonscan_more(struct jsonscan *s)
 int jsonscan_string(struct jsonscan *s, const char **out, size_t *len)
 {
 	return string(s, out, len, true, NULL);
+}
+
+int jsonscan_string_or_skip(struct jsonscan *s, const char **out, size_t *len)
+{
+	if (jsonscan_peek(s) == JSONSCAN_STRING)
+		return string(s, out, len, true, NULL);
+	*out = NULL;
+	*len = 0;
+	return jsonscan_skip(s);
 }
 
 /* A number: checked against JSON's grammar, at most 15 characters. */

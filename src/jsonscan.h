@@ -71,6 +71,10 @@ int jsonscan_more(struct jsonscan *s);
  * hold NUL bytes (\u0000). Returns 0 or JSONSCAN_BAIL. */
 int jsonscan_string(struct jsonscan *s, const char **out, size_t *len);
 
+/* A string value as jsonscan_string(), or any other value checked and
+ * skipped with *out = NULL. Returns 0 or JSONSCAN_BAIL. */
+int jsonscan_string_or_skip(struct jsonscan *s, const char **out, size_t *len);
+
 /* A whole number of at most 15 digits. Returns 0 or JSONSCAN_BAIL. */
 int jsonscan_int(struct jsonscan *s, int64_t *out);
 

@@ -10,11 +10,16 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The length of the well-formed sequence at s (at most n bytes available):
  * 1 to 4, or 0 when s does not start one (overlong forms, surrogates and
  * code points past U+10FFFF are not well-formed). n must be > 0. */
 size_t utf8_seq(const unsigned char *s, size_t n);
+
+/* Writes code point cp (at most U+10FFFF, not a surrogate) to out as UTF-8.
+ * Returns the bytes written, 1 to 4. */
+size_t utf8_encode(char out[4], uint32_t cp);
 
 /* Whether s[0..len) is well-formed UTF-8 (NUL bytes included). */
 bool utf8_valid(const char *s, size_t len);

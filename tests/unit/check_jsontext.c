@@ -82,30 +82,6 @@ static uint32_t next(void)
 	return (uint32_t)rng;
 }
 
-static size_t put_cp(char *o, uint32_t cp)
-{
-	if (cp < 0x80) {
-		o[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		o[0] = (char)(0xC0 | (cp >> 6));
-		o[1] = (char)(0x80 | (cp & 0x3F));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		o[0] = (char)(0xE0 | (cp >> 12));
-		o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		o[2] = (char)(0x80 | (cp & 0x3F));
-		return 3;
-	}
-	o[0] = (char)(0xF0 | (cp >> 18));
-	o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-	o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-	o[3] = (char)(0x80 | (cp & 0x3F));
-	return 4;
-}
-
 START_TEST(test_random_text_matches_jansson)
 {
 	char s[4 * 64];
@@ -124,7 +100,7 @@ START_TEST(test_random_text_matches_jansson)
 			}
 			if (cp >= 0xD800 && cp <= 0xDFFF)
 				cp = '"';
-			n += put_cp(s + n, cp);
+			n += utf8_encode(s + n, cp);
 		}
 		ck_assert(utf8_valid(s, n));
 		same(next() % 3, s, n);
@@ -208,7 +184,7 @@ static json_t *random_tree(int depth)
 
 		if (cp >= 0xD800 && cp <= 0xDFFF)
 			cp = '\\';
-		n += put_cp(s + n, cp);
+		n += utf8_encode(s + n, cp);
 	}
 	switch (depth > 4 ? next() % 6 : next() % 8) {
 	case 0: return json_null();
