@@ -396,13 +396,9 @@ class PiRelay(Case):
     note = "pi: watchdog RSS cap 3 GiB, 90 s"
 
     def available(self):
-        if not os.path.exists(PI_CLI):
-            return False, "pi is not installed (scripts/pi-install.sh puts it in build/pi)"
-        try:
-            subprocess.run(["node", "--version"], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=10, check=True)
-        except (OSError, subprocess.SubprocessError):
-            return False, "node is not available"
+        ok, why = pi_available()
+        if not ok:
+            return ok, why
         try:
             with open(os.path.join(os.path.dirname(os.path.dirname(PI_CLI)),
                                    "package.json")) as f:
