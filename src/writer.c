@@ -16,6 +16,10 @@
  * allocate, fault in and grow by copying a fresh megabyte per cycle. */
 #define WRITER_KEEP_CAP (256u * 1024u)
 
+/* A file (or /dev/null) is written with plain blocking writes, once per loop
+ * turn, or at once when this much is queued: not a write per line. */
+#define WRITER_FILE_BATCH (64u * 1024u)
+
 struct writer {
 	uv_loop_t *loop;
 	uv_handle_type kind;
@@ -25,6 +29,7 @@ struct writer {
 		uv_stream_t stream;
 		uv_pipe_t pipe;
 		uv_tty_t tty;
+		uv_prepare_t prepare; /* UV_FILE: writes what a loop turn queued */
 	} h;
 	uv_write_t req;
 	struct jsontext_buf pending;  /* being appended to */
@@ -161,6 +166,30 @@ static void write_file(struct writer *self)
 	buf_reset(&self->inflight, WRITER_KEEP_CAP);
 }
 
+/* UV_FILE: everything queued goes out now. */
+static void flush_file(struct writer *self)
+{
+	struct jsontext_buf tmp;
+
+	if (self->failed || self->pending.len == 0)
+		return;
+	tmp = self->inflight;
+	self->inflight = self->pending;
+	self->pending = tmp;
+	write_file(self);
+	update_congestion(self);
+}
+
+/* Before the loop waits: what this turn queued for a file. */
+static void on_prepare(uv_prepare_t *handle)
+{
+	struct writer *self = handle->data;
+
+	uv_prepare_stop(handle);
+	flush_file(self);
+	maybe_flushed(self);
+}
+
 static void kick(struct writer *self)
 {
 	struct jsontext_buf tmp;
@@ -169,14 +198,16 @@ static void kick(struct writer *self)
 
 	if (self->writing || self->failed || self->pending.len == 0)
 		return;
+	if (self->kind == UV_FILE) {
+		if (self->pending.len >= WRITER_FILE_BATCH)
+			flush_file(self);
+		else
+			uv_prepare_start(&self->h.prepare, on_prepare);
+		return;
+	}
 	tmp = self->inflight;
 	self->inflight = self->pending;
 	self->pending = tmp;
-	if (self->kind == UV_FILE) {
-		write_file(self);
-		update_congestion(self);
-		return;
-	}
 	ub = uv_buf_init(self->inflight.data, (unsigned int)self->inflight.len);
 	self->req.data = self;
 	rc = uv_write(&self->req, &self->h.stream, &ub, 1, on_written);
@@ -243,8 +274,9 @@ struct writer *writer_new(uv_loop_t *loop, int fd, size_t high, const struct wri
 		self->kind = UV_FILE;
 		break;
 	}
-	if (self->kind != UV_FILE)
-		self->h.handle.data = self;
+	if (self->kind == UV_FILE)
+		rc = uv_prepare_init(loop, &self->h.prepare);
+	self->h.handle.data = self;
 	if (rc != 0) {
 		LOG_ERROR("cannot use fd %d for output: %s", fd, uv_strerror(rc));
 		writer_close(self);
@@ -293,6 +325,8 @@ void writer_flush(struct writer *self, void (*done)(void *ctx), void *ctx)
 {
 	self->flush_done = done;
 	self->flush_ctx = ctx;
+	if (self->kind == UV_FILE)
+		flush_file(self);
 	kick(self);
 	maybe_flushed(self);
 }
@@ -308,10 +342,7 @@ static void on_closed(uv_handle_t *handle)
 
 void writer_close(struct writer *self)
 {
-	if (self->kind == UV_FILE) {
-		self->h.handle.data = self;
-		on_closed(&self->h.handle);
-		return;
-	}
+	if (self->kind == UV_FILE)
+		flush_file(self);
 	uv_close(&self->h.handle, on_closed);
 }

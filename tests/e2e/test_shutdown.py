@@ -1,11 +1,16 @@
 """Orderly shutdown: stdin EOF, SIGTERM, and a reader that goes away."""
 import json
 import os
+import shutil
 import signal
+import subprocess
+import tempfile
 import time
 import unittest
 
-from harness import DaemonTestCase, is_sanitized_build, is_type, role_of, signature, types
+from harness import (DaemonFailure, DaemonTestCase, binary_path, is_sanitized_build, is_type,
+                     is_valgrind, role_of, sanitizer_report, scaled, signature, types,
+                     valgrind_argv)
 
 SLOW = {"retry.baseDelayMs": 5000}
 # SIGTERM must end the process "within ~1 s"; ASan's exit-time leak scan adds a little.
@@ -170,3 +175,84 @@ class StdoutClosedTests(DaemonTestCase):
         rc = d.wait_exit(timeout=3)  # no input at all, stdin stays open
         self.assertEqual(rc, 0)
         d.check_no_sanitizer_report()
+
+
+class FileOutputTests(unittest.TestCase):
+    """stdout redirected to a regular file (retryd ... > out.jsonl). A file is
+    written once per loop turn or per 64 KiB, not once per line; nothing
+    queued may be lost at any exit."""
+
+    WORDS = " ".join("w%d" % i for i in range(20000))
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="retryd-e2e-file-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def start(self, plan, sets=(), stdin=b""):
+        settings = os.path.join(self.tmp, "settings.json")
+        with open(settings, "w") as f:
+            json.dump({"sim": {"plan": plan}}, f)
+        argv = (valgrind_argv() if is_valgrind() else []) + [
+            binary_path(), "--no-session", "--settings", settings]
+        for kv in sets:
+            argv += ["--set", kv]
+        self.out_path = os.path.join(self.tmp, "out.jsonl")
+        out = open(self.out_path, "wb")
+        self.addCleanup(out.close)
+        env = dict(os.environ, HOME=self.tmp, XDG_CONFIG_HOME=os.path.join(self.tmp, "c"),
+                   XDG_STATE_HOME=os.path.join(self.tmp, "s"))
+        p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.PIPE,
+                             env=env, cwd=self.tmp)
+        self.addCleanup(lambda: p.poll() is None and p.kill())
+        if stdin:
+            p.stdin.write(stdin)
+            p.stdin.flush()
+        return p
+
+    def finish(self, p):
+        p.stdin.close()
+        err = p.stderr.read().decode("utf-8", "replace")
+        rc = p.wait(timeout=scaled(30))
+        p.stderr.close()
+        report = sanitizer_report(err)
+        if report:
+            raise DaemonFailure("sanitizer, valgrind or loop-close report:\n" + report[:2000])
+        with open(self.out_path, "rb") as f:
+            raw = f.read()
+        self.assertTrue(raw.endswith(b"\n"), "the file ends inside a line")
+        return rc, [json.loads(line) for line in raw.split(b"\n")[:-1]]
+
+    def test_long_answer_to_a_file_is_complete_and_in_order_when_stdin_ends(self):
+        p = self.start([{"error": "503 Service Unavailable"}, {"text": self.WORDS}],
+                       sets=["rpc.messageUpdates=\"delta\"", "retry.baseDelayMs=10"],
+                       stdin=b'{"id":"1","type":"prompt","message":"go"}\n'
+                             b'{"id":"2","type":"get_state"}\n')
+        rc, msgs = self.finish(p)
+        self.assertEqual(rc, 0)
+        self.assertEqual(msgs[0], {"type": "ready"})
+        self.assertEqual([m.get("id") for m in msgs if m.get("type") == "response"], ["1", "2"])
+        text = "".join(m["assistantMessageEvent"]["delta"] for m in msgs
+                       if m.get("type") == "message_update"
+                       and m["assistantMessageEvent"]["type"] == "text_delta")
+        self.assertEqual(text, self.WORDS)
+        self.assertEqual(types(msgs).count("auto_retry_end"), 1)
+        self.assertEqual(msgs[-1]["type"], "agent_end")
+
+    def test_sigterm_with_output_to_a_file_writes_everything_queued_before_exiting(self):
+        p = self.start([{"text": self.WORDS, "hang": True}],
+                       sets=["rpc.messageUpdates=\"delta\""],
+                       stdin=b'{"type":"prompt","message":"go"}\n')
+        last = ('"delta":" w%d"' % 19999).encode()
+        deadline = time.monotonic() + scaled(10)
+        while True:
+            with open(self.out_path, "rb") as f:
+                if last in f.read():
+                    break
+            self.assertLess(time.monotonic(), deadline, "the streamed words never reached the file")
+            time.sleep(0.02)
+        p.send_signal(signal.SIGTERM)
+        rc, msgs = self.finish(p)
+        self.assertEqual(rc, 0)
+        self.assertEqual(msgs[-1]["type"], "agent_end")
+        ends = [m for m in msgs if m.get("type") == "message_end" and role_of(m) == "assistant"]
+        self.assertEqual([m["message"]["stopReason"] for m in ends], ["aborted"])
