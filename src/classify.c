@@ -4,10 +4,11 @@
 
 #include <assert.h>
 #include <pcre2.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "errbuf.h"
 
 /* PCRE2's JIT code reads the subject a vector at a time, past its end but
  * inside the page, and memcheck cannot see through generated code: it
@@ -158,20 +159,6 @@ struct classify {
 	pcre2_match_data *match;
 };
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 json_t *classify_defaults(void)
 {
 	json_t *obj = json_object();
@@ -199,14 +186,14 @@ static int compile_list(struct classify_list *list, const char *key, const json_
 	size_t n;
 
 	if (!json_is_array(array)) {
-		set_err(err, errlen, "retry.%s must be an array of strings", key);
+		errbuf_set(err, errlen, "retry.%s must be an array of strings", key);
 		return -1;
 	}
 	n = json_array_size(array);
 	/* calloc(0) may return NULL; an empty list is legitimate. */
 	list->codes = calloc(n > 0 ? n : 1, sizeof(*list->codes));
 	if (list->codes == NULL) {
-		set_err(err, errlen, "retry.%s: out of memory", key);
+		errbuf_set(err, errlen, "retry.%s: out of memory", key);
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -218,7 +205,7 @@ static int compile_list(struct classify_list *list, const char *key, const json_
 		int errcode;
 
 		if (!json_is_string(item)) {
-			set_err(err, errlen, "retry.%s[%zu] must be a string", key, i);
+			errbuf_set(err, errlen, "retry.%s[%zu] must be a string", key, i);
 			return -1;
 		}
 		code = pcre2_compile((PCRE2_SPTR)json_string_value(item), json_string_length(item),
@@ -226,7 +213,7 @@ static int compile_list(struct classify_list *list, const char *key, const json_
 		if (code == NULL) {
 			if (pcre2_get_error_message(errcode, msg, sizeof(msg)) < 0)
 				snprintf((char *)msg, sizeof(msg), "error %d", errcode);
-			set_err(err, errlen, "retry.%s[%zu] \"%s\": %s at offset %zu", key, i,
+			errbuf_set(err, errlen, "retry.%s[%zu] \"%s\": %s at offset %zu", key, i,
 				json_string_value(item), (const char *)msg, (size_t)erroffset);
 			return -1;
 		}
@@ -248,7 +235,7 @@ struct classify *classify_new(const json_t *retry, char *err, size_t errlen)
 	uint32_t max_captures = 0;
 
 	if (retry != NULL && !json_is_object(retry)) {
-		set_err(err, errlen, "retry must be an object");
+		errbuf_set(err, errlen, "retry must be an object");
 		return NULL;
 	}
 	self = calloc(1, sizeof(*self));
@@ -256,7 +243,7 @@ struct classify *classify_new(const json_t *retry, char *err, size_t errlen)
 		self->refs = 1;
 	defaults = classify_defaults();
 	if (self == NULL || defaults == NULL) {
-		set_err(err, errlen, "retry: out of memory");
+		errbuf_set(err, errlen, "retry: out of memory");
 		goto fail;
 	}
 	for (size_t l = 0; l < LIST_COUNT; l++) {
@@ -270,7 +257,7 @@ struct classify *classify_new(const json_t *retry, char *err, size_t errlen)
 	}
 	self->match = pcre2_match_data_create(max_captures + 1, NULL);
 	if (self->match == NULL) {
-		set_err(err, errlen, "retry: out of memory");
+		errbuf_set(err, errlen, "retry: out of memory");
 		goto fail;
 	}
 	json_decref(defaults);

@@ -3,11 +3,11 @@
 #include "cli_profile.h"
 
 #include <pcre2.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "errbuf.h"
 #include "provider.h"
 
 #define DAY_MS (24LL * 60 * 60 * 1000)
@@ -134,19 +134,6 @@ bool cli_profile_is_exec(const json_t *cfg)
 	const char *type = json_string_value(json_object_get(cfg, "type"));
 
 	return type != NULL && strcmp(type, "exec") == 0;
-}
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
 }
 
 /* Paths. */
@@ -363,7 +350,7 @@ static char *expand(const char *tmpl, const struct cli_profile_vars *vars, char 
 		if (k == 3) {
 			const char *close = strchr(open, '}');
 
-			fail(err, errlen, "unknown placeholder %.*s (known: {prompt}, {sessionId}, "
+			errbuf_set(err, errlen, "unknown placeholder %.*s (known: {prompt}, {sessionId}, "
 			     "{model}, {args}; \"{{\" is a literal \"{\")",
 			     close ? (int)(close - open + 1) : (int)strlen(open), open);
 			free(b.s);
@@ -379,7 +366,7 @@ static char *expand(const char *tmpl, const struct cli_profile_vars *vars, char 
 	}
 	if (b.oom) {
 		free(b.s);
-		fail(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	return b.s;
@@ -408,7 +395,7 @@ char **cli_profile_argv(const struct cli_profile *self, const struct cli_profile
 
 	if (tmpl == NULL) {
 		free(argv);
-		fail(err, errlen, "providers.%s has no resumeArgv", self->name);
+		errbuf_set(err, errlen, "providers.%s has no resumeArgv", self->name);
 		return NULL;
 	}
 	if (argv == NULL)
@@ -435,7 +422,7 @@ char **cli_profile_argv(const struct cli_profile *self, const struct cli_profile
 	}
 	return argv;
 oom:
-	fail(err, errlen, "out of memory");
+	errbuf_set(err, errlen, "out of memory");
 fail:
 	cli_profile_argv_free(argv);
 	return NULL;
@@ -510,17 +497,17 @@ static int check_field(const char *where, const char *key, const json_t *v, char
 {
 	if (strcmp(key, "delta") == 0) {
 		if (!json_is_boolean(v))
-			return fail(err, errlen, "%s.delta must be true or false", where);
+			return errbuf_set(err, errlen, "%s.delta must be true or false", where);
 	} else if (strcmp(key, "failed") == 0) {
 		if (!json_is_boolean(v) && !json_is_object(v))
-			return fail(err, errlen, "%s.failed must be true, false or a condition "
+			return errbuf_set(err, errlen, "%s.failed must be true, false or a condition "
 				    "{PATH: VALUE}", where);
 	} else if (strcmp(key, "isError") == 0) {
 		if (!json_is_boolean(v) && !json_is_object(v) && !is_path(v))
-			return fail(err, errlen, "%s.isError must be true, false, a condition "
+			return errbuf_set(err, errlen, "%s.isError must be true, false, a condition "
 				    "{PATH: VALUE} or a PATH", where);
 	} else if (!is_path(v)) {
-		return fail(err, errlen, "%s.%s must be a PATH (a dotted name, or a list of them)",
+		return errbuf_set(err, errlen, "%s.%s must be a PATH (a dotted name, or a list of them)",
 			    where, key);
 	}
 	return 0;
@@ -536,7 +523,7 @@ static int compile_rule(enum cli_profile_rule_kind kind, const json_t *spec, con
 	memset(rule, 0, sizeof(*rule));
 	rule->spec = spec;
 	if (!json_is_object(spec))
-		return fail(err, errlen, "%s must be an object", where);
+		return errbuf_set(err, errlen, "%s must be an object", where);
 	json_object_foreach((json_t *)spec, key, v) {
 		if (listed(selector_keys, key) || listed(info->fields, key))
 			continue;
@@ -547,13 +534,13 @@ static int compile_rule(enum cli_profile_rule_kind kind, const json_t *spec, con
 				strcat(known, info->fields[i]);
 				strcat(known, ", ");
 			}
-			return fail(err, errlen, "%s.%.40s is not a %s key (%stype, when, match, "
+			return errbuf_set(err, errlen, "%s.%.40s is not a %s key (%stype, when, match, "
 				    "each, where)", where, key, info->key, known);
 		}
 	}
 	for (size_t i = 0; info->required[i] != NULL; i++)
 		if (json_object_get(spec, info->required[i]) == NULL)
-			return fail(err, errlen, "%s needs \"%s\"", where, info->required[i]);
+			return errbuf_set(err, errlen, "%s needs \"%s\"", where, info->required[i]);
 	for (size_t i = 0; info->fields[i] != NULL; i++) {
 		v = json_object_get(spec, info->fields[i]);
 		if (v != NULL && check_field(where, info->fields[i], v, err, errlen) != 0)
@@ -561,32 +548,32 @@ static int compile_rule(enum cli_profile_rule_kind kind, const json_t *spec, con
 	}
 	rule->types = json_object_get(spec, "type");
 	if (rule->types != NULL && !json_is_string(rule->types) && !is_strings(rule->types, true))
-		return fail(err, errlen, "%s.type must be a string or a list of strings", where);
+		return errbuf_set(err, errlen, "%s.type must be a string or a list of strings", where);
 	rule->when = json_object_get(spec, "when");
 	rule->where = json_object_get(spec, "where");
 	if ((rule->when != NULL && !json_is_object(rule->when)) ||
 	    (rule->where != NULL && !json_is_object(rule->where)))
-		return fail(err, errlen, "%s.%s must be an object {PATH: VALUE or [VALUE...]}", where,
+		return errbuf_set(err, errlen, "%s.%s must be an object {PATH: VALUE or [VALUE...]}", where,
 			    rule->when != NULL && !json_is_object(rule->when) ? "when" : "where");
 	v = json_object_get(spec, "each");
 	if (v != NULL && (!json_is_string(v) || json_string_length(v) == 0))
-		return fail(err, errlen, "%s.each must be a PATH", where);
+		return errbuf_set(err, errlen, "%s.each must be a PATH", where);
 	rule->each = json_string_value(v);
 	if (rule->where != NULL && rule->each == NULL)
-		return fail(err, errlen, "%s.where needs \"each\"", where);
+		return errbuf_set(err, errlen, "%s.where needs \"each\"", where);
 	v = json_object_get(spec, "match");
 	if (v != NULL && !json_is_object(v))
-		return fail(err, errlen, "%s.match must be an object {PATH: REGEX}", where);
+		return errbuf_set(err, errlen, "%s.match must be an object {PATH: REGEX}", where);
 	rule->match = calloc(json_object_size(v) + 1, sizeof(*rule->match));
 	if (rule->match == NULL)
-		return fail(err, errlen, "out of memory");
+		return errbuf_set(err, errlen, "out of memory");
 	json_object_foreach((json_t *)v, key, re) {
 		struct cli_profile_match *m = &rule->match[rule->nmatch];
 		int code;
 		PCRE2_SIZE off;
 
 		if (!json_is_string(re))
-			return fail(err, errlen, "%s.match.%.40s must be a regular expression", where,
+			return errbuf_set(err, errlen, "%s.match.%.40s must be a regular expression", where,
 				    key);
 		m->path = key;
 		m->re = pcre2_compile((PCRE2_SPTR)json_string_value(re), json_string_length(re),
@@ -595,7 +582,7 @@ static int compile_rule(enum cli_profile_rule_kind kind, const json_t *spec, con
 			PCRE2_UCHAR msg[160];
 
 			pcre2_get_error_message(code, msg, sizeof(msg));
-			return fail(err, errlen, "%s.match.%.40s: %s at offset %zu", where, key,
+			return errbuf_set(err, errlen, "%s.match.%.40s: %s at offset %zu", where, key,
 				    (const char *)msg, (size_t)off);
 		}
 		rule->nmatch++;
@@ -614,11 +601,11 @@ static int compile_kind(struct cli_profile *self, enum cli_profile_rule_kind kin
 	if (v == NULL)
 		return 0;
 	if (json_is_array(v) && n == 0)
-		return fail(err, errlen, "providers.%s.%s must be a rule or a non-empty list of rules",
+		return errbuf_set(err, errlen, "providers.%s.%s must be a rule or a non-empty list of rules",
 			    self->name, key);
 	self->rules[kind] = calloc(n, sizeof(struct cli_profile_rule));
 	if (self->rules[kind] == NULL)
-		return fail(err, errlen, "out of memory");
+		return errbuf_set(err, errlen, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		if (json_is_array(v))
 			snprintf(where, sizeof(where), "providers.%s.%s[%zu]", self->name, key, i);
@@ -648,7 +635,7 @@ static int check_placeholders(struct cli_profile *self, const char *key, const j
 			continue;
 		x = expand(json_string_value(s), &probe, why, sizeof(why));
 		if (x == NULL)
-			return fail(err, errlen, "providers.%s.%s[%zu]: %s", self->name, key, i, why);
+			return errbuf_set(err, errlen, "providers.%s.%s[%zu]: %s", self->name, key, i, why);
 		free(x);
 	}
 	return 0;
@@ -669,15 +656,15 @@ static int check_template(struct cli_profile *self, const char *key, const json_
 			  bool needs_session, char *err, size_t errlen)
 {
 	if (!is_strings(t, true) || json_string_length(json_array_get(t, 0)) == 0)
-		return fail(err, errlen, "providers.%s.%s must be a non-empty list of strings, the "
+		return errbuf_set(err, errlen, "providers.%s.%s must be a non-empty list of strings, the "
 			    "program first", self->name, key);
 	if (check_placeholders(self, key, t, err, errlen) != 0)
 		return -1;
 	if (!self->prompt_stdin && !mentions(t, "{prompt}"))
-		return fail(err, errlen, "providers.%s.%s has no \"{prompt}\" (promptVia is \"argv\")",
+		return errbuf_set(err, errlen, "providers.%s.%s has no \"{prompt}\" (promptVia is \"argv\")",
 			    self->name, key);
 	if (needs_session && !mentions(t, "{sessionId}"))
-		return fail(err, errlen, "providers.%s.%s has no \"{sessionId}\"", self->name, key);
+		return errbuf_set(err, errlen, "providers.%s.%s has no \"{sessionId}\"", self->name, key);
 	return 0;
 }
 
@@ -690,7 +677,7 @@ static int get_ms(struct cli_profile *self, const char *key, int64_t min, int64_
 	if (v == NULL)
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
-		return fail(err, errlen, "providers.%s.%s must be an integer from %lld to %lld",
+		return errbuf_set(err, errlen, "providers.%s.%s must be an integer from %lld to %lld",
 			    self->name, key, (long long)min, (long long)max);
 	*out = json_integer_value(v);
 	return 0;
@@ -705,12 +692,12 @@ static int check_top(struct cli_profile *self, char *err, size_t errlen)
 
 	json_object_foreach((json_t *)cfg, key, v)
 		if (!listed(top_keys, key))
-			return fail(err, errlen, "providers.%s.%.40s is not a key of an exec provider",
+			return errbuf_set(err, errlen, "providers.%s.%.40s is not a key of an exec provider",
 				    self->name, key);
 	via = json_string_value(json_object_get(cfg, "promptVia"));
 	if (json_object_get(cfg, "promptVia") != NULL &&
 	    (via == NULL || (strcmp(via, "argv") != 0 && strcmp(via, "stdin") != 0)))
-		return fail(err, errlen, "providers.%s.promptVia must be \"argv\" or \"stdin\"",
+		return errbuf_set(err, errlen, "providers.%s.promptVia must be \"argv\" or \"stdin\"",
 			    self->name);
 	self->prompt_stdin = via != NULL && strcmp(via, "stdin") == 0;
 	self->argv = json_object_get(cfg, "argv");
@@ -722,29 +709,29 @@ static int check_top(struct cli_profile *self, char *err, size_t errlen)
 		return -1;
 	self->model_args = json_object_get(cfg, "modelArgs");
 	if (self->model_args != NULL && !is_strings(self->model_args, false))
-		return fail(err, errlen, "providers.%s.modelArgs must be a list of strings", self->name);
+		return errbuf_set(err, errlen, "providers.%s.modelArgs must be a list of strings", self->name);
 	if (self->model_args != NULL &&
 	    check_placeholders(self, "modelArgs", self->model_args, err, errlen) != 0)
 		return -1;
 	self->args = json_object_get(cfg, "args");
 	if (self->args != NULL && !is_strings(self->args, false))
-		return fail(err, errlen, "providers.%s.args must be a list of strings", self->name);
+		return errbuf_set(err, errlen, "providers.%s.args must be a list of strings", self->name);
 	v = json_object_get(cfg, "command");
 	if (v != NULL && (!json_is_string(v) || json_string_length(v) == 0))
-		return fail(err, errlen, "providers.%s.command must be a non-empty string (the "
+		return errbuf_set(err, errlen, "providers.%s.command must be a non-empty string (the "
 			    "program to run)", self->name);
 	self->command = json_string_value(v);
 	self->env = json_object_get(cfg, "env");
 	if (self->env != NULL && !json_is_object(self->env))
-		return fail(err, errlen, "providers.%s.env must be an object {NAME: value or null}",
+		return errbuf_set(err, errlen, "providers.%s.env must be an object {NAME: value or null}",
 			    self->name);
 	json_object_foreach((json_t *)self->env, key, v)
 		if (key[0] == '\0' || strchr(key, '=') != NULL || (!json_is_string(v) && !json_is_null(v)))
-			return fail(err, errlen, "providers.%s.env.%.40s must be a string or null "
+			return errbuf_set(err, errlen, "providers.%s.env.%.40s must be a string or null "
 				    "(and the name may not contain '=')", self->name, key);
 	v = json_object_get(cfg, "models");
 	if (v != NULL && !is_strings(v, true))
-		return fail(err, errlen, "providers.%s.models must be a non-empty list of model ids",
+		return errbuf_set(err, errlen, "providers.%s.models must be a non-empty list of model ids",
 			    self->name);
 	if (get_ms(self, "timeoutMs", 0, 30 * DAY_MS, 0, &self->timeout_ms, err, errlen) != 0 ||
 	    get_ms(self, "killGraceMs", 0, 600000, 2000, &self->kill_grace_ms, err, errlen) != 0 ||
@@ -752,7 +739,7 @@ static int check_top(struct cli_profile *self, char *err, size_t errlen)
 		   errlen) != 0)
 		return -1;
 	if (json_object_get(cfg, "terminal") == NULL)
-		return fail(err, errlen, "providers.%s.terminal is missing: without it no run can "
+		return errbuf_set(err, errlen, "providers.%s.terminal is missing: without it no run can "
 			    "end well", self->name);
 	return 0;
 }
@@ -763,17 +750,17 @@ struct cli_profile *cli_profile_new(const char *name, const json_t *cfg, char *e
 	json_t *models;
 
 	if (self == NULL) {
-		fail(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	self->name = strdup(name);
 	self->cfg = json_deep_copy(cfg);
 	if (self->name == NULL || self->cfg == NULL) {
-		fail(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto fail;
 	}
 	if (!json_is_object(cfg)) {
-		fail(err, errlen, "providers.%s must be an object", name);
+		errbuf_set(err, errlen, "providers.%s must be an object", name);
 		goto fail;
 	}
 	if (check_top(self, err, errlen) != 0)
@@ -791,7 +778,7 @@ struct cli_profile *cli_profile_new(const char *name, const json_t *cfg, char *e
 		self->models = provider_models_from(models);
 	}
 	if (self->models == NULL) {
-		fail(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto fail;
 	}
 	return self;

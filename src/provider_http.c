@@ -1,12 +1,12 @@
 #include "provider_http.h"
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
+#include "errbuf.h"
 #include "hint.h"
 #include "log.h"
 #include "sse.h"
@@ -70,22 +70,6 @@ json_t *provider_http_builtins(void)
 			 "models", "llama3.2", "qwen2.5-coder");
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-#if defined(__GNUC__)
-	__attribute__((format(printf, 3, 4)))
-#endif
-	;
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 /* A string or an array of strings, as a new array; NULL (with err) otherwise. */
 static json_t *one_or_many(const json_t *v, const char *name, const char *field,
 			   char *err, size_t errlen)
@@ -100,14 +84,14 @@ static json_t *one_or_many(const json_t *v, const char *name, const char *field,
 	if (json_is_array(v)) {
 		json_array_foreach(v, i, item) {
 			if (!json_is_string(item) || json_string_length(item) == 0) {
-				fail(err, errlen, "providers.%s.%s[%zu] must be a non-empty string", name,
+				errbuf_set(err, errlen, "providers.%s.%s[%zu] must be a non-empty string", name,
 				     field, i);
 				return NULL;
 			}
 		}
 		return json_copy((json_t *)v);
 	}
-	fail(err, errlen, "providers.%s.%s must be a string or a list of strings", name, field);
+	errbuf_set(err, errlen, "providers.%s.%s must be a string or a list of strings", name, field);
 	return NULL;
 }
 
@@ -158,7 +142,7 @@ static int load_keys(struct http_provider *self, const json_t *cfg, char *err, s
 		    json_array_size(self->base.credentials) == 0; i++)
 		json_array_append_new(self->base.credentials, json_string(self->keys[i].name));
 	if (rc != 0)
-		fail(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 out:
 	json_decref(literal);
 	json_decref(env);
@@ -171,28 +155,28 @@ static int check_config(const char *name, const json_t *cfg, char *err, size_t e
 	const char *key;
 
 	if (!json_is_object(cfg))
-		return fail(err, errlen, "providers.%s must be an object", name);
+		return errbuf_set(err, errlen, "providers.%s must be an object", name);
 	v = json_object_get(cfg, "api");
 	if (!json_is_string(v) || (strcmp(json_string_value(v), "openai-completions") != 0 &&
 				   strcmp(json_string_value(v), "anthropic-messages") != 0))
-		return fail(err, errlen, "providers.%s.api must be \"openai-completions\" or "
+		return errbuf_set(err, errlen, "providers.%s.api must be \"openai-completions\" or "
 			    "\"anthropic-messages\"", name);
 	v = json_object_get(cfg, "baseUrl");
 	if (!json_is_string(v) || (strncmp(json_string_value(v), "http://", 7) != 0 &&
 				   strncmp(json_string_value(v), "https://", 8) != 0))
-		return fail(err, errlen, "providers.%s.baseUrl must be an http:// or https:// URL", name);
+		return errbuf_set(err, errlen, "providers.%s.baseUrl must be an http:// or https:// URL", name);
 	v = json_object_get(cfg, "headers");
 	if (v != NULL && !json_is_object(v))
-		return fail(err, errlen, "providers.%s.headers must be an object of strings", name);
+		return errbuf_set(err, errlen, "providers.%s.headers must be an object of strings", name);
 	json_object_foreach((json_t *)v, key, v) {
 		if (!json_is_string(v) || strpbrk(json_string_value(v), "\r\n") != NULL ||
 		    strpbrk(key, ":\r\n ") != NULL)
-			return fail(err, errlen, "providers.%s.headers.%.40s must be a one-line string",
+			return errbuf_set(err, errlen, "providers.%s.headers.%.40s must be a one-line string",
 				    name, key);
 	}
 	v = json_object_get(cfg, "models");
 	if (!json_is_array(v) || json_array_size(v) == 0)
-		return fail(err, errlen, "providers.%s.models must be a non-empty list of model ids",
+		return errbuf_set(err, errlen, "providers.%s.models must be a non-empty list of model ids",
 			    name);
 	for (size_t i = 0; i < json_array_size(v); i++) {
 		const json_t *m = json_array_get(v, i), *n;
@@ -200,15 +184,15 @@ static int check_config(const char *name, const json_t *cfg, char *err, size_t e
 		if (json_is_string(m) && json_string_length(m) > 0)
 			continue;
 		if (!json_is_object(m) || !json_is_string(json_object_get(m, "id")))
-			return fail(err, errlen, "providers.%s.models[%zu] must be a model id or "
+			return errbuf_set(err, errlen, "providers.%s.models[%zu] must be a model id or "
 				    "{\"id\": ..., \"contextWindow\"?: N, \"maxTokens\"?: N}", name, i);
 		n = json_object_get(m, "contextWindow");
 		if (n != NULL && (!json_is_integer(n) || json_integer_value(n) <= 0))
-			return fail(err, errlen, "providers.%s.models[%zu].contextWindow must be a "
+			return errbuf_set(err, errlen, "providers.%s.models[%zu].contextWindow must be a "
 				    "positive integer", name, i);
 		n = json_object_get(m, "maxTokens");
 		if (n != NULL && (!json_is_integer(n) || json_integer_value(n) <= 0))
-			return fail(err, errlen, "providers.%s.models[%zu].maxTokens must be a "
+			return errbuf_set(err, errlen, "providers.%s.models[%zu].maxTokens must be a "
 				    "positive integer", name, i);
 	}
 	return 0;
@@ -455,7 +439,7 @@ static int http_start(struct provider *base, const struct attempt_ctx *ctx,
 
 	release_attempt(self);
 	if (self->nkeys > 0 && (key == NULL || key->secret == NULL))
-		return fail(err, errlen, "No API key for provider %s: %s", self->name,
+		return errbuf_set(err, errlen, "No API key for provider %s: %s", self->name,
 			    key ? key->hint : "configure apiKey or apiKeyEnv");
 	body = api_request(self->kind, ctx->messages, ctx->model,
 			   json_integer_value(json_object_get(model, "maxTokens")));
@@ -463,7 +447,7 @@ static int http_start(struct provider *base, const struct attempt_ctx *ctx,
 	json_decref(body);
 	if (self->body == NULL || build_headers(self, key) != 0) {
 		release_attempt(self);
-		return fail(err, errlen, "out of memory building the request");
+		return errbuf_set(err, errlen, "out of memory building the request");
 	}
 	snprintf(url, sizeof(url), "%s%s", self->base_url,
 		 self->kind == API_ANTHROPIC ? "/messages" : "/chat/completions");
@@ -559,14 +543,14 @@ struct provider *provider_http_new(struct http_client *http, struct clock *clock
 			n = strlen(list);
 			snprintf(list + n, sizeof(list) - n, ", %s", key);
 		}
-		fail(err, errlen, "unknown provider '%s' (available: %s)", name, list);
+		errbuf_set(err, errlen, "unknown provider '%s' (available: %s)", name, list);
 		return NULL;
 	}
 	if (check_config(name, cfg, err, errlen) != 0)
 		return NULL;
 	self = calloc(1, sizeof(*self));
 	if (self == NULL) {
-		fail(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	self->http = http;
@@ -593,7 +577,7 @@ struct provider *provider_http_new(struct http_client *http, struct clock *clock
 	    self->base.models == NULL || self->headers == NULL || load_keys(self, cfg, err, errlen) != 0 ||
 	    self->base.credentials == NULL) {
 		if (err[0] == '\0')
-			fail(err, errlen, "out of memory");
+			errbuf_set(err, errlen, "out of memory");
 		http_free(&self->base);
 		return NULL;
 	}

@@ -1,10 +1,11 @@
 #include "provider_sim.h"
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "errbuf.h"
 
 /* With no chunk delay, stream this many words per loop turn, so output
  * I/O and incoming commands interleave with a long answer. */
@@ -41,60 +42,50 @@ struct sim {
 
 static const char *const step_keys[] = { "text", "error", "hang", "delayMs", "retryAfterMs", NULL };
 
-static int check_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 int provider_sim_check_plan(const json_t *plan, char *err, size_t errlen)
 {
 	size_t i;
 	json_t *step;
 
 	if (!json_is_array(plan))
-		return check_fail(err, errlen, "sim.plan must be an array of steps");
+		return errbuf_set(err, errlen, "sim.plan must be an array of steps");
 	json_array_foreach(plan, i, step) {
 		const char *key;
 		json_t *v;
 		bool any = false;
 
 		if (!json_is_object(step))
-			return check_fail(err, errlen, "sim.plan[%zu] must be an object like {\"text\": \"...\"}", i);
+			return errbuf_set(err, errlen, "sim.plan[%zu] must be an object like {\"text\": \"...\"}", i);
 		json_object_foreach(step, key, v) {
 			size_t k = 0;
 
 			while (step_keys[k] != NULL && strcmp(step_keys[k], key) != 0)
 				k++;
 			if (step_keys[k] == NULL)
-				return check_fail(err, errlen,
+				return errbuf_set(err, errlen,
 						  "sim.plan[%zu]: unknown key \"%.60s\" (expected text, error, hang, delayMs, retryAfterMs)",
 						  i, key);
 		}
 		v = json_object_get(step, "text");
 		if (v != NULL && !json_is_string(v))
-			return check_fail(err, errlen, "sim.plan[%zu]: \"text\" must be a string", i);
+			return errbuf_set(err, errlen, "sim.plan[%zu]: \"text\" must be a string", i);
 		any |= v != NULL;
 		v = json_object_get(step, "error");
 		if (v != NULL && !json_is_string(v))
-			return check_fail(err, errlen, "sim.plan[%zu]: \"error\" must be a string", i);
+			return errbuf_set(err, errlen, "sim.plan[%zu]: \"error\" must be a string", i);
 		any |= v != NULL;
 		v = json_object_get(step, "hang");
 		if (v != NULL && !json_is_boolean(v))
-			return check_fail(err, errlen, "sim.plan[%zu]: \"hang\" must be true or false", i);
+			return errbuf_set(err, errlen, "sim.plan[%zu]: \"hang\" must be true or false", i);
 		any |= json_is_true(v);
 		v = json_object_get(step, "delayMs");
 		if (v != NULL && (!json_is_integer(v) || json_integer_value(v) < 0))
-			return check_fail(err, errlen, "sim.plan[%zu]: \"delayMs\" must be an integer >= 0", i);
+			return errbuf_set(err, errlen, "sim.plan[%zu]: \"delayMs\" must be an integer >= 0", i);
 		v = json_object_get(step, "retryAfterMs");
 		if (v != NULL && (!json_is_integer(v) || json_integer_value(v) < 0))
-			return check_fail(err, errlen, "sim.plan[%zu]: \"retryAfterMs\" must be an integer >= 0", i);
+			return errbuf_set(err, errlen, "sim.plan[%zu]: \"retryAfterMs\" must be an integer >= 0", i);
 		if (!any)
-			return check_fail(err, errlen, "sim.plan[%zu] needs \"text\", \"error\" or \"hang\": true", i);
+			return errbuf_set(err, errlen, "sim.plan[%zu] needs \"text\", \"error\" or \"hang\": true", i);
 	}
 	return 0;
 }

@@ -1,13 +1,13 @@
 #include "settings.h"
 
 #include "classify.h"
+#include "errbuf.h"
 #include "cli_profile.h"
 #include "provider_http.h"
 #include "retry.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,20 +82,6 @@ static const struct rule rules[] = {
 
 #define NRULES (sizeof(rules) / sizeof(rules[0]))
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* Prepends `prefix` to the message already in err. */
 static void prefix_err(char *err, size_t errlen, const char *prefix, const char *what)
 {
@@ -106,7 +92,7 @@ static void prefix_err(char *err, size_t errlen, const char *prefix, const char 
 	msg = strdup(err);
 	if (msg == NULL)
 		return;
-	set_err(err, errlen, "%s%s: %s", prefix, what, msg);
+	errbuf_set(err, errlen, "%s%s: %s", prefix, what, msg);
 	free(msg);
 }
 
@@ -154,7 +140,7 @@ static int check_budget(const struct rule *r, const json_t *value, char *err, si
 		return 0;
 	if (!json_is_object(value)) {
 		describe(value, got, sizeof(got));
-		set_err(err, errlen, "%s must be null or {\"maxTokens\": N, \"tokenRatio\": R} (got %s)",
+		errbuf_set(err, errlen, "%s must be null or {\"maxTokens\": N, \"tokenRatio\": R} (got %s)",
 			r->key, got);
 		return -1;
 	}
@@ -164,13 +150,13 @@ static int check_budget(const struct rule *r, const json_t *value, char *err, si
 		    json_number_value(v) <= (double)r->max)
 			continue;
 		describe(v ? v : json_null(), got, sizeof(got));
-		set_err(err, errlen, "%s.%s must be a number above 0 and at most %" JSON_INTEGER_FORMAT
+		errbuf_set(err, errlen, "%s.%s must be a number above 0 and at most %" JSON_INTEGER_FORMAT
 			" (got %s)", r->key, fields[i], r->max, got);
 		return -1;
 	}
 	json_object_foreach((json_t *)value, name, v) {
 		if (strcmp(name, "maxTokens") != 0 && strcmp(name, "tokenRatio") != 0) {
-			set_err(err, errlen, "%s has no key \"%.40s\" (only maxTokens and tokenRatio)",
+			errbuf_set(err, errlen, "%s has no key \"%.40s\" (only maxTokens and tokenRatio)",
 				r->key, name);
 			return -1;
 		}
@@ -188,20 +174,20 @@ static int check_rule(const struct rule *r, const json_t *value, char *err, size
 		if (json_is_object(value))
 			return 0;
 		describe(value, got, sizeof(got));
-		set_err(err, errlen, "%s must be an object (got %s)", r->key, got);
+		errbuf_set(err, errlen, "%s must be an object (got %s)", r->key, got);
 		return -1;
 	case RULE_BOOL:
 		if (json_is_boolean(value))
 			return 0;
 		describe(value, got, sizeof(got));
-		set_err(err, errlen, "%s must be true or false (got %s)", r->key, got);
+		errbuf_set(err, errlen, "%s must be true or false (got %s)", r->key, got);
 		return -1;
 	case RULE_INT:
 		if (json_is_integer(value) && json_integer_value(value) >= r->min &&
 		    json_integer_value(value) <= r->max)
 			return 0;
 		describe(value, got, sizeof(got));
-		set_err(err, errlen,
+		errbuf_set(err, errlen,
 			"%s must be an integer from %" JSON_INTEGER_FORMAT " to %" JSON_INTEGER_FORMAT
 			" (got %s)", r->key, r->min, r->max, got);
 		return -1;
@@ -209,7 +195,7 @@ static int check_rule(const struct rule *r, const json_t *value, char *err, size
 		if (json_is_array(value))
 			return 0;
 		describe(value, got, sizeof(got));
-		set_err(err, errlen, "%s must be an array (got %s)", r->key, got);
+		errbuf_set(err, errlen, "%s must be an array (got %s)", r->key, got);
 		return -1;
 	case RULE_CHOICE:
 		if (json_is_string(value)) {
@@ -221,12 +207,12 @@ static int check_rule(const struct rule *r, const json_t *value, char *err, size
 					return 0;
 		}
 		describe(value, got, sizeof(got));
-		set_err(err, errlen, "%s must be one of %s (got %s)", r->key, r->choices, got);
+		errbuf_set(err, errlen, "%s must be one of %s (got %s)", r->key, r->choices, got);
 		return -1;
 	case RULE_DELAYS:
 		if (!json_is_array(value) || json_array_size(value) > 64) {
 			describe(value, got, sizeof(got));
-			set_err(err, errlen, "%s must be an array of at most 64 delays in ms (got %s)",
+			errbuf_set(err, errlen, "%s must be an array of at most 64 delays in ms (got %s)",
 				r->key, got);
 			return -1;
 		}
@@ -237,7 +223,7 @@ static int check_rule(const struct rule *r, const json_t *value, char *err, size
 			    json_integer_value(d) <= r->max)
 				continue;
 			describe(d, got, sizeof(got));
-			set_err(err, errlen,
+			errbuf_set(err, errlen,
 				"%s[%zu] must be an integer from %" JSON_INTEGER_FORMAT " to %"
 				JSON_INTEGER_FORMAT " (got %s)", r->key, i, r->min, r->max, got);
 			return -1;
@@ -249,14 +235,14 @@ static int check_rule(const struct rule *r, const json_t *value, char *err, size
 		if (json_is_string(value) && json_string_length(value) > 0)
 			return 0;
 		describe(value, got, sizeof(got));
-		set_err(err, errlen, "%s must be a non-empty string (got %s)", r->key, got);
+		errbuf_set(err, errlen, "%s must be a non-empty string (got %s)", r->key, got);
 		return -1;
 	case RULE_STRINGS:
 	case RULE_SOME_STRINGS:
 		if (!json_is_array(value) ||
 		    (r->kind == RULE_SOME_STRINGS && json_array_size(value) == 0)) {
 			describe(value, got, sizeof(got));
-			set_err(err, errlen, "%s must be %s (got %s)", r->key,
+			errbuf_set(err, errlen, "%s must be %s (got %s)", r->key,
 				r->kind == RULE_SOME_STRINGS ? "a non-empty array of strings" :
 							       "an array of strings",
 				got);
@@ -265,7 +251,7 @@ static int check_rule(const struct rule *r, const json_t *value, char *err, size
 		if (is_string_array(value, &bad))
 			return 0;
 		describe(json_array_get(value, bad), got, sizeof(got));
-		set_err(err, errlen, "%s[%zu] must be a string (got %s)", r->key, bad, got);
+		errbuf_set(err, errlen, "%s[%zu] must be a string (got %s)", r->key, bad, got);
 		return -1;
 	}
 	return 0;
@@ -550,7 +536,7 @@ static json_t *load_file(const char *path, char *err, size_t errlen)
 	if (read_all(path, &text, &len) < 0) {
 		if (errno == ENOENT)
 			return json_object();
-		set_err(err, errlen, "settings file %s: %s", path, strerror(errno));
+		errbuf_set(err, errlen, "settings file %s: %s", path, strerror(errno));
 		return NULL;
 	}
 	if (strspn(text, " \t\r\n") == len) {
@@ -561,14 +547,14 @@ static json_t *load_file(const char *path, char *err, size_t errlen)
 	free(text);
 	if (root == NULL) {
 		if (jerr.line > 0)
-			set_err(err, errlen, "settings file %s: line %d column %d: %s", path,
+			errbuf_set(err, errlen, "settings file %s: line %d column %d: %s", path,
 				jerr.line, jerr.column, jerr.text);
 		else
-			set_err(err, errlen, "settings file %s: %s", path, jerr.text);
+			errbuf_set(err, errlen, "settings file %s: %s", path, jerr.text);
 		return NULL;
 	}
 	if (!json_is_object(root)) {
-		set_err(err, errlen, "settings file %s: must hold a JSON object", path);
+		errbuf_set(err, errlen, "settings file %s: must hold a JSON object", path);
 		goto fail;
 	}
 	if (check_at("", root, err, errlen) < 0) {
@@ -605,7 +591,7 @@ int settings_init(struct settings *self, const char *path, char *err, size_t err
 		goto oom;
 	return 0;
 oom:
-	set_err(err, errlen, "settings: out of memory");
+	errbuf_set(err, errlen, "settings: out of memory");
 fail:
 	settings_release(self);
 	return -1;
@@ -627,7 +613,7 @@ int settings_override_value(struct settings *self, const char *key, json_t *valu
 	json_t *overrides = NULL, *eff = NULL;
 
 	if (!key_valid(key)) {
-		set_err(err, errlen, "\"%s\" is not a valid key (names separated by single dots)",
+		errbuf_set(err, errlen, "\"%s\" is not a valid key (names separated by single dots)",
 			key);
 		goto fail;
 	}
@@ -652,7 +638,7 @@ int settings_override_value(struct settings *self, const char *key, json_t *valu
 	self->effective = eff;
 	return 0;
 oom:
-	set_err(err, errlen, "settings: out of memory");
+	errbuf_set(err, errlen, "settings: out of memory");
 fail:
 	json_decref(value);
 	json_decref(overrides);
@@ -667,12 +653,12 @@ int settings_override(struct settings *self, const char *assignment, char *err, 
 	int rc;
 
 	if (eq == NULL || eq == assignment) {
-		set_err(err, errlen, "--set %s: expected KEY=VALUE", assignment);
+		errbuf_set(err, errlen, "--set %s: expected KEY=VALUE", assignment);
 		return -1;
 	}
 	key = strndup(assignment, (size_t)(eq - assignment));
 	if (key == NULL) {
-		set_err(err, errlen, "--set %s: out of memory", assignment);
+		errbuf_set(err, errlen, "--set %s: out of memory", assignment);
 		return -1;
 	}
 	value = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
@@ -680,7 +666,7 @@ int settings_override(struct settings *self, const char *assignment, char *err, 
 		value = json_string(eq + 1);
 	if (value == NULL) {
 		/* not valid UTF-8, or out of memory */
-		set_err(err, errlen, "--set %s: the value is neither JSON nor a UTF-8 string",
+		errbuf_set(err, errlen, "--set %s: the value is neither JSON nor a UTF-8 string",
 			assignment);
 		free(key);
 		return -1;
@@ -836,7 +822,7 @@ int settings_persist(struct settings *self, const char *key, json_t *value, char
 	json_t *file = NULL, *overrides = NULL, *eff = NULL;
 
 	if (!key_valid(key)) {
-		set_err(err, errlen, "\"%s\" is not a valid key (names separated by single dots)",
+		errbuf_set(err, errlen, "\"%s\" is not a valid key (names separated by single dots)",
 			key);
 		goto fail;
 	}
@@ -863,18 +849,18 @@ int settings_persist(struct settings *self, const char *key, json_t *value, char
 	self->effective = eff;
 
 	if (self->path == NULL) {
-		set_err(err, errlen, "could not save settings: no settings file path "
+		errbuf_set(err, errlen, "could not save settings: no settings file path "
 			"(neither XDG_CONFIG_HOME nor HOME is set)");
 		return -1;
 	}
 	if (write_atomic(self->path, self->file) < 0) {
-		set_err(err, errlen, "could not save settings to %s: %s", self->path,
+		errbuf_set(err, errlen, "could not save settings to %s: %s", self->path,
 			strerror(errno));
 		return -1;
 	}
 	return 0;
 oom:
-	set_err(err, errlen, "settings: out of memory");
+	errbuf_set(err, errlen, "settings: out of memory");
 fail:
 	json_decref(value);
 	json_decref(file);
