@@ -132,12 +132,12 @@ int api_openai_event_tree(struct api_stream *self, const struct sse_event *ev);
 int api_anthropic_event(struct api_stream *self, const struct sse_event *ev);
 int api_anthropic_event_tree(struct api_stream *self, const struct sse_event *ev);
 
-/* What api_openai_quick() read of one chunk. */
-struct openai_quick {
-	const char *content;  /* the first choice's delta text (into the data or
-			       * content_buf; may hold NUL), or NULL */
+/* What api_openai_quick() or api_anthropic_quick() read of one chunk. */
+struct api_quick {
+	const char *content;  /* the delta's text (OpenAI: the first choice's),
+			       * into the data or content_buf; may hold NUL; or NULL */
 	size_t content_len;
-	const char *reason;   /* its finish_reason, NUL-terminated, or NULL */
+	const char *reason;   /* OpenAI's finish_reason, NUL-terminated, or NULL */
 	size_t reason_len;
 	char reason_buf[64];
 	char content_buf[JSONSCAN_SCRATCH];
@@ -149,17 +149,17 @@ struct openai_quick {
  * choice at most. Returns 1 and fills q when data is such a chunk, 0 when
  * it is anything else (valid or not), which the caller gives to jansson.
  * Pure. */
-int api_openai_quick(const char *data, size_t len, struct openai_quick *q);
+int api_openai_quick(const char *data, size_t len, struct api_quick *q);
 
 /* The same for Anthropic's content_block_delta:
  * {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"..."}}
  * (q->content is the text when the delta's type is text_delta, else NULL;
  * q->reason is not used). Returns 1 or 0 as above. Pure. */
-int api_anthropic_quick(const char *data, size_t len, struct openai_quick *q);
+int api_anthropic_quick(const char *data, size_t len, struct api_quick *q);
 
 /* The strings q points to in js's scratch, copied into q (the scanner is
  * dropped when the reader returns). Returns 1, or 0 when they do not fit. */
-int api_quick_keep(const struct jsonscan *js, struct openai_quick *q);
+int api_quick_keep(const struct jsonscan *js, struct api_quick *q);
 
 /* Wire text for an error message: control characters → spaces, key-like
  * words masked, cut at a UTF-8 boundary to at most API_TEXT_MAX bytes and

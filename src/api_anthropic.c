@@ -75,7 +75,7 @@ static int stream_error(struct api_stream *self, const json_t *root, const struc
 }
 
 /* The delta object of a content_block_delta: its type and text. */
-static int quick_delta(struct jsonscan *js, bool *text_delta, struct openai_quick *q)
+static int quick_delta(struct jsonscan *js, bool *text_delta, struct api_quick *q)
 {
 	const char *key, *type = NULL;
 	size_t klen, tlen = 0;
@@ -102,7 +102,7 @@ static int quick_delta(struct jsonscan *js, bool *text_delta, struct openai_quic
 	return rc;
 }
 
-int api_anthropic_quick(const char *data, size_t len, struct openai_quick *q)
+int api_anthropic_quick(const char *data, size_t len, struct api_quick *q)
 {
 	struct jsonscan js;
 	const char *key, *type;
@@ -140,7 +140,7 @@ int api_anthropic_quick(const char *data, size_t len, struct openai_quick *q)
 
 int api_anthropic_event(struct api_stream *self, const struct sse_event *ev)
 {
-	struct openai_quick q;
+	struct api_quick q;
 	bool named_error = ev->event_len == 5 && memcmp(ev->event, "error", 5) == 0;
 
 	if (named_error || !api_anthropic_quick(ev->data, ev->data_len, &q))

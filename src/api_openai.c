@@ -424,7 +424,7 @@ static json_t *first_choice(json_t *choices)
 	return NULL;
 }
 
-int api_quick_keep(const struct jsonscan *js, struct openai_quick *q)
+int api_quick_keep(const struct jsonscan *js, struct api_quick *q)
 {
 	if (q->content != NULL && jsonscan_in_scratch(js, q->content)) {
 		if (q->content_len > sizeof(q->content_buf))
@@ -442,7 +442,7 @@ int api_quick_keep(const struct jsonscan *js, struct openai_quick *q)
 
 /* The choice of a chunk, read in place: index 0 (or none), "delta" with
  * its "content", "finish_reason". Returns 0 or JSONSCAN_BAIL. */
-static int quick_choice(struct jsonscan *js, struct openai_quick *q)
+static int quick_choice(struct jsonscan *js, struct api_quick *q)
 {
 	bool seen_index = false, seen_delta = false, seen_reason = false;
 	const char *key;
@@ -493,7 +493,7 @@ static int quick_choice(struct jsonscan *js, struct openai_quick *q)
 	return rc;
 }
 
-int api_openai_quick(const char *data, size_t len, struct openai_quick *q)
+int api_openai_quick(const char *data, size_t len, struct api_quick *q)
 {
 	struct jsonscan js;
 	bool seen_choices = false, seen_usage = false, seen_error = false;
@@ -536,7 +536,7 @@ int api_openai_quick(const char *data, size_t len, struct openai_quick *q)
 
 int api_openai_event(struct api_stream *self, const struct sse_event *ev)
 {
-	struct openai_quick q;
+	struct api_quick q;
 
 	if (data_is_done(ev)) {
 		api_stream_begin(self);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "errbuf.h"
+#include "jsontext.h"
 #include "provider.h"
 
 #define DAY_MS (24LL * 60 * 60 * 1000)
@@ -294,32 +295,19 @@ bool cli_profile_selects(const struct cli_profile_rule *rule, const json_t *line
 /* argv templates. */
 
 struct buf {
-	char *s;
-	size_t len, cap;
+	struct jsontext_buf b;
 	bool oom;
 };
 
 static void buf_add(struct buf *b, const char *s, size_t n)
 {
-	if (b->oom)
+	if (b->oom || jsontext_reserve(&b->b, n + 1) != 0) {
+		b->oom = true;
 		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 64;
-		char *p;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		p = realloc(b->s, cap);
-		if (p == NULL) {
-			b->oom = true;
-			return;
-		}
-		b->s = p;
-		b->cap = cap;
 	}
-	memcpy(b->s + b->len, s, n);
-	b->len += n;
-	b->s[b->len] = '\0';
+	memcpy(b->b.data + b->b.len, s, n);
+	b->b.len += n;
+	b->b.data[b->b.len] = '\0';
 }
 
 /* Expands one template element into a new string, or NULL with err (an
@@ -351,9 +339,9 @@ static char *expand(const char *tmpl, const struct cli_profile_vars *vars, char 
 			const char *close = strchr(open, '}');
 
 			errbuf_set(err, errlen, "unknown placeholder %.*s (known: {prompt}, {sessionId}, "
-			     "{model}, {args}; \"{{\" is a literal \"{\")",
-			     close ? (int)(close - open + 1) : (int)strlen(open), open);
-			free(b.s);
+			           "{model}, {args}; \"{{\" is a literal \"{\")",
+			           close ? (int)(close - open + 1) : (int)strlen(open), open);
+			free(b.b.data);
 			return NULL;
 		}
 		{
@@ -365,11 +353,11 @@ static char *expand(const char *tmpl, const struct cli_profile_vars *vars, char 
 		p = open + strlen(names[k]);
 	}
 	if (b.oom) {
-		free(b.s);
+		free(b.b.data);
 		errbuf_set(err, errlen, "out of memory");
 		return NULL;
 	}
-	return b.s;
+	return b.b.data;
 }
 
 void cli_profile_argv_free(char **argv)
@@ -501,14 +489,14 @@ static int check_field(const char *where, const char *key, const json_t *v, char
 	} else if (strcmp(key, "failed") == 0) {
 		if (!json_is_boolean(v) && !json_is_object(v))
 			return errbuf_set(err, errlen, "%s.failed must be true, false or a condition "
-				    "{PATH: VALUE}", where);
+				          "{PATH: VALUE}", where);
 	} else if (strcmp(key, "isError") == 0) {
 		if (!json_is_boolean(v) && !json_is_object(v) && !is_path(v))
 			return errbuf_set(err, errlen, "%s.isError must be true, false, a condition "
-				    "{PATH: VALUE} or a PATH", where);
+				          "{PATH: VALUE} or a PATH", where);
 	} else if (!is_path(v)) {
 		return errbuf_set(err, errlen, "%s.%s must be a PATH (a dotted name, or a list of them)",
-			    where, key);
+			          where, key);
 	}
 	return 0;
 }
@@ -535,7 +523,7 @@ static int compile_rule(enum cli_profile_rule_kind kind, const json_t *spec, con
 				strcat(known, ", ");
 			}
 			return errbuf_set(err, errlen, "%s.%.40s is not a %s key (%stype, when, match, "
-				    "each, where)", where, key, info->key, known);
+				          "each, where)", where, key, info->key, known);
 		}
 	}
 	for (size_t i = 0; info->required[i] != NULL; i++)
@@ -554,7 +542,7 @@ static int compile_rule(enum cli_profile_rule_kind kind, const json_t *spec, con
 	if ((rule->when != NULL && !json_is_object(rule->when)) ||
 	    (rule->where != NULL && !json_is_object(rule->where)))
 		return errbuf_set(err, errlen, "%s.%s must be an object {PATH: VALUE or [VALUE...]}", where,
-			    rule->when != NULL && !json_is_object(rule->when) ? "when" : "where");
+			          rule->when != NULL && !json_is_object(rule->when) ? "when" : "where");
 	v = json_object_get(spec, "each");
 	if (v != NULL && (!json_is_string(v) || json_string_length(v) == 0))
 		return errbuf_set(err, errlen, "%s.each must be a PATH", where);
@@ -574,7 +562,7 @@ static int compile_rule(enum cli_profile_rule_kind kind, const json_t *spec, con
 
 		if (!json_is_string(re))
 			return errbuf_set(err, errlen, "%s.match.%.40s must be a regular expression", where,
-				    key);
+				          key);
 		m->path = key;
 		m->re = pcre2_compile((PCRE2_SPTR)json_string_value(re), json_string_length(re),
 				      PCRE2_UTF, &code, &off, NULL);
@@ -583,7 +571,7 @@ static int compile_rule(enum cli_profile_rule_kind kind, const json_t *spec, con
 
 			pcre2_get_error_message(code, msg, sizeof(msg));
 			return errbuf_set(err, errlen, "%s.match.%.40s: %s at offset %zu", where, key,
-				    (const char *)msg, (size_t)off);
+				          (const char *)msg, (size_t)off);
 		}
 		rule->nmatch++;
 	}
@@ -602,7 +590,7 @@ static int compile_kind(struct cli_profile *self, enum cli_profile_rule_kind kin
 		return 0;
 	if (json_is_array(v) && n == 0)
 		return errbuf_set(err, errlen, "providers.%s.%s must be a rule or a non-empty list of rules",
-			    self->name, key);
+			          self->name, key);
 	self->rules[kind] = calloc(n, sizeof(struct cli_profile_rule));
 	if (self->rules[kind] == NULL)
 		return errbuf_set(err, errlen, "out of memory");
@@ -657,12 +645,12 @@ static int check_template(struct cli_profile *self, const char *key, const json_
 {
 	if (!is_strings(t, true) || json_string_length(json_array_get(t, 0)) == 0)
 		return errbuf_set(err, errlen, "providers.%s.%s must be a non-empty list of strings, the "
-			    "program first", self->name, key);
+			          "program first", self->name, key);
 	if (check_placeholders(self, key, t, err, errlen) != 0)
 		return -1;
 	if (!self->prompt_stdin && !mentions(t, "{prompt}"))
 		return errbuf_set(err, errlen, "providers.%s.%s has no \"{prompt}\" (promptVia is \"argv\")",
-			    self->name, key);
+			          self->name, key);
 	if (needs_session && !mentions(t, "{sessionId}"))
 		return errbuf_set(err, errlen, "providers.%s.%s has no \"{sessionId}\"", self->name, key);
 	return 0;
@@ -678,7 +666,7 @@ static int get_ms(struct cli_profile *self, const char *key, int64_t min, int64_
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
 		return errbuf_set(err, errlen, "providers.%s.%s must be an integer from %lld to %lld",
-			    self->name, key, (long long)min, (long long)max);
+			          self->name, key, (long long)min, (long long)max);
 	*out = json_integer_value(v);
 	return 0;
 }
@@ -693,12 +681,12 @@ static int check_top(struct cli_profile *self, char *err, size_t errlen)
 	json_object_foreach((json_t *)cfg, key, v)
 		if (!listed(top_keys, key))
 			return errbuf_set(err, errlen, "providers.%s.%.40s is not a key of an exec provider",
-				    self->name, key);
+				          self->name, key);
 	via = json_string_value(json_object_get(cfg, "promptVia"));
 	if (json_object_get(cfg, "promptVia") != NULL &&
 	    (via == NULL || (strcmp(via, "argv") != 0 && strcmp(via, "stdin") != 0)))
 		return errbuf_set(err, errlen, "providers.%s.promptVia must be \"argv\" or \"stdin\"",
-			    self->name);
+			          self->name);
 	self->prompt_stdin = via != NULL && strcmp(via, "stdin") == 0;
 	self->argv = json_object_get(cfg, "argv");
 	if (check_template(self, "argv", self->argv, false, err, errlen) != 0)
@@ -719,20 +707,20 @@ static int check_top(struct cli_profile *self, char *err, size_t errlen)
 	v = json_object_get(cfg, "command");
 	if (v != NULL && (!json_is_string(v) || json_string_length(v) == 0))
 		return errbuf_set(err, errlen, "providers.%s.command must be a non-empty string (the "
-			    "program to run)", self->name);
+			          "program to run)", self->name);
 	self->command = json_string_value(v);
 	self->env = json_object_get(cfg, "env");
 	if (self->env != NULL && !json_is_object(self->env))
 		return errbuf_set(err, errlen, "providers.%s.env must be an object {NAME: value or null}",
-			    self->name);
+			          self->name);
 	json_object_foreach((json_t *)self->env, key, v)
 		if (key[0] == '\0' || strchr(key, '=') != NULL || (!json_is_string(v) && !json_is_null(v)))
 			return errbuf_set(err, errlen, "providers.%s.env.%.40s must be a string or null "
-				    "(and the name may not contain '=')", self->name, key);
+				          "(and the name may not contain '=')", self->name, key);
 	v = json_object_get(cfg, "models");
 	if (v != NULL && !is_strings(v, true))
 		return errbuf_set(err, errlen, "providers.%s.models must be a non-empty list of model ids",
-			    self->name);
+			          self->name);
 	if (get_ms(self, "timeoutMs", 0, 30 * DAY_MS, 0, &self->timeout_ms, err, errlen) != 0 ||
 	    get_ms(self, "killGraceMs", 0, 600000, 2000, &self->kill_grace_ms, err, errlen) != 0 ||
 	    get_ms(self, "maxLineBytes", 1024, 1LL << 30, 16LL << 20, &self->max_line_bytes, err,
@@ -740,7 +728,7 @@ static int check_top(struct cli_profile *self, char *err, size_t errlen)
 		return -1;
 	if (json_object_get(cfg, "terminal") == NULL)
 		return errbuf_set(err, errlen, "providers.%s.terminal is missing: without it no run can "
-			    "end well", self->name);
+			          "end well", self->name);
 	return 0;
 }
 

@@ -111,16 +111,6 @@ int jsontext_delta_append(struct jsontext_buf *b, size_t index, const char *delt
 	return 0;
 }
 
-size_t jsontext_delta_line(char **buf, size_t *cap, size_t index, const char *delta, size_t len)
-{
-	struct jsontext_buf b = { *buf, 0, *cap };
-	int rc = jsontext_delta_append(&b, index, delta, len);
-
-	*buf = b.data;
-	*cap = b.cap;
-	return rc == 0 ? b.len : 0;
-}
-
 int jsontext_reserve(struct jsontext_buf *b, size_t more)
 {
 	size_t cap;

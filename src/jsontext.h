@@ -42,14 +42,6 @@ static inline bool jsontext_special8(uint64_t w)
  * Returns the bytes written, or JSONTEXT_NOT_UTF8 (out then holds a part). */
 size_t jsontext_escape(char *out, const char *s, size_t len);
 
-/* The delta-mode text_delta event as one line, newline included, exactly as
- * jansson dumps {"type":"message_update","assistantMessageEvent":{"type":
- * "text_delta","contentIndex":index,"delta":delta}} with JSON_COMPACT.
- * buf, cap: a growable buffer (realloc'd as needed, owned by the caller).
- * Returns the line's length, or 0 when memory ran out or delta is not
- * well-formed UTF-8 (jansson would refuse it too). */
-size_t jsontext_delta_line(char **buf, size_t *cap, size_t index, const char *delta, size_t len);
-
 /* A growable output buffer (the caller owns data). */
 struct jsontext_buf {
 	char *data;
@@ -60,9 +52,12 @@ struct jsontext_buf {
 /* Makes room for `more` bytes after len. Returns 0, or -1 when memory ran out. */
 int jsontext_reserve(struct jsontext_buf *b, size_t more);
 
-/* jsontext_delta_line()'s line appended to b. Returns 0, -1 when memory ran
- * out, -2 when delta is not well-formed UTF-8; b->len is unchanged unless it
- * returns 0. */
+/* Appends the delta-mode text_delta event as one line, newline included,
+ * exactly as jansson dumps {"type":"message_update","assistantMessageEvent":
+ * {"type":"text_delta","contentIndex":index,"delta":delta}} with
+ * JSON_COMPACT. Returns 0, -1 when memory ran out, -2 when delta is not
+ * well-formed UTF-8 (jansson would refuse it too); b->len is unchanged
+ * unless it returns 0. */
 int jsontext_delta_append(struct jsontext_buf *b, size_t index, const char *delta, size_t len);
 
 /* Appends `json` (borrowed) as compact JSON, the bytes

@@ -85,7 +85,7 @@ static json_t *one_or_many(const json_t *v, const char *name, const char *field,
 		json_array_foreach(v, i, item) {
 			if (!json_is_string(item) || json_string_length(item) == 0) {
 				errbuf_set(err, errlen, "providers.%s.%s[%zu] must be a non-empty string", name,
-				     field, i);
+				           field, i);
 				return NULL;
 			}
 		}
@@ -160,7 +160,7 @@ static int check_config(const char *name, const json_t *cfg, char *err, size_t e
 	if (!json_is_string(v) || (strcmp(json_string_value(v), "openai-completions") != 0 &&
 				   strcmp(json_string_value(v), "anthropic-messages") != 0))
 		return errbuf_set(err, errlen, "providers.%s.api must be \"openai-completions\" or "
-			    "\"anthropic-messages\"", name);
+			          "\"anthropic-messages\"", name);
 	v = json_object_get(cfg, "baseUrl");
 	if (!json_is_string(v) || (strncmp(json_string_value(v), "http://", 7) != 0 &&
 				   strncmp(json_string_value(v), "https://", 8) != 0))
@@ -172,12 +172,12 @@ static int check_config(const char *name, const json_t *cfg, char *err, size_t e
 		if (!json_is_string(v) || strpbrk(json_string_value(v), "\r\n") != NULL ||
 		    strpbrk(key, ":\r\n ") != NULL)
 			return errbuf_set(err, errlen, "providers.%s.headers.%.40s must be a one-line string",
-				    name, key);
+				          name, key);
 	}
 	v = json_object_get(cfg, "models");
 	if (!json_is_array(v) || json_array_size(v) == 0)
 		return errbuf_set(err, errlen, "providers.%s.models must be a non-empty list of model ids",
-			    name);
+			          name);
 	for (size_t i = 0; i < json_array_size(v); i++) {
 		const json_t *m = json_array_get(v, i), *n;
 
@@ -185,15 +185,15 @@ static int check_config(const char *name, const json_t *cfg, char *err, size_t e
 			continue;
 		if (!json_is_object(m) || !json_is_string(json_object_get(m, "id")))
 			return errbuf_set(err, errlen, "providers.%s.models[%zu] must be a model id or "
-				    "{\"id\": ..., \"contextWindow\"?: N, \"maxTokens\"?: N}", name, i);
+				          "{\"id\": ..., \"contextWindow\"?: N, \"maxTokens\"?: N}", name, i);
 		n = json_object_get(m, "contextWindow");
 		if (n != NULL && (!json_is_integer(n) || json_integer_value(n) <= 0))
 			return errbuf_set(err, errlen, "providers.%s.models[%zu].contextWindow must be a "
-				    "positive integer", name, i);
+				          "positive integer", name, i);
 		n = json_object_get(m, "maxTokens");
 		if (n != NULL && (!json_is_integer(n) || json_integer_value(n) <= 0))
 			return errbuf_set(err, errlen, "providers.%s.models[%zu].maxTokens must be a "
-				    "positive integer", name, i);
+				          "positive integer", name, i);
 	}
 	return 0;
 }
@@ -440,7 +440,7 @@ static int http_start(struct provider *base, const struct attempt_ctx *ctx,
 	release_attempt(self);
 	if (self->nkeys > 0 && (key == NULL || key->secret == NULL))
 		return errbuf_set(err, errlen, "No API key for provider %s: %s", self->name,
-			    key ? key->hint : "configure apiKey or apiKeyEnv");
+			          key ? key->hint : "configure apiKey or apiKeyEnv");
 	body = api_request(self->kind, ctx->messages, ctx->model,
 			   json_integer_value(json_object_get(model, "maxTokens")));
 	self->body = body ? json_dumps(body, JSON_COMPACT) : NULL;

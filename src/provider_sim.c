@@ -63,8 +63,8 @@ int provider_sim_check_plan(const json_t *plan, char *err, size_t errlen)
 				k++;
 			if (step_keys[k] == NULL)
 				return errbuf_set(err, errlen,
-						  "sim.plan[%zu]: unknown key \"%.60s\" (expected text, error, hang, delayMs, retryAfterMs)",
-						  i, key);
+						   "sim.plan[%zu]: unknown key \"%.60s\" (expected text, error, hang, delayMs, retryAfterMs)",
+						   i, key);
 		}
 		v = json_object_get(step, "text");
 		if (v != NULL && !json_is_string(v))

@@ -209,7 +209,7 @@ void session_release(struct session *self)
 	json_decref(self->partial);
 	journal_release(&self->journal);
 	authstore_release(&self->auth);
-	free(self->text);
+	free(self->text.data);
 	json_decref(self->model_json);
 	free(self->model);
 	free(self->fixed_file);
@@ -391,7 +391,7 @@ static void sink_text_start(void *ctx)
 
 	touch(self);
 	ensure_partial(self);
-	self->text_len = 0;
+	self->text.len = 0;
 	self->text_utf8 = true;
 	self->text_synced = true;
 	json_array_append_new(json_object_get(self->partial, "content"),
@@ -406,10 +406,10 @@ static void sink_text_start(void *ctx)
  * is put in text_end, its block and message_end: three scans saved). */
 static json_t *text_string(struct session *self)
 {
-	const char *s = self->text ? self->text : "";
+	const char *s = self->text.data ? self->text.data : "";
 
-	return self->text_utf8 ? json_stringn_nocheck(s, self->text_len)
-			       : json_stringn(s, self->text_len);
+	return self->text_utf8 ? json_stringn_nocheck(s, self->text.len)
+			       : json_stringn(s, self->text.len);
 }
 
 /* The open block's "text" brought up to date, once per change. */
@@ -428,21 +428,10 @@ static json_t *sync_block_text(struct session *self, json_t *msg)
 
 static int text_append(struct session *self, const char *s, size_t n, bool valid)
 {
-	if (self->text_len + n + 1 > self->text_cap) {
-		size_t cap = self->text_cap ? self->text_cap : 256;
-		char *p;
-
-		while (cap < self->text_len + n + 1)
-			cap *= 2;
-		p = realloc(self->text, cap);
-		if (p == NULL)
-			return -1;
-		self->text = p;
-		self->text_cap = cap;
-	}
-	memcpy(self->text + self->text_len, s, n);
-	self->text_len += n;
-	self->text[self->text_len] = '\0';
+	if (jsontext_reserve(&self->text, n) != 0)
+		return -1;
+	memcpy(self->text.data + self->text.len, s, n);
+	self->text.len += n;
 	self->text_utf8 = self->text_utf8 && valid;
 	self->text_synced = false;
 	return 0;
@@ -535,9 +524,9 @@ static json_t *close_message(struct session *self, enum stop_reason stop, const 
 	ensure_partial(self);
 	msg = self->partial;
 	self->partial = NULL;
-	if (self->text_len > 0)
+	if (self->text.len > 0)
 		json_decref(sync_block_text(self, msg));
-	self->text_len = 0;
+	self->text.len = 0;
 	json_object_set_new(msg, "stopReason", json_string(stop_reason_name(stop)));
 	if (error != NULL)
 		json_object_set_new(msg, "errorMessage", json_string(error));

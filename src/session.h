@@ -27,13 +27,13 @@
 #include "clock.h"
 #include "journal.h"
 #include "policy.h"
+#include "jsontext.h"
 #include "provider.h"
 #include "retry.h"
 #include "settings.h"
 
 /* event: stolen. */
 typedef void (*session_emit_fn)(void *ctx, json_t *event);
-struct jsontext_buf;
 /* The buffer the next output line is appended to (borrowed, valid until
  * line_done; NULL when the output is gone), and the call that sends what
  * was appended. */
@@ -97,11 +97,10 @@ struct session {
 	int overloads;          /* consecutive overload errors on the current model */
 
 	json_t *partial;       /* owned: the assistant message being streamed */
-	char *text;            /* owned: the open text block's text so far */
-	size_t text_len, text_cap;
+	struct jsontext_buf text; /* owned: the open text block's text so far */
 	size_t text_idx;       /* contentIndex of the open text block */
 	bool text_utf8;        /* every piece of text was valid UTF-8 (so is their sum) */
-	bool text_synced;      /* the block's "text" already holds text[0..text_len) */
+	bool text_synced;      /* the block's "text" already holds the text */
 	bool output_paused;
 	bool delta_updates;    /* rpc.messageUpdates "delta", read per attempt */
 	json_t *model_json;    /* owned: session_model()'s answer for its "id", shared */

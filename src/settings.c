@@ -244,7 +244,7 @@ static int check_rule(const struct rule *r, const json_t *value, char *err, size
 			describe(value, got, sizeof(got));
 			errbuf_set(err, errlen, "%s must be %s (got %s)", r->key,
 				r->kind == RULE_SOME_STRINGS ? "a non-empty array of strings" :
-							       "an array of strings",
+							          "an array of strings",
 				got);
 			return -1;
 		}

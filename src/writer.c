@@ -313,14 +313,6 @@ void writer_line_done(struct writer *self)
 	kick(self);
 }
 
-int writer_send_new(struct writer *self, json_t *obj)
-{
-	int rc = writer_send(self, obj);
-
-	json_decref(obj);
-	return rc;
-}
-
 void writer_flush(struct writer *self, void (*done)(void *ctx), void *ctx)
 {
 	self->flush_done = done;

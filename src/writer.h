@@ -31,8 +31,6 @@ struct writer *writer_new(uv_loop_t *loop, int fd, size_t high,
 /* Queues `obj` (borrowed) as one line. Returns 0, or a negative error after
  * a write failure. */
 int writer_send(struct writer *self, const json_t *obj);
-/* Same for `obj` stolen. */
-int writer_send_new(struct writer *self, json_t *obj);
 /* The hot path for text deltas: the queue's own buffer (borrowed; NULL
  * after a write failure), to append whole lines to in place (compact JSON
  * ending in LF, as the caller guarantees: jsontext_delta_append), then

@@ -103,7 +103,7 @@ static void same(enum api_kind kind, const char *event, const char *const *data,
 /* One payload: both paths agree, and it is read in place or not, as said. */
 static void one(enum api_kind kind, const char *data, bool in_place)
 {
-	struct openai_quick q;
+	struct api_quick q;
 	struct log l;
 	int got = kind == API_OPENAI ? api_openai_quick(data, strlen(data), &q)
 				     : api_anthropic_quick(data, strlen(data), &q);
