@@ -448,32 +448,29 @@ static void sink_text_delta(void *ctx, const char *s, size_t n)
 	if (self->delta_updates && self->cfg.line_buf != NULL) {
 		/* The hot path: the line written straight into the output
 		 * buffer, without building a tree; the text is checked for UTF-8
-		 * as it is escaped. (Text jansson would refuse takes the json
-		 * path below and fails the same.) */
+		 * as it is escaped. With the output gone nothing is written, but
+		 * the message still grows. */
 		struct jsontext_buf *b = self->cfg.line_buf(self->cfg.emit_ctx);
-		size_t mark;
-		int rc;
+		size_t mark = b != NULL ? b->len : 0;
+		int rc = b != NULL ? jsontext_delta_append(b, idx, s, n) : 0;
 
-		if (b == NULL) {
-			/* Output gone: nothing to write; the message still grows. */
-			text_append(self, s, n, utf8_valid(s, n));
+		if (rc == 0 && text_append(self, s, n, b != NULL || utf8_valid(s, n)) == 0) {
+			if (b != NULL)
+				self->cfg.line_done(self->cfg.emit_ctx);
 			return;
 		}
-		mark = b->len;
-		rc = jsontext_delta_append(b, idx, s, n);
-		if (rc == 0 && text_append(self, s, n, true) != 0) {
-			b->len = mark;
+		if (rc != -2) {
+			if (b != NULL)
+				b->len = mark;
+			LOG_ERROR("out of memory building an event");
 			return;
 		}
-		if (rc == 0) {
-			self->cfg.line_done(self->cfg.emit_ctx);
-			return;
-		}
-		if (rc == -1)
-			return;
+		/* Not UTF-8: the json path below refuses it as jansson does. */
 	}
-	if (text_append(self, s, n, utf8_valid(s, n)) != 0)
+	if (text_append(self, s, n, utf8_valid(s, n)) != 0) {
+		LOG_ERROR("out of memory building an event");
 		return;
+	}
 	if (!self->delta_updates)
 		json_decref(sync_block_text(self, self->partial));
 	emit(self, update_event(self, json_pack("{s:s, s:i, s:s%}", "type", "text_delta",

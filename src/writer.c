@@ -21,7 +21,6 @@
 #define WRITER_FILE_BATCH (64u * 1024u)
 
 struct writer {
-	uv_loop_t *loop;
 	uv_handle_type kind;
 	int fd;
 	union {
@@ -245,7 +244,6 @@ struct writer *writer_new(uv_loop_t *loop, int fd, size_t high, const struct wri
 
 	if (self == NULL)
 		return NULL;
-	self->loop = loop;
 	self->fd = fd;
 	self->high = high;
 	self->low = high / 2;
