@@ -28,9 +28,8 @@ NASTY = "\"$(rm -rf /)\"; ' \\` & | {sessionId} $HOME\n\ttab ünï €"
 IDLE_MS = int(scaled(1.0) * 1000)
 
 
-def group_alive(pgid):
-    """Live (not zombie) processes whose process group is pgid."""
-    out = []
+def processes():
+    """(pid, ppid, pgid, state) of every process /proc shows now."""
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -39,24 +38,16 @@ def group_alive(pgid):
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            out.append(int(name))
-    return out
+        yield int(name), int(fields[1]), int(fields[2]), fields[0]
+
+
+def group_alive(pgid):
+    """Live (not zombie) processes whose process group is pgid."""
+    return [pid for pid, _, group, state in processes() if group == pgid and state != "Z"]
 
 
 def zombie_children(ppid):
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == ppid and fields[0] == "Z":
-            out.append(int(name))
-    return out
+    return [pid for pid, parent, _, state in processes() if parent == ppid and state == "Z"]
 
 
 def wait_group_gone(pgid, timeout):
