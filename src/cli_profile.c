@@ -629,15 +629,37 @@ static int check_placeholders(struct cli_profile *self, const char *key, const j
 	return 0;
 }
 
+/* Whether an element uses the placeholder: read as expand() reads it, so
+ * an escaped "{{prompt}" (the literal text "{prompt}") does not count. */
 static bool mentions(const json_t *t, const char *placeholder)
 {
-	size_t i;
+	size_t i, n = strlen(placeholder);
+	json_t *s;
+
+	json_array_foreach(t, i, s) {
+		const char *p = json_string_value(s);
+
+		while ((p = strchr(p, '{')) != NULL) {
+			if (p[1] == '{')
+				p += 2;
+			else if (strncmp(p, placeholder, n) == 0)
+				return true;
+			else
+				p++;
+		}
+	}
+	return false;
+}
+
+/* How many elements are "{args}" (each expands to the args list). */
+static size_t args_slots(const json_t *t)
+{
+	size_t i, count = 0;
 	json_t *s;
 
 	json_array_foreach(t, i, s)
-		if (strstr(json_string_value(s), placeholder) != NULL)
-			return true;
-	return false;
+		count += strcmp(json_string_value(s), "{args}") == 0;
+	return count;
 }
 
 static int check_template(struct cli_profile *self, const char *key, const json_t *t,
@@ -648,6 +670,9 @@ static int check_template(struct cli_profile *self, const char *key, const json_
 			          "program first", self->name, key);
 	if (check_placeholders(self, key, t, err, errlen) != 0)
 		return -1;
+	if (args_slots(t) > 1)
+		return errbuf_set(err, errlen, "providers.%s.%s has \"{args}\" more than once", self->name,
+				  key);
 	if (!self->prompt_stdin && !mentions(t, "{prompt}"))
 		return errbuf_set(err, errlen, "providers.%s.%s has no \"{prompt}\" (promptVia is \"argv\")",
 			          self->name, key);

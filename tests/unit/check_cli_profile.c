@@ -136,6 +136,11 @@ START_TEST(test_mistakes_are_refused_naming_the_key)
 		{ "{\"argv\":[\"\",\"{prompt}\"]}", "providers.t.argv must be a non-empty list" },
 		{ "{\"argv\":[\"x\"]}", "providers.t.argv has no \"{prompt}\"" },
 		{ "{\"argv\":[\"x\",\"{promt}\"]}", "providers.t.argv[1]: unknown placeholder {promt}" },
+		/* Found in review: "{{prompt}" is the literal text, not the prompt. */
+		{ "{\"argv\":[\"x\",\"{{prompt}\"]}", "providers.t.argv has no \"{prompt}\"" },
+		/* Found in review: a second "{args}" overflowed the argv array. */
+		{ "{\"argv\":[\"x\",\"{prompt}\",\"{args}\",\"{args}\"],\"args\":[\"a\",\"b\",\"c\",\"d\"]}",
+		  "providers.t.argv has \"{args}\" more than once" },
 		{ "{\"resumeArgv\":[\"x\",\"{prompt}\"]}", "providers.t.resumeArgv has no \"{sessionId}\"" },
 		{ "{\"promptVia\":\"pipe\"}", "providers.t.promptVia must be \"argv\" or \"stdin\"" },
 		{ "{\"bogus\":1}", "providers.t.bogus is not a key of an exec provider" },
