@@ -211,11 +211,15 @@ static void on_retry(struct cli_parser *self, const json_t *line, cli_parser_cb 
 		     size_t *n)
 {
 	static const char *const numbers[] = { "attempt", "maxAttempts", "delayMs" };
-	json_t *captures = json_object();
-	const struct cli_profile_rule *r = select_rule(self, CLI_RULE_RETRY, line, captures);
-	json_t *ev;
+	json_t *captures, *ev;
+	const struct cli_profile_rule *r;
 	char *msg;
 
+	/* Most profiles' lines are not retry notices: no object for them. */
+	if (self->profile->nrules[CLI_RULE_RETRY] == 0)
+		return;
+	captures = json_object();
+	r = select_rule(self, CLI_RULE_RETRY, line, captures);
 	if (r == NULL) {
 		json_decref(captures);
 		return;
@@ -423,7 +427,6 @@ size_t cli_parser_feed(struct cli_parser *self, const char *line, size_t len, cl
 	json_t *obj;
 	size_t n = 0, before;
 
-	self->lines++;
 	obj = json_loadb(line, len, 0, NULL);
 	if (!json_is_object(obj)) {
 		json_decref(obj);

@@ -51,7 +51,7 @@ struct cli_parser {
 	char *error;         /* owned: the last terminal line's error, or NULL */
 	int64_t input_tokens, output_tokens;
 
-	size_t lines, skipped;
+	size_t skipped;       /* lines that were not JSON or of no known type */
 };
 
 void cli_parser_init(struct cli_parser *self, const struct cli_profile *profile);

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-void retryd_frame_classify(json_t *obj, struct retryd_frame *f)
+static void frame_classify(json_t *obj, struct retryd_frame *f)
 {
 	json_t *v;
 
@@ -43,7 +43,7 @@ json_t *retryd_frame_parse(const char *line, size_t len, struct retryd_frame *f,
 		snprintf(err, errlen, "not JSON: %s (at byte %d)", jerr.text, jerr.position);
 		return NULL;
 	}
-	retryd_frame_classify(obj, f);
+	frame_classify(obj, f);
 	if (f->kind == RETRYD_FRAME_INVALID) {
 		snprintf(err, errlen, "%s", json_is_object(obj) ?
 			 "a JSON object without a string \"type\"" : "not a JSON object");

@@ -29,8 +29,6 @@ struct retryd_frame {
 	const char *error;    /* a response's error string, else NULL */
 };
 
-/* obj: borrowed. */
-void retryd_frame_classify(json_t *obj, struct retryd_frame *frame);
 /* Parses one line: the object (new reference) with frame filled in, or NULL
  * with the reason in err (frame->kind is then RETRYD_FRAME_INVALID). */
 json_t *retryd_frame_parse(const char *line, size_t len, struct retryd_frame *frame,
