@@ -11,6 +11,7 @@
 #include "cli_profile.h"
 #include "framer.h"
 #include "log.h"
+#include "secret.h"
 
 #define READ_CHUNK (64u * 1024u)
 #define ERR_LINE_MAX 512
@@ -60,74 +61,41 @@ struct cli_provider {
 
 /* Secrets. */
 
-static const char *find(const char *hay, size_t hn, const char *needle, size_t nn)
+/* Masks every secret in text[0..*len) in place; whether any was there. */
+static bool mask_all(char *const *secrets, char *text, size_t *len)
 {
-	if (nn == 0 || hn < nn)
-		return NULL;
-	for (const char *p = hay; p + nn <= hay + hn; p++) {
-		p = memchr(p, needle[0], (size_t)(hay + hn - p));
-		if (p == NULL || p + nn > hay + hn)
-			return NULL;
-		if (memcmp(p, needle, nn) == 0)
-			return p;
-	}
-	return NULL;
+	bool hit = false;
+
+	for (char *const *s = secrets; s && *s; s++)
+		hit = secret_mask(text, len, *s) || hit;
+	return hit;
 }
 
-/* A copy of text[0..len) with every secret replaced by "***", or NULL when
- * there is nothing to replace (or no memory: the caller then drops it). */
-static char *masked(char *const *secrets, const char *text, size_t len, bool *hit)
+/* A masked copy of text[0..len) (NUL-terminated, *outlen its length), or
+ * NULL when no secret is there or memory ran out (*hit tells which). */
+static char *masked(char *const *secrets, const char *text, size_t len, bool *hit, size_t *outlen)
 {
-	char *out = NULL;
+	char *out;
 
 	*hit = false;
-	for (char *const *s = secrets; s && *s; s++) {
-		size_t n = strlen(*s);
-		const char *src = out ? out : text;
-		size_t src_len = out ? strlen(out) : len;
-		char *res, *w;
-		const char *p = src;
-
-		if (find(src, src_len, *s, n) == NULL)
-			continue;
-		*hit = true;
-		res = malloc(src_len + 1);
-		if (res == NULL) {
-			free(out);
-			return NULL;
-		}
-		w = res;
-		while (p < src + src_len) {
-			const char *m = find(p, (size_t)(src + src_len - p), *s, n);
-
-			if (m == NULL) {
-				memcpy(w, p, (size_t)(src + src_len - p));
-				w += src + src_len - p;
-				break;
-			}
-			memcpy(w, p, (size_t)(m - p));
-			w += m - p;
-			memcpy(w, "***", 3);
-			w += 3;
-			p = m + n;
-		}
-		*w = '\0';
-		free(out);
-		out = res;
-	}
+	for (char *const *s = secrets; s && *s && !*hit; s++)
+		*hit = secret_found(text, len, *s);
+	if (!*hit || (out = malloc(len + 1)) == NULL)
+		return NULL;
+	memcpy(out, text, len);
+	*outlen = len;
+	mask_all(secrets, out, outlen);
+	out[*outlen] = '\0';
 	return out;
 }
 
-static void mask_in_place(char *const *secrets, char *text, size_t cap)
+/* A NUL-terminated text masked where it is. */
+static void mask_in_place(char *const *secrets, char *text)
 {
-	bool hit;
-	char *m = masked(secrets, text, strlen(text), &hit);
+	size_t len = strlen(text);
 
-	if (m != NULL)
-		snprintf(text, cap, "%s", m);
-	else if (hit)
-		snprintf(text, cap, "***");
-	free(m);
+	if (mask_all(secrets, text, &len))
+		text[len] = '\0';
 }
 
 static void mask_json(char *const *secrets, json_t *v)
@@ -140,10 +108,13 @@ static void mask_json(char *const *secrets, json_t *v)
 		return;
 	if (json_is_string(v)) {
 		bool hit;
-		char *m = masked(secrets, json_string_value(v), json_string_length(v), &hit);
+		size_t n;
+		char *m = masked(secrets, json_string_value(v), json_string_length(v), &hit, &n);
 
-		if (hit)
-			json_string_set(v, m ? m : "***");
+		if (m != NULL)
+			json_string_setn(v, m, n);
+		else if (hit)
+			json_string_set(v, "***");
 		free(m);
 	} else if (json_is_array(v)) {
 		json_array_foreach(v, i, item)
@@ -221,6 +192,7 @@ static void deliver(void *ctx, const struct cli_parser_outcome *o)
 	struct cli_run *r = ctx;
 	struct cli_provider *self = r->owner;
 	bool hit;
+	size_t mlen = 0;
 	char *m;
 	json_t *ev;
 
@@ -245,11 +217,11 @@ static void deliver(void *ctx, const struct cli_parser_outcome *o)
 		r->sink.text_start(r->sink.ctx);
 		break;
 	case CLI_OUT_TEXT_DELTA:
-		m = masked(self->secrets, o->text, o->len, &hit);
+		m = masked(self->secrets, o->text, o->len, &hit, &mlen);
 		if (!hit)
 			r->sink.text_delta(r->sink.ctx, o->text, o->len);
-		else if (m != NULL)
-			r->sink.text_delta(r->sink.ctx, m, strlen(m));
+		else if (m != NULL && mlen > 0)
+			r->sink.text_delta(r->sink.ctx, m, mlen);
 		free(m);
 		break;
 	case CLI_OUT_TEXT_END:
@@ -318,7 +290,7 @@ static void build_result(struct cli_run *r)
 	}
 	if (res->stop != STOP_ERROR)
 		return;
-	mask_in_place(self->secrets, r->error, sizeof(r->error));
+	mask_in_place(self->secrets, r->error);
 	res->error_message = r->error;
 	if (self->profile->resume_argv == NULL)
 		res->no_resume = "the profile has no resumeArgv";
@@ -477,7 +449,7 @@ static void err_line_done(struct cli_run *r)
 	if (n == 0)
 		return;
 	if (r->owner != NULL)
-		mask_in_place(r->owner->secrets, r->err_line, sizeof(r->err_line));
+		mask_in_place(r->owner->secrets, r->err_line);
 	memcpy(r->last_err, r->err_line, sizeof(r->last_err));
 	LOG_DEBUG("%s stderr: %s", r->owner ? r->owner->base.name : "cli", r->last_err);
 }

@@ -9,6 +9,7 @@
 #include "errbuf.h"
 #include "hint.h"
 #include "log.h"
+#include "secret.h"
 #include "sse.h"
 
 /* An error response's body is read up to this much, for its message. */
@@ -234,18 +235,15 @@ static void release_attempt(struct http_provider *self)
  * key this provider holds survives in a text that leaves it. */
 static void mask_secrets(struct http_provider *self, char *text)
 {
+	size_t len = strlen(text);
+
 	for (size_t i = 0; i < self->nkeys; i++) {
 		const char *secret = self->keys[i].secret;
-		size_t n = secret ? strlen(secret) : 0;
-		char *hit;
 
-		if (n < 4)
-			continue;
-		while ((hit = strstr(text, secret)) != NULL) {
-			memcpy(hit, "***", 3);
-			memmove(hit + 3, hit + n, strlen(hit + n) + 1);
-		}
+		if (secret != NULL && strlen(secret) >= 4)
+			secret_mask(text, &len, secret);
 	}
+	text[len] = '\0';
 }
 
 static void finish_with(struct http_provider *self, const struct provider_result *r)
