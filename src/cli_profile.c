@@ -16,6 +16,7 @@
 struct cli_profile_match {
 	const char *path; /* borrowed from the profile's config */
 	pcre2_code *re;
+	pcre2_match_data *md; /* made once: lines are matched one at a time */
 };
 
 /* The built-in profiles, in the form a user writes in settings (one string
@@ -273,21 +274,16 @@ bool cli_profile_selects(const struct cli_profile_rule *rule, const json_t *line
 	for (size_t i = 0; i < rule->nmatch; i++) {
 		const struct cli_profile_match *m = &rule->match[i];
 		json_t *v = path_get1(line, m->path);
-		pcre2_match_data *md;
 		int rc;
 
 		if (!json_is_string(v))
 			return false;
-		md = pcre2_match_data_create_from_pattern(m->re, NULL);
-		if (md == NULL)
-			return false;
 		rc = pcre2_match(m->re, (PCRE2_SPTR)json_string_value(v), json_string_length(v), 0, 0,
-				 md, NULL);
-		if (rc >= 0 && captures != NULL)
-			capture_names(m->re, md, json_string_value(v), captures);
-		pcre2_match_data_free(md);
+				 m->md, NULL);
 		if (rc < 0)
 			return false;
+		if (captures != NULL)
+			capture_names(m->re, m->md, json_string_value(v), captures);
 	}
 	return true;
 }
@@ -573,7 +569,10 @@ static int compile_rule(enum cli_profile_rule_kind kind, const json_t *spec, con
 			return errbuf_set(err, errlen, "%s.match.%.40s: %s at offset %zu", where, key,
 				          (const char *)msg, (size_t)off);
 		}
+		m->md = pcre2_match_data_create_from_pattern(m->re, NULL);
 		rule->nmatch++;
+		if (m->md == NULL)
+			return errbuf_set(err, errlen, "out of memory");
 	}
 	return 0;
 }
@@ -808,8 +807,10 @@ void cli_profile_free(struct cli_profile *self)
 		for (size_t i = 0; i < self->nrules[k]; i++) {
 			struct cli_profile_rule *r = &self->rules[k][i];
 
-			for (size_t m = 0; m < r->nmatch; m++)
+			for (size_t m = 0; m < r->nmatch; m++) {
+				pcre2_match_data_free(r->match[m].md);
 				pcre2_code_free(r->match[m].re);
+			}
 			free(r->match);
 		}
 		free(self->rules[k]);
