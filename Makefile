@@ -39,17 +39,22 @@ ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(SANFLAGS) \
 LDFLAGS_ALL = $(SANFLAGS) $(LDFLAGS)
 # Library objects: position-independent, only the RETRYD_API symbols exported.
 CLIENT_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(SANFLAGS) \
-                -Iinclude -Isrc/client $(CLIENT_PKG_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP
+                -Iinclude -Isrc $(CLIENT_PKG_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP
 CTL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(SANFLAGS) \
-             -Iinclude -Isrc/retryctl $(CLIENT_PKG_CFLAGS) -MMD -MP
+             -Iinclude -Isrc $(CLIENT_PKG_CFLAGS) -MMD -MP
 
-SRCS     := $(wildcard src/*.c)
+# The daemon's layers (docs/layout.md): shared/ is compiled into both the
+# daemon and the client library.
+SHARED_SRCS := $(wildcard src/shared/*.c)
+SRCS     := src/main.c src/rpc.c $(wildcard src/core/*.c src/provider/*.c src/provider/*/*.c \
+            src/io/*.c src/proto/*.c src/base/*.c) $(SHARED_SRCS)
 LIB_SRCS := $(filter-out src/main.c,$(SRCS))
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 UNIT_SRCS := $(wildcard tests/unit/check_*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%.o)
-CLIENT_SRCS := $(wildcard src/client/*.c)
-CLIENT_OBJS := $(CLIENT_SRCS:src/client/%.c=$(BUILD)/client/%.o)
+CLIENT_OWN_SRCS := $(wildcard src/client/*.c)
+CLIENT_OWN_OBJS := $(CLIENT_OWN_SRCS:src/%.c=$(BUILD)/lib/%.o)
+CLIENT_OBJS := $(CLIENT_OWN_OBJS) $(SHARED_SRCS:src/%.c=$(BUILD)/lib/%.o)
 CTL_SRCS := $(wildcard src/retryctl/*.c)
 CTL_OBJS := $(CTL_SRCS:src/retryctl/%.c=$(BUILD)/retryctl.d/%.o)
 CTL_PURE_OBJS := $(filter-out $(BUILD)/retryctl.d/main.o,$(CTL_OBJS))
@@ -69,7 +74,7 @@ MANPAGES   := man/retryd.1 man/retryctl.1
 SCHEMAS    := $(wildcard protocol/schemas/*.json)
 HEADERS    := include/retryd/client.h include/retryd/protocol.h
 
-.PHONY: all deps check unit e2e demo bench conformance interop install uninstall clean FORCE \
+.PHONY: all deps layers check unit e2e demo bench conformance interop install uninstall clean FORCE \
 	fuzz fuzz-build fuzz-replay check-valgrind
 all: $(BIN) $(CTL) $(CLIENT_A) $(CLIENT_SO) $(CLIENT_PC)
 
@@ -83,7 +88,7 @@ $(BUILD)/obj/%.o: src/%.c | deps
 $(BIN): $(LIB_OBJS) $(BUILD)/obj/main.o
 	$(CC) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -o $@
 
-$(BUILD)/client/%.o: src/client/%.c | deps
+$(BUILD)/lib/%.o: src/%.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(CLIENT_CFLAGS) -c $< -o $@
 
@@ -126,12 +131,12 @@ $(BUILD)/unit/runner.c: $(UNIT_SRCS) scripts/gen-runner.sh
 
 $(BUILD)/unit/%.o: tests/unit/%.c | deps
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests/unit -Isrc/client -Isrc/retryctl -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests/unit -Itests -c $< -o $@
 
 $(BUILD)/unit/runner.o: $(BUILD)/unit/runner.c
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -c $< -o $@
 
-$(UNIT_BIN): $(UNIT_OBJS) $(BUILD)/unit/runner.o $(LIB_OBJS) $(CLIENT_OBJS) $(CTL_PURE_OBJS)
+$(UNIT_BIN): $(UNIT_OBJS) $(BUILD)/unit/runner.o $(LIB_OBJS) $(CLIENT_OWN_OBJS) $(CTL_PURE_OBJS)
 	$(CC) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) -o $@
 
 unit: $(UNIT_BIN)
@@ -140,7 +145,11 @@ unit: $(UNIT_BIN)
 e2e: $(BIN) $(CTL) $(PROBE) $(CLIENT_A) $(CLIENT_SO)
 	RETRYD=$(abspath $(BIN)) python3 tests/e2e/run.py
 
+layers:
+	@python3 scripts/check-layers.py src
+
 check: deps
+	@$(MAKE) --no-print-directory layers
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory fuzz-replay
 	@$(MAKE) --no-print-directory e2e
@@ -177,7 +186,7 @@ check-valgrind: deps
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 10
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_LIB_SRCS := $(filter-out src/log.c,$(LIB_SRCS))
+FUZZ_LIB_SRCS := $(filter-out src/base/log.c,$(LIB_SRCS))
 FUZZ_SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS   = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g $(FUZZ_SANFLAGS) \
                 -fsanitize=fuzzer-no-link -Iinclude -Isrc -Itests/fuzz $(PKG_CFLAGS) -MMD -MP

@@ -6,22 +6,22 @@
 #include <string.h>
 #include <uv.h>
 
-#include "classify.h"
-#include "cli_profile.h"
-#include "clock_uv.h"
-#include "framer.h"
-#include "journal.h"
-#include "log.h"
-#include "http.h"
-#include "provider_cli.h"
-#include "provider_http.h"
-#include "provider_sim.h"
-#include "reader.h"
+#include "core/classify.h"
+#include "provider/cli/cli_profile.h"
+#include "io/clock_uv.h"
+#include "shared/lines.h"
+#include "core/journal.h"
+#include "base/log.h"
+#include "io/http.h"
+#include "provider/cli/provider_cli.h"
+#include "provider/http/provider_http.h"
+#include "provider/provider_sim.h"
+#include "io/reader.h"
 #include "retryd/protocol.h"
 #include "rpc.h"
-#include "session.h"
-#include "settings.h"
-#include "writer.h"
+#include "core/session.h"
+#include "core/settings.h"
+#include "io/writer.h"
 
 /* How long SIGTERM waits for output to drain before leaving anyway. */
 #define SHUTDOWN_GRACE_MS 800
@@ -46,7 +46,7 @@ struct daemon {
 	struct http_client *http;   /* NULL with the sim provider */
 	struct session session;
 	struct rpc rpc;
-	struct framer framer;
+	struct retryd_lines framer;
 	struct reader *reader;
 	struct writer *writer;
 	uv_signal_t sigterm, sigint;
@@ -245,14 +245,15 @@ static void line_done_cb(void *ctx)
 	writer_line_done(d->writer);
 }
 
-static void on_line(void *ctx, enum framer_kind kind, const char *line, size_t len)
+static bool on_line(void *ctx, enum retryd_lines_kind kind, const char *line, size_t len)
 {
 	struct daemon *d = ctx;
 
-	if (kind == FRAMER_OVERSIZE)
+	if (kind == RETRYD_LINES_OVERSIZE)
 		rpc_handle_oversize(&d->rpc);
 	else
 		rpc_handle_line(&d->rpc, line, len);
+	return true;
 }
 
 static void on_input(void *ctx, const char *data, size_t len)
@@ -261,7 +262,7 @@ static void on_input(void *ctx, const char *data, size_t len)
 
 	if (d->exiting)
 		return;
-	framer_feed(&d->framer, data, len, on_line, d);
+	retryd_lines_feed(&d->framer, data, len, on_line, d);
 }
 
 static void on_input_eof(void *ctx)
@@ -272,7 +273,7 @@ static void on_input_eof(void *ctx)
 		return;
 	d->input_done = true;
 	if (!d->exiting)
-		framer_finish(&d->framer, on_line, d);
+		retryd_lines_finish(&d->framer, on_line, d);
 	/* Finish what is in flight, queued follow-ups included, then leave. */
 	session_when_idle(&d->session, on_idle_after_eof, d);
 }
@@ -414,7 +415,7 @@ static int run(struct daemon *d, const struct options *o)
 	free(dir);
 	if (!o->no_session && o->session_file == NULL && d->session.file == NULL)
 		LOG_WARN("neither XDG_STATE_HOME nor HOME is set; keeping no session file");
-	framer_init(&d->framer, (size_t)settings_int(&d->settings, "rpc.maxLineBytes", 64 << 20));
+	retryd_lines_init(&d->framer, (size_t)settings_int(&d->settings, "rpc.maxLineBytes", 64 << 20));
 	rpc_init(&d->rpc, &d->session, emit_cb, d, d->framer.max_line);
 
 	uv_signal_init(d->loop, &d->sigterm);
@@ -461,7 +462,7 @@ int main(int argc, char **argv)
 	}
 	if (d.provider != NULL)
 		d.provider->ops->free(d.provider);
-	framer_release(&d.framer);
+	retryd_lines_release(&d.framer);
 	classify_free(d.classify);
 	settings_release(&d.settings);
 	return rc;

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "command.h"
-#include "utf8.h"
+#include "proto/command.h"
+#include "base/utf8.h"
 
 void rpc_init(struct rpc *self, struct session *session, session_emit_fn emit, void *emit_ctx,
 	      size_t max_line)

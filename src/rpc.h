@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "session.h"
+#include "core/session.h"
 
 struct rpc {
 	struct session *session; /* borrowed */

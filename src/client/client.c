@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frame.h"
-#include "lines.h"
-#include "pending.h"
+#include "client/frame.h"
+#include "shared/lines.h"
+#include "client/pending.h"
 #include "retryd/client.h"
-#include "run.h"
+#include "client/run.h"
 
 #define READ_CHUNK (64u * 1024u)
 /* After the daemon exited, how long its stdout may stay open (a grandchild

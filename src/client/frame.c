@@ -1,4 +1,4 @@
-#include "frame.h"
+#include "client/frame.h"
 
 #include <stdio.h>
 #include <string.h>

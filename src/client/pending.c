@@ -1,4 +1,4 @@
-#include "pending.h"
+#include "client/pending.h"
 
 #include <inttypes.h>
 #include <stdio.h>

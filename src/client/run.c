@@ -1,4 +1,4 @@
-#include "run.h"
+#include "client/run.h"
 
 #include <stdlib.h>
 #include <string.h>

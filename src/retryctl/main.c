@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "progress.h"
+#include "retryctl/progress.h"
 #include "retryd/client.h"
 #include "retryd/protocol.h"
 

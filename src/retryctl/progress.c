@@ -1,4 +1,4 @@
-#include "progress.h"
+#include "retryctl/progress.h"
 
 #include <stdio.h>
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 
 enum log_level log_level = LOG_LEVEL_ERROR;
 unsigned fuzz_dropped_events;

@@ -13,8 +13,8 @@
 
 #include <jansson.h>
 
-#include "cli_parser.h"
-#include "cli_profile.h"
+#include "provider/cli/cli_parser.h"
+#include "provider/cli/cli_profile.h"
 #include "fuzz.h"
 
 static const char *const profiles[] = { "claude", "codex", "gemini", "pi" };

@@ -5,9 +5,9 @@
  * Input: the error text, raw bytes (not NUL-terminated). */
 #include <stdlib.h>
 
-#include "classify.h"
+#include "core/classify.h"
 #include "fuzz.h"
-#include "hint.h"
+#include "base/hint.h"
 
 /* 2025-06-01T00:00:00Z, and the epoch itself: dates before and after. */
 #define NOW_MS INT64_C(1748736000000)

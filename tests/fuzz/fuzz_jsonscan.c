@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
+#include "provider/http/api.h"
 #include "fuzz.h"
-#include "jsonscan.h"
+#include "provider/http/jsonscan.h"
 
 struct log {
 	char *text;

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "jsontext.h"
-#include "utf8.h"
+#include "base/jsontext.h"
+#include "base/utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -14,7 +14,7 @@
  *   anywhere:         #tick N          the clock moves N ms
  *                     #pause, #resume  the output congests / drains
  *                     #abort           what SIGTERM does (session_abort)
- * At the end of the input: stdin EOF (framer_finish), the clock runs until
+ * At the end of the input: stdin EOF (retryd_lines_finish), the clock runs until
  * the session is idle (or only a hang is left), then SIGTERM's abort.
  *
  * Invariants, checked on every event: it serializes; no event was dropped;
@@ -29,14 +29,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "classify.h"
-#include "clock.h"
-#include "framer.h"
+#include "core/classify.h"
+#include "base/clock.h"
+#include "shared/lines.h"
 #include "fuzz.h"
-#include "provider_sim.h"
+#include "provider/provider_sim.h"
 #include "rpc.h"
-#include "session.h"
-#include "settings.h"
+#include "core/session.h"
+#include "core/settings.h"
 
 #define MAX_SETS 16
 #define DRAIN_ROUNDS 200
@@ -60,7 +60,7 @@ struct fx {
 	struct provider *sim;
 	struct session session;
 	struct rpc rpc;
-	struct framer framer;
+	struct retryd_lines framer;
 	bool session_ready;
 
 	size_t lines, responses;
@@ -195,11 +195,11 @@ static bool is_directive(const char *line, size_t len, const char *name)
 	return len >= n && memcmp(line, name, n) == 0;
 }
 
-static void on_line(void *ctx, enum framer_kind kind, const char *line, size_t len)
+static bool on_line(void *ctx, enum retryd_lines_kind kind, const char *line, size_t len)
 {
 	struct fx *f = ctx;
 
-	if (kind == FRAMER_OVERSIZE) {
+	if (kind == RETRYD_LINES_OVERSIZE) {
 		f->lines++;
 		rpc_handle_oversize(&f->rpc);
 	} else if (len > 0 && line[0] == '#') {
@@ -221,6 +221,7 @@ static void on_line(void *ctx, enum framer_kind kind, const char *line, size_t l
 	clock_fake_settle(&f->clock);
 	FUZZ_CHECK(f->responses == f->lines, "%zu lines but %zu responses", f->lines, f->responses);
 	FUZZ_CHECK(fuzz_dropped_events == 0, "an event was dropped");
+	return true;
 }
 
 /* The header lines; returns where the protocol lines start. */
@@ -301,16 +302,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	};
 	FUZZ_CHECK(session_init(&f.session, &cfg) == 0, "session_init");
 	f.session_ready = true;
-	framer_init(&f.framer, max_line);
+	retryd_lines_init(&f.framer, max_line);
 	rpc_init(&f.rpc, &f.session, on_event, &f, max_line);
 
 	for (size_t at = body; at < size;) {
 		size_t n = chunk == 0 || size - at < chunk ? size - at : chunk;
 
-		framer_feed(&f.framer, in + at, n, on_line, &f);
+		retryd_lines_feed(&f.framer, in + at, n, on_line, &f);
 		at += n;
 	}
-	framer_finish(&f.framer, on_line, &f);
+	retryd_lines_finish(&f.framer, on_line, &f);
 	drain(&f);
 	session_abort(&f.session, NULL);
 	clock_fake_settle(&f.clock);
@@ -319,7 +320,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(f.agent_starts == f.agent_ends, "%zu agent_start, %zu agent_end",
 		   f.agent_starts, f.agent_ends);
 	FUZZ_CHECK(fuzz_dropped_events == 0, "an event was dropped");
-	framer_release(&f.framer);
+	retryd_lines_release(&f.framer);
 out:
 	if (f.session_ready)
 		session_release(&f.session);

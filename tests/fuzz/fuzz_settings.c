@@ -15,13 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "classify.h"
-#include "clock.h"
+#include "core/classify.h"
+#include "base/clock.h"
 #include "fuzz.h"
-#include "policy.h"
-#include "provider_http.h"
-#include "provider_sim.h"
-#include "settings.h"
+#include "core/policy.h"
+#include "provider/http/provider_http.h"
+#include "provider/provider_sim.h"
+#include "core/settings.h"
 
 #define MAX_SETS 8
 #define MAX_PROVIDERS 8

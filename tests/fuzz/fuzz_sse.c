@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
+#include "provider/http/api.h"
 #include "fuzz.h"
-#include "sse.h"
+#include "provider/http/sse.h"
 
 struct trace {
 	bool started, text_started, text_ended;

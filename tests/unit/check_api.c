@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
+#include "provider/http/api.h"
 
 Suite *api_suite(void);
 

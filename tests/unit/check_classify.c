@@ -1,4 +1,4 @@
-#include "classify.h"
+#include "core/classify.h"
 
 #include <check.h>
 #include <stdlib.h>

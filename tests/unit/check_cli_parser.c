@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_parser.h"
-#include "cli_profile.h"
+#include "provider/cli/cli_parser.h"
+#include "provider/cli/cli_profile.h"
 
 Suite *cli_parser_suite(void);
 

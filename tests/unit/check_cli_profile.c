@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_profile.h"
+#include "provider/cli/cli_profile.h"
 
 Suite *cli_profile_suite(void);
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "frame.h"
+#include "client/frame.h"
 #include "retryd/client.h"
 
 Suite *client_frame_suite(void);

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lines.h"
+#include "shared/lines.h"
 
 Suite *client_lines_suite(void);
 

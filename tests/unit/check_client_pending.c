@@ -2,7 +2,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "pending.h"
+#include "client/pending.h"
 
 Suite *client_pending_suite(void);
 

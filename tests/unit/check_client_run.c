@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run.h"
+#include "client/run.h"
 
 Suite *client_run_suite(void);
 

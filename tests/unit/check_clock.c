@@ -1,7 +1,7 @@
 #include <check.h>
 
-#include "authstore.h"
-#include "clock.h"
+#include "core/authstore.h"
+#include "base/clock.h"
 
 Suite *clock_suite(void);
 

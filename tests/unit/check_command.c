@@ -1,7 +1,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "command.h"
+#include "proto/command.h"
 
 Suite *command_suite(void);
 

@@ -1,4 +1,4 @@
-#include "hint.h"
+#include "base/hint.h"
 
 #include <check.h>
 #include <stdlib.h>

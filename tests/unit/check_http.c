@@ -9,7 +9,7 @@
 #include <string.h>
 #include <uv.h>
 
-#include "http.h"
+#include "io/http.h"
 
 Suite *http_suite(void);
 

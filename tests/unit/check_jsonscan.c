@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
-#include "jsonscan.h"
+#include "provider/http/api.h"
+#include "provider/http/jsonscan.h"
 
 Suite *jsonscan_suite(void);
 

@@ -7,8 +7,8 @@
 
 #include <jansson.h>
 
-#include "jsontext.h"
-#include "utf8.h"
+#include "base/jsontext.h"
+#include "base/utf8.h"
 
 Suite *jsontext_suite(void);
 

@@ -1,7 +1,7 @@
 /* retryctl's progress wording (src/retryctl/progress.c). */
 #include <check.h>
 
-#include "progress.h"
+#include "retryctl/progress.h"
 
 Suite *progress_suite(void);
 

@@ -1,7 +1,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "retry.h"
+#include "core/retry.h"
 
 Suite *retry_suite(void);
 

@@ -2,7 +2,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "secret.h"
+#include "base/secret.h"
 
 Suite *secret_suite(void);
 

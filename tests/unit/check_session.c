@@ -6,13 +6,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "classify.h"
-#include "clock.h"
-#include "command.h"
-#include "provider_sim.h"
-#include "jsontext.h"
-#include "session.h"
-#include "settings.h"
+#include "core/classify.h"
+#include "base/clock.h"
+#include "proto/command.h"
+#include "provider/provider_sim.h"
+#include "base/jsontext.h"
+#include "core/session.h"
+#include "core/settings.h"
 
 Suite *session_suite(void);
 

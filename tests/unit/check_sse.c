@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sse.h"
+#include "provider/http/sse.h"
 
 Suite *sse_suite(void);
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "rpc.h"
-#include "utf8.h"
+#include "base/utf8.h"
 
 Suite *utf8_suite(void);
 

@@ -1,0 +1,159 @@
+#include "core/journal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int journal_init(struct journal *self, const char *path, const char *id, int64_t wall_ms)
+{
+	memset(self, 0, sizeof(*self));
+	snprintf(self->id, sizeof(self->id), "%s", id);
+	self->started_ms = wall_ms;
+	if (path == NULL)
+		return 0;
+	self->path = strdup(path);
+	return self->path ? 0 : -1;
+}
+
+void journal_release(struct journal *self)
+{
+	if (self->fp != NULL)
+		fclose(self->fp);
+	free(self->path);
+	memset(self, 0, sizeof(*self));
+}
+
+/* mkdir -p of path's parent directory. */
+static int make_parents(const char *path)
+{
+	char *dir = strdup(path);
+	char *p;
+	int rc = 0;
+
+	if (dir == NULL)
+		return -1;
+	p = strrchr(dir, '/');
+	if (p == NULL || p == dir) {
+		free(dir);
+		return 0;
+	}
+	*p = '\0';
+	for (p = dir + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+			rc = -1;
+		*p = '/';
+	}
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		rc = -1;
+	free(dir);
+	return rc;
+}
+
+static void iso_time(int64_t ms, char *out, size_t len)
+{
+	time_t secs = (time_t)(ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&secs, &tm);
+	snprintf(out, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+static int write_line(FILE *fp, json_t *obj)
+{
+	int rc = json_dumpf(obj, fp, JSON_COMPACT);
+
+	if (rc == 0 && fputc('\n', fp) == EOF)
+		rc = -1;
+	if (rc == 0 && fflush(fp) != 0)
+		rc = -1;
+	return rc;
+}
+
+static int open_file(struct journal *self)
+{
+	char cwd[4096], when[64];
+	json_t *header;
+	int rc, fd;
+
+	make_parents(self->path);
+	/* Close-on-exec: an agent CLI child must not inherit the session file. */
+	fd = open(self->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+	self->fp = fd >= 0 ? fdopen(fd, "a") : NULL;
+	if (self->fp == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (getcwd(cwd, sizeof(cwd)) == NULL)
+		cwd[0] = '\0';
+	iso_time(self->started_ms, when, sizeof(when));
+	header = json_pack("{s:s, s:i, s:s, s:s, s:s}", "type", "session", "version", 1,
+			   "id", self->id, "timestamp", when, "cwd", cwd);
+	rc = header ? write_line(self->fp, header) : -1;
+	json_decref(header);
+	if (rc != 0) {
+		fclose(self->fp);
+		self->fp = NULL;
+	}
+	return rc;
+}
+
+int journal_append(struct journal *self, const json_t *message, char *err, size_t errlen)
+{
+	json_t *line;
+	int rc;
+
+	if (self->path == NULL)
+		return 0;
+	errno = 0;
+	if (self->fp == NULL && open_file(self) != 0)
+		goto fail;
+	line = json_pack("{s:s, s:O}", "type", "message", "message", message);
+	rc = line ? write_line(self->fp, line) : -1;
+	json_decref(line);
+	if (rc != 0)
+		goto fail;
+	self->failed = false;
+	return 0;
+fail:
+	snprintf(err, errlen, "cannot write session file %s: %s", self->path,
+		 errno ? strerror(errno) : "write failed");
+	if (self->fp != NULL) {
+		fclose(self->fp);
+		self->fp = NULL;
+	}
+	self->failed = true;
+	return -1;
+}
+
+char *journal_default_dir(void)
+{
+	const char *state = getenv("XDG_STATE_HOME");
+	const char *home = getenv("HOME");
+	const char *base, *suffix;
+	char *out;
+	size_t n;
+
+	if (state != NULL && state[0] == '/') {
+		base = state;
+		suffix = "/retryd/sessions";
+	} else if (home != NULL && home[0] != '\0') {
+		base = home;
+		suffix = "/.local/state/retryd/sessions";
+	} else {
+		return NULL;
+	}
+	n = strlen(base) + strlen(suffix) + 1;
+	out = malloc(n);
+	if (out != NULL)
+		snprintf(out, n, "%s%s", base, suffix);
+	return out;
+}

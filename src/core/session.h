@@ -1,0 +1,160 @@
+/* session — one conversation and the lifecycle of its prompts.
+ *
+ * It owns the in-memory context, the queues of steering and follow-up
+ * messages, the retry chain and its backoff timer (through the clock seam),
+ * and the session file. Everything it has to say goes out through `emit` as
+ * pi-shaped events, in order. It never touches stdin/stdout itself, so the
+ * whole lifecycle runs under the fake clock in unit tests.
+ *
+ * Lifecycle of one run (one per accepted prompt; queued steering and
+ * follow-up messages continue the same run, so agent_end means idle):
+ *   agent_start
+ *     turn_start, [user message_start/end], assistant message_start …
+ *     message_end, [auto_retry_end{success:true}], turn_end,
+ *     [auto_retry_start → backoff → next turn]
+ *   [auto_retry_end{success:false}]
+ *   agent_end{messages}
+ */
+#ifndef RETRYD_SESSION_H
+#define RETRYD_SESSION_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/authstore.h"
+#include "core/classify.h"
+#include "base/clock.h"
+#include "core/journal.h"
+#include "core/policy.h"
+#include "base/jsontext.h"
+#include "provider/provider.h"
+#include "core/retry.h"
+#include "core/settings.h"
+
+/* event: stolen. */
+typedef void (*session_emit_fn)(void *ctx, json_t *event);
+/* The buffer the next output line is appended to (borrowed, valid until
+ * line_done; NULL when the output is gone), and the call that sends what
+ * was appended. */
+typedef struct jsontext_buf *(*session_line_buf_fn)(void *ctx);
+typedef void (*session_line_done_fn)(void *ctx);
+
+struct session_config {
+	struct settings *settings;   /* borrowed */
+	struct classify *classify;   /* stolen: compiled from the settings */
+	struct clock *clock;         /* borrowed */
+	struct provider *provider;   /* borrowed */
+	const char *model;           /* borrowed (copied) */
+	const char *session_file;    /* borrowed (copied); NULL = a new file in session_dir */
+	const char *session_dir;     /* borrowed (copied); NULL with session_file NULL = no file */
+	session_emit_fn emit;
+	/* Optional (both or neither): when set, delta-mode text_delta events,
+	 * the per-chunk hot path, are written by jsontext (the same bytes
+	 * jansson would write) straight into the output buffer instead of
+	 * going through emit as a json_t. */
+	session_line_buf_fn line_buf;
+	session_line_done_fn line_done;
+	void *emit_ctx;
+};
+
+enum session_phase {
+	SESSION_IDLE,
+	SESSION_ATTEMPT,  /* a provider attempt is running */
+	SESSION_BACKOFF,  /* waiting to retry */
+};
+
+struct session {
+	struct session_config cfg;
+	char *model;           /* owned */
+	char *fixed_file;      /* owned: --session FILE, or NULL */
+	char *session_dir;     /* owned, or NULL */
+
+	char id[40];
+	char *file;            /* owned: this session's file, or NULL */
+	char *name;            /* owned, or NULL */
+	struct journal journal;
+
+	json_t *messages;      /* owned: the in-memory context */
+	json_t *run_messages;  /* owned: messages this run added to the context */
+	json_t *steering;      /* owned: queued user messages */
+	json_t *follow_ups;    /* owned: queued user messages */
+	bool steer_all;        /* steeringMode "all" (else one-at-a-time) */
+	bool follow_up_all;
+
+	bool busy;             /* from prompt acceptance to agent_end */
+	enum session_phase phase;
+	struct retry_chain chain;
+	struct clock_timer retry_timer;
+	struct clock_timer idle_timer;  /* retry.idleTimeoutMs: no data for that long */
+	struct policy policy;   /* the running chain's snapshot (policy.json NULL when none yet) */
+	unsigned auto_retry_gen;  /* bumped by set_auto_retry */
+	unsigned policy_gen;      /* auto_retry_gen when the snapshot was taken */
+	struct retry_budget budget; /* shared by every prompt of the daemon */
+
+	char *primary_model;    /* owned: the model chosen by --model / set_model */
+	json_t *model_cooldown; /* owned: model id -> wall ms until it may be used again */
+	int overloads;          /* consecutive overload errors on the current model */
+
+	json_t *partial;       /* owned: the assistant message being streamed */
+	struct jsontext_buf text; /* owned: the open text block's text so far */
+	size_t text_idx;       /* contentIndex of the open text block */
+	bool text_utf8;        /* every piece of text was valid UTF-8 (so is their sum) */
+	bool text_synced;      /* the block's "text" already holds the text */
+	bool output_paused;
+	bool delta_updates;    /* rpc.messageUpdates "delta", read per attempt */
+	json_t *model_json;    /* owned: session_model()'s answer for its "id", shared */
+
+	struct authstore auth;
+
+	void (*idle_cb)(void *ctx); /* once, when the daemon may exit (drain) */
+	void *idle_ctx;
+};
+
+int session_init(struct session *self, const struct session_config *cfg);
+void session_release(struct session *self);
+
+/* Answers of the commands. Each returns 0, or -1 with err for the failed
+ * response; `data` (when non-NULL) receives a new reference or NULL. */
+/* Whether a prompt can be accepted now: not busy unless queued by
+ * `behavior`, and its own retry settings (borrowed, may be NULL) valid.
+ * Returns 0 with *policy (new reference: the snapshot), or -1 with err. */
+int session_accept(struct session *self, int behavior, const json_t *retry, json_t **policy,
+		   char *err, size_t errlen);
+/* Runs (or queues) an accepted prompt; policy: stolen, from session_accept(). */
+int session_prompt(struct session *self, const char *text, const json_t *images,
+		   int behavior, json_t *policy);
+int session_steer(struct session *self, const char *text, const json_t *images);
+int session_follow_up(struct session *self, const char *text, const json_t *images);
+/* Cancels everything in flight; *data lists the queued messages it dropped. */
+void session_abort(struct session *self, json_t **data);
+/* Cancels a pending backoff (no event when there is none). */
+void session_abort_retry(struct session *self);
+int session_set_auto_retry(struct session *self, bool enabled, json_t **data,
+			   char *err, size_t errlen);
+json_t *session_state(struct session *self);          /* new reference */
+/* The policy a prompt accepted now would run on (new reference). */
+json_t *session_retry_policy(struct session *self);
+/* Validates policy (borrowed) as a whole, then applies it to later chains:
+ * persisted to the settings file, or for this process only. */
+int session_set_retry_policy(struct session *self, const json_t *policy, bool persist,
+			     json_t **data, char *err, size_t errlen);
+json_t *session_messages(struct session *self);       /* new reference */
+json_t *session_last_assistant_text(struct session *self); /* new reference */
+json_t *session_stats(struct session *self);          /* new reference */
+json_t *session_models(struct session *self);         /* new reference */
+/* New reference to a shared object: callers must not change it. */
+json_t *session_model(struct session *self);
+int session_set_model(struct session *self, const char *provider, const char *model_id,
+		      char *err, size_t errlen);
+void session_new(struct session *self);
+void session_set_steering_mode(struct session *self, bool all);
+void session_set_follow_up_mode(struct session *self, bool all);
+int session_set_name(struct session *self, const char *name);
+
+/* Output is congested (true) or drained (false). */
+void session_set_output_paused(struct session *self, bool paused);
+/* Calls cb once nothing is running or queued (now, if idle already). */
+void session_when_idle(struct session *self, void (*cb)(void *ctx), void *ctx);
+
+#endif

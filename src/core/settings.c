@@ -1,0 +1,869 @@
+#include "core/settings.h"
+
+#include "core/classify.h"
+#include "base/errbuf.h"
+#include "provider/cli/cli_profile.h"
+#include "provider/http/provider_http.h"
+#include "core/retry.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DAY_MS (24LL * 60 * 60 * 1000)
+#define GIB (1024LL * 1024 * 1024)
+
+/* How much of an offending value an error message quotes. */
+#define GOT_MAX 60
+
+enum rule_kind {
+	RULE_OBJECT,
+	RULE_BOOL,
+	RULE_INT,          /* an integer from min to max */
+	RULE_ARRAY,
+	RULE_STRINGS,      /* an array of strings */
+	RULE_SOME_STRINGS, /* a non-empty array of strings */
+	RULE_CHOICE,       /* one of the '|'-separated strings in `choices` */
+	RULE_DELAYS,       /* an array of integers from min to max */
+	RULE_BUDGET,       /* null, or {"maxTokens": (0, max], "tokenRatio": (0, max]} */
+	RULE_TEXT,         /* a non-empty string */
+};
+
+struct rule {
+	const char *key;
+	enum rule_kind kind;
+	json_int_t min, max;
+	const char *choices;
+};
+
+/* One row per known key. A section's own row comes before its members, so a
+ * "retry" that is not an object is reported as such. */
+static const struct rule rules[] = {
+	{ "retry",                         RULE_OBJECT,       0, 0, NULL },
+	{ "rpc",                           RULE_OBJECT,       0, 0, NULL },
+	{ "sim",                           RULE_OBJECT,       0, 0, NULL },
+	{ "http",                          RULE_OBJECT,       0, 0, NULL },
+	{ "providers",                     RULE_OBJECT,       0, 0, NULL },
+	{ "http.connectTimeoutMs",         RULE_INT,          0, DAY_MS, NULL },
+	{ "http.idleTimeoutMs",            RULE_INT,          0, DAY_MS, NULL },
+	{ "retry.enabled",                 RULE_BOOL,         0, 0, NULL },
+	{ "retry.maxRetries",              RULE_INT,          0, 1000, NULL },
+	{ "retry.baseDelayMs",             RULE_INT,          0, DAY_MS, NULL },
+	{ "retry.usageLimitCooldownMs",    RULE_INT,          0, 30 * DAY_MS, NULL },
+	{ "retry.maxDelayMs",              RULE_INT,          -30 * DAY_MS, 30 * DAY_MS, NULL },
+	{ "retry.respectServerHints",      RULE_BOOL,         0, 0, NULL },
+	{ "retry.jitter",                  RULE_CHOICE,       0, 0, "none|full|equal|decorrelated" },
+	{ "retry.jitterSeed",              RULE_INT,          0, 9007199254740991LL, NULL },
+	{ "retry.schedule",                RULE_DELAYS,       0, 30 * DAY_MS, NULL },
+	{ "retry.budget",                  RULE_BUDGET,       0, 1000, NULL },
+	{ "retry.idleTimeoutMs",           RULE_INT,          0, DAY_MS, NULL },
+	{ "retry.fallbackModels",          RULE_STRINGS,      0, 0, NULL },
+	{ "retry.continuationPrompt",      RULE_TEXT,         0, 0, NULL },
+	{ "retry.fallbackAfterConsecutive", RULE_INT,         1, 1000, NULL },
+	{ "retry.fallbackCooldownMs",      RULE_INT,          0, 30 * DAY_MS, NULL },
+	{ "retry.overloadPatterns",        RULE_STRINGS,      0, 0, NULL },
+	/* Pattern syntax is classify's to check. */
+	{ "retry.retryablePatterns",       RULE_STRINGS,      0, 0, NULL },
+	{ "retry.nonRetryablePatterns",    RULE_STRINGS,      0, 0, NULL },
+	{ "retry.contextOverflowPatterns", RULE_STRINGS,      0, 0, NULL },
+	{ "retry.usageLimitPatterns",      RULE_STRINGS,      0, 0, NULL },
+	{ "rpc.maxLineBytes",              RULE_INT,          1, GIB, NULL },
+	{ "rpc.outputHighWaterBytes",      RULE_INT,          1024, GIB, NULL },
+	{ "rpc.messageUpdates",            RULE_CHOICE,       0, 0, "full|delta" },
+	{ "sim.plan",                      RULE_ARRAY,        0, 0, NULL },
+	{ "sim.chunkDelayMs",              RULE_INT,          0, 3600000, NULL },
+	{ "sim.credentials",               RULE_STRINGS,      0, 0, NULL },
+	{ "sim.models",                    RULE_SOME_STRINGS, 0, 0, NULL },
+};
+
+#define NRULES (sizeof(rules) / sizeof(rules[0]))
+
+/* Prepends `prefix` to the message already in err. */
+static void prefix_err(char *err, size_t errlen, const char *prefix, const char *what)
+{
+	char *msg;
+
+	if (err == NULL || errlen == 0)
+		return;
+	msg = strdup(err);
+	if (msg == NULL)
+		return;
+	errbuf_set(err, errlen, "%s%s: %s", prefix, what, msg);
+	free(msg);
+}
+
+/* Compact JSON of `value`, cut at GOT_MAX bytes on a UTF-8 boundary. */
+static void describe(const json_t *value, char *out, size_t outlen)
+{
+	char *text = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+	size_t len;
+
+	if (text == NULL) {
+		snprintf(out, outlen, "?");
+		return;
+	}
+	len = strlen(text);
+	if (len > GOT_MAX) {
+		len = GOT_MAX;
+		while (len > 0 && ((unsigned char)text[len] & 0xC0) == 0x80)
+			len--;
+		snprintf(out, outlen, "%.*s...", (int)len, text);
+	} else {
+		snprintf(out, outlen, "%s", text);
+	}
+	free(text);
+}
+
+static bool is_string_array(const json_t *value, size_t *bad)
+{
+	for (size_t i = 0; i < json_array_size(value); i++) {
+		if (!json_is_string(json_array_get(value, i))) {
+			*bad = i;
+			return false;
+		}
+	}
+	return true;
+}
+
+static int check_budget(const struct rule *r, const json_t *value, char *err, size_t errlen)
+{
+	static const char *const fields[] = { "maxTokens", "tokenRatio" };
+	char got[GOT_MAX + 8];
+	const char *name;
+	json_t *v;
+
+	if (json_is_null(value))
+		return 0;
+	if (!json_is_object(value)) {
+		describe(value, got, sizeof(got));
+		errbuf_set(err, errlen, "%s must be null or {\"maxTokens\": N, \"tokenRatio\": R} (got %s)",
+			r->key, got);
+		return -1;
+	}
+	for (size_t i = 0; i < 2; i++) {
+		v = json_object_get(value, fields[i]);
+		if (json_is_number(v) && json_number_value(v) > 0 &&
+		    json_number_value(v) <= (double)r->max)
+			continue;
+		describe(v ? v : json_null(), got, sizeof(got));
+		errbuf_set(err, errlen, "%s.%s must be a number above 0 and at most %" JSON_INTEGER_FORMAT
+			" (got %s)", r->key, fields[i], r->max, got);
+		return -1;
+	}
+	json_object_foreach((json_t *)value, name, v) {
+		if (strcmp(name, "maxTokens") != 0 && strcmp(name, "tokenRatio") != 0) {
+			errbuf_set(err, errlen, "%s has no key \"%.40s\" (only maxTokens and tokenRatio)",
+				r->key, name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int check_rule(const struct rule *r, const json_t *value, char *err, size_t errlen)
+{
+	char got[GOT_MAX + 8];
+	size_t bad = 0;
+
+	switch (r->kind) {
+	case RULE_OBJECT:
+		if (json_is_object(value))
+			return 0;
+		describe(value, got, sizeof(got));
+		errbuf_set(err, errlen, "%s must be an object (got %s)", r->key, got);
+		return -1;
+	case RULE_BOOL:
+		if (json_is_boolean(value))
+			return 0;
+		describe(value, got, sizeof(got));
+		errbuf_set(err, errlen, "%s must be true or false (got %s)", r->key, got);
+		return -1;
+	case RULE_INT:
+		if (json_is_integer(value) && json_integer_value(value) >= r->min &&
+		    json_integer_value(value) <= r->max)
+			return 0;
+		describe(value, got, sizeof(got));
+		errbuf_set(err, errlen,
+			"%s must be an integer from %" JSON_INTEGER_FORMAT " to %" JSON_INTEGER_FORMAT
+			" (got %s)", r->key, r->min, r->max, got);
+		return -1;
+	case RULE_ARRAY:
+		if (json_is_array(value))
+			return 0;
+		describe(value, got, sizeof(got));
+		errbuf_set(err, errlen, "%s must be an array (got %s)", r->key, got);
+		return -1;
+	case RULE_CHOICE:
+		if (json_is_string(value)) {
+			const char *v = json_string_value(value), *c = r->choices;
+			size_t n = strlen(v);
+
+			for (; c != NULL; c = strchr(c, '|') ? strchr(c, '|') + 1 : NULL)
+				if (strncmp(c, v, n) == 0 && (c[n] == '|' || c[n] == '\0'))
+					return 0;
+		}
+		describe(value, got, sizeof(got));
+		errbuf_set(err, errlen, "%s must be one of %s (got %s)", r->key, r->choices, got);
+		return -1;
+	case RULE_DELAYS:
+		if (!json_is_array(value) || json_array_size(value) > 64) {
+			describe(value, got, sizeof(got));
+			errbuf_set(err, errlen, "%s must be an array of at most 64 delays in ms (got %s)",
+				r->key, got);
+			return -1;
+		}
+		for (size_t i = 0; i < json_array_size(value); i++) {
+			const json_t *d = json_array_get(value, i);
+
+			if (json_is_integer(d) && json_integer_value(d) >= r->min &&
+			    json_integer_value(d) <= r->max)
+				continue;
+			describe(d, got, sizeof(got));
+			errbuf_set(err, errlen,
+				"%s[%zu] must be an integer from %" JSON_INTEGER_FORMAT " to %"
+				JSON_INTEGER_FORMAT " (got %s)", r->key, i, r->min, r->max, got);
+			return -1;
+		}
+		return 0;
+	case RULE_BUDGET:
+		return check_budget(r, value, err, errlen);
+	case RULE_TEXT:
+		if (json_is_string(value) && json_string_length(value) > 0)
+			return 0;
+		describe(value, got, sizeof(got));
+		errbuf_set(err, errlen, "%s must be a non-empty string (got %s)", r->key, got);
+		return -1;
+	case RULE_STRINGS:
+	case RULE_SOME_STRINGS:
+		if (!json_is_array(value) ||
+		    (r->kind == RULE_SOME_STRINGS && json_array_size(value) == 0)) {
+			describe(value, got, sizeof(got));
+			errbuf_set(err, errlen, "%s must be %s (got %s)", r->key,
+				r->kind == RULE_SOME_STRINGS ? "a non-empty array of strings" :
+							          "an array of strings",
+				got);
+			return -1;
+		}
+		if (is_string_array(value, &bad))
+			return 0;
+		describe(json_array_get(value, bad), got, sizeof(got));
+		errbuf_set(err, errlen, "%s[%zu] must be a string (got %s)", r->key, bad, got);
+		return -1;
+	}
+	return 0;
+}
+
+/* Dotted keys: non-empty names separated by single dots. */
+static bool key_valid(const char *key)
+{
+	const char *p = key;
+
+	if (*p == '\0')
+		return false;
+	for (;;) {
+		const char *dot = strchr(p, '.');
+
+		if (dot == p || (dot == NULL && *p == '\0'))
+			return false;
+		if (dot == NULL)
+			return true;
+		p = dot + 1;
+	}
+}
+
+/* The value at dotted `key` under `root`; borrowed, NULL when absent or when
+ * the path runs through something that is not an object. */
+static json_t *path_get(const json_t *root, const char *key)
+{
+	char *dup, *name, *dot;
+	json_t *node = (json_t *)root;
+
+	if (!key_valid(key))
+		return NULL;
+	dup = strdup(key);
+	if (dup == NULL)
+		return NULL;
+	for (name = dup; node != NULL; name = dot + 1) {
+		dot = strchr(name, '.');
+		if (dot != NULL)
+			*dot = '\0';
+		node = json_is_object(node) ? json_object_get(node, name) : NULL;
+		if (dot == NULL)
+			break;
+	}
+	free(dup);
+	return node;
+}
+
+/* Sets dotted `key` (valid) under the object `root`, replacing whatever
+ * non-object lies on the way. value: stolen. */
+static int path_set(json_t *root, const char *key, json_t *value)
+{
+	char *dup = strdup(key), *name, *dot;
+	json_t *node = root, *child;
+
+	if (dup == NULL)
+		goto fail;
+	for (name = dup; (dot = strchr(name, '.')) != NULL; name = dot + 1) {
+		*dot = '\0';
+		child = json_object_get(node, name);
+		if (!json_is_object(child)) {
+			child = json_object();
+			if (json_object_set_new(node, name, child) < 0)
+				goto fail;
+		}
+		node = child;
+	}
+	if (json_object_set_new(node, name, value) < 0) {
+		value = NULL; /* already released by jansson */
+		goto fail;
+	}
+	free(dup);
+	return 0;
+fail:
+	json_decref(value);
+	free(dup);
+	return -1;
+}
+
+static void path_del(json_t *root, const char *key)
+{
+	char *dup = strdup(key), *name, *dot;
+	json_t *node = root;
+
+	if (dup == NULL)
+		return;
+	for (name = dup; (dot = strchr(name, '.')) != NULL; name = dot + 1) {
+		*dot = '\0';
+		node = json_object_get(node, name);
+		if (!json_is_object(node))
+			goto out;
+	}
+	json_object_del(node, name);
+out:
+	free(dup);
+}
+
+/* Checks `value`, found at dotted `key` ("" for a whole layer), against every
+ * rule for that key or beneath it. */
+static int check_at(const char *key, const json_t *value, char *err, size_t errlen)
+{
+	size_t klen = strlen(key);
+
+	for (size_t i = 0; i < NRULES; i++) {
+		const struct rule *r = &rules[i];
+		const json_t *v;
+
+		if (klen == 0)
+			v = path_get(value, r->key);
+		else if (strcmp(r->key, key) == 0)
+			v = value;
+		else if (strncmp(r->key, key, klen) == 0 && r->key[klen] == '.')
+			v = path_get(value, r->key + klen + 1);
+		else
+			continue;
+		if (v != NULL && check_rule(r, v, err, errlen) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int settings_check(const char *key, const json_t *value, char *err, size_t errlen)
+{
+	return check_at(key, value, err, errlen);
+}
+
+/* Objects merge recursively; everything else in `src` replaces. */
+static int merge_into(json_t *dst, json_t *src)
+{
+	const char *name;
+	json_t *v;
+
+	json_object_foreach(src, name, v) {
+		json_t *d = json_object_get(dst, name);
+
+		if (json_is_object(d) && json_is_object(v)) {
+			if (merge_into(d, v) < 0)
+				return -1;
+		} else if (json_object_set_new(dst, name, json_deep_copy(v)) < 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* New reference, or NULL when out of memory. */
+static json_t *build_effective(const json_t *defaults, json_t *file, json_t *overrides)
+{
+	json_t *eff = json_deep_copy(defaults);
+
+	if (eff == NULL || merge_into(eff, file) < 0 || merge_into(eff, overrides) < 0) {
+		json_decref(eff);
+		return NULL;
+	}
+	return eff;
+}
+
+static json_t *build_defaults(void)
+{
+	json_t *defaults, *patterns, *clis;
+
+	defaults = json_pack("{s:{s:b, s:i, s:i, s:i, s:i, s:b, s:s, s:[], s:n, s:i, s:[], s:i, s:i, s:s}, s:{s:i, s:i, s:s}, s:{s:[], s:i, s:[], s:[s]}, s:{s:i, s:i}, s:o}",
+			     "retry",
+			     "enabled", 1,
+			     "maxRetries", 3,
+			     "baseDelayMs", 2000,
+			     "usageLimitCooldownMs", 1800000,
+			     "maxDelayMs", 60000,
+			     "respectServerHints", 1,
+			     "jitter", "none",
+			     "schedule",
+			     "budget",
+			     "idleTimeoutMs", 0,
+			     "fallbackModels",
+			     "fallbackAfterConsecutive", 3,
+			     "fallbackCooldownMs", 60000,
+			     "continuationPrompt", RETRY_CONTINUATION_PROMPT,
+			     "rpc",
+			     "maxLineBytes", 67108864,
+			     "outputHighWaterBytes", 1048576,
+			     "messageUpdates", "full",
+			     "sim",
+			     "plan",
+			     "chunkDelayMs", 0,
+			     "credentials",
+			     "models", "sim-1",
+			     "http",
+			     "connectTimeoutMs", 30000,
+			     "idleTimeoutMs", 300000,
+			     /* Providers are checked when one is chosen (provider_http.c,
+			      * cli_profile.c). */
+			     "providers", provider_http_builtins());
+	patterns = classify_defaults();
+	clis = cli_profile_builtins();
+	if (defaults == NULL || !json_is_object(patterns) || !json_is_object(clis) ||
+	    json_object_update(json_object_get(defaults, "providers"), clis) < 0 ||
+	    json_object_update(json_object_get(defaults, "retry"), patterns) < 0) {
+		json_decref(defaults);
+		defaults = NULL;
+	}
+	json_decref(patterns);
+	json_decref(clis);
+	return defaults;
+}
+
+/* $XDG_CONFIG_HOME/retryd/settings.json (only an absolute XDG_CONFIG_HOME
+ * counts, as the XDG spec says), else ~/.config/retryd/settings.json, else NULL. */
+static char *default_path(void)
+{
+	const char *xdg = getenv("XDG_CONFIG_HOME");
+	const char *home = getenv("HOME");
+	const char *base, *tail;
+	char *path;
+	size_t len;
+
+	if (xdg != NULL && xdg[0] == '/') {
+		base = xdg;
+		tail = "/retryd/settings.json";
+	} else if (home != NULL && home[0] != '\0') {
+		base = home;
+		tail = "/.config/retryd/settings.json";
+	} else {
+		return NULL;
+	}
+	len = strlen(base) + strlen(tail) + 1;
+	path = malloc(len);
+	if (path != NULL)
+		snprintf(path, len, "%s%s", base, tail);
+	return path;
+}
+
+/* Reads the whole file into a new NUL-terminated buffer. -1 with errno set. */
+static int read_all(const char *path, char **out, size_t *outlen)
+{
+	char *buf = NULL, *bigger;
+	size_t len = 0, cap = 0;
+	int fd, saved;
+	ssize_t n;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	for (;;) {
+		if (cap - len < 4096) {
+			cap = cap ? cap * 2 : 8192;
+			bigger = realloc(buf, cap);
+			if (bigger == NULL) {
+				errno = ENOMEM;
+				goto fail;
+			}
+			buf = bigger;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail;
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	*out = buf;
+	*outlen = len;
+	return 0;
+fail:
+	saved = errno;
+	close(fd);
+	free(buf);
+	errno = saved;
+	return -1;
+}
+
+/* The file layer: a new object, {} for a missing or blank file. */
+static json_t *load_file(const char *path, char *err, size_t errlen)
+{
+	json_t *root = NULL;
+	json_error_t jerr;
+	char *text = NULL;
+	size_t len = 0;
+
+	if (read_all(path, &text, &len) < 0) {
+		if (errno == ENOENT)
+			return json_object();
+		errbuf_set(err, errlen, "settings file %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (strspn(text, " \t\r\n") == len) {
+		free(text);
+		return json_object();
+	}
+	root = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+	free(text);
+	if (root == NULL) {
+		if (jerr.line > 0)
+			errbuf_set(err, errlen, "settings file %s: line %d column %d: %s", path,
+				jerr.line, jerr.column, jerr.text);
+		else
+			errbuf_set(err, errlen, "settings file %s: %s", path, jerr.text);
+		return NULL;
+	}
+	if (!json_is_object(root)) {
+		errbuf_set(err, errlen, "settings file %s: must hold a JSON object", path);
+		goto fail;
+	}
+	if (check_at("", root, err, errlen) < 0) {
+		prefix_err(err, errlen, "settings file ", path);
+		goto fail;
+	}
+	return root;
+fail:
+	json_decref(root);
+	return NULL;
+}
+
+int settings_init(struct settings *self, const char *path, char *err, size_t errlen)
+{
+	memset(self, 0, sizeof(*self));
+	self->path = path != NULL ? strdup(path) : default_path();
+	if (path != NULL && self->path == NULL)
+		goto oom;
+	self->defaults = build_defaults();
+	self->overrides = json_object();
+	if (self->defaults == NULL || self->overrides == NULL)
+		goto oom;
+	if (self->path != NULL) {
+		self->file = load_file(self->path, err, errlen);
+		if (self->file == NULL)
+			goto fail;
+	} else {
+		self->file = json_object();
+		if (self->file == NULL)
+			goto oom;
+	}
+	self->effective = build_effective(self->defaults, self->file, self->overrides);
+	if (self->effective == NULL)
+		goto oom;
+	return 0;
+oom:
+	errbuf_set(err, errlen, "settings: out of memory");
+fail:
+	settings_release(self);
+	return -1;
+}
+
+void settings_release(struct settings *self)
+{
+	json_decref(self->defaults);
+	json_decref(self->file);
+	json_decref(self->overrides);
+	json_decref(self->effective);
+	free(self->path);
+	memset(self, 0, sizeof(*self));
+}
+
+int settings_override_value(struct settings *self, const char *key, json_t *value,
+			    char *err, size_t errlen)
+{
+	json_t *overrides = NULL, *eff = NULL;
+
+	if (!key_valid(key)) {
+		errbuf_set(err, errlen, "\"%s\" is not a valid key (names separated by single dots)",
+			key);
+		goto fail;
+	}
+	overrides = json_deep_copy(self->overrides);
+	if (overrides == NULL)
+		goto oom;
+	if (path_set(overrides, key, value) < 0) {
+		value = NULL;
+		goto oom;
+	}
+	value = NULL; /* owned by overrides now */
+	/* The whole layer, so a value that makes a known key's parent a
+	 * non-object ("retry.maxRetries.x") is caught too. */
+	if (check_at("", overrides, err, errlen) < 0)
+		goto fail;
+	eff = build_effective(self->defaults, self->file, overrides);
+	if (eff == NULL)
+		goto oom;
+	json_decref(self->overrides);
+	json_decref(self->effective);
+	self->overrides = overrides;
+	self->effective = eff;
+	return 0;
+oom:
+	errbuf_set(err, errlen, "settings: out of memory");
+fail:
+	json_decref(value);
+	json_decref(overrides);
+	return -1;
+}
+
+int settings_override(struct settings *self, const char *assignment, char *err, size_t errlen)
+{
+	const char *eq = strchr(assignment, '=');
+	json_t *value;
+	char *key;
+	int rc;
+
+	if (eq == NULL || eq == assignment) {
+		errbuf_set(err, errlen, "--set %s: expected KEY=VALUE", assignment);
+		return -1;
+	}
+	key = strndup(assignment, (size_t)(eq - assignment));
+	if (key == NULL) {
+		errbuf_set(err, errlen, "--set %s: out of memory", assignment);
+		return -1;
+	}
+	value = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
+	if (value == NULL)
+		value = json_string(eq + 1);
+	if (value == NULL) {
+		/* not valid UTF-8, or out of memory */
+		errbuf_set(err, errlen, "--set %s: the value is neither JSON nor a UTF-8 string",
+			assignment);
+		free(key);
+		return -1;
+	}
+	rc = settings_override_value(self, key, value, err, errlen);
+	if (rc < 0)
+		prefix_err(err, errlen, "--set ", assignment);
+	free(key);
+	return rc;
+}
+
+json_t *settings_get(const struct settings *self, const char *key)
+{
+	return path_get(self->effective, key);
+}
+
+int64_t settings_int(const struct settings *self, const char *key, int64_t fallback)
+{
+	json_t *v = settings_get(self, key);
+
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : fallback;
+}
+
+bool settings_bool(const struct settings *self, const char *key, bool fallback)
+{
+	json_t *v = settings_get(self, key);
+
+	return json_is_boolean(v) ? json_is_true(v) : fallback;
+}
+
+const char *settings_string(const struct settings *self, const char *key, const char *fallback)
+{
+	json_t *v = settings_get(self, key);
+
+	return json_is_string(v) ? json_string_value(v) : fallback;
+}
+
+/* mkdir -p with mode 0700 for what it creates. -1 with errno set. */
+static int make_dirs(const char *dir)
+{
+	char *dup = strdup(dir), *p, saved;
+	int rc = 0;
+
+	if (dup == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (p = dup + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		saved = *p;
+		*p = '\0';
+		/* An existing non-directory shows up as ENOTDIR one step later. */
+		if (mkdir(dup, 0700) < 0 && errno != EEXIST) {
+			rc = -1;
+			break;
+		}
+		*p = saved;
+		if (saved == '\0')
+			break;
+	}
+	free(dup);
+	return rc;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Writes `root` as pretty JSON to `path`: a temp file in the same directory,
+ * fsync, rename. Leaves no temp file behind. -1 with errno set. */
+static int write_atomic(const char *path, const json_t *root)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = NULL, *tmp = NULL, *text = NULL;
+	const char *base;
+	size_t len;
+	int fd = -1, rc, saved, dfd;
+	bool made = false;
+
+	if (slash == NULL) {
+		dir = strdup(".");
+		base = path;
+	} else {
+		dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+		base = slash + 1;
+	}
+	if (dir == NULL)
+		goto oom;
+	if (*base == '\0') {
+		errno = EISDIR;
+		goto fail;
+	}
+	if (make_dirs(dir) < 0)
+		goto fail;
+	len = strlen(dir) + strlen(base) + sizeof("/..XXXXXX");
+	tmp = malloc(len);
+	if (tmp == NULL)
+		goto oom;
+	snprintf(tmp, len, "%s/.%s.XXXXXX", dir, base);
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		goto fail;
+	made = true;
+	text = json_dumps(root, JSON_INDENT(2));
+	if (text == NULL)
+		goto oom;
+	if (write_all(fd, text, strlen(text)) < 0 || write_all(fd, "\n", 1) < 0 ||
+	    fsync(fd) < 0)
+		goto fail;
+	rc = close(fd);
+	fd = -1;
+	if (rc < 0 || rename(tmp, path) < 0)
+		goto fail;
+	/* Make the rename itself durable; the data is already safe. */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	free(text);
+	free(tmp);
+	free(dir);
+	return 0;
+oom:
+	errno = ENOMEM;
+fail:
+	saved = errno;
+	if (fd >= 0)
+		close(fd);
+	if (made)
+		unlink(tmp);
+	free(text);
+	free(tmp);
+	free(dir);
+	errno = saved;
+	return -1;
+}
+
+int settings_persist(struct settings *self, const char *key, json_t *value, char *err, size_t errlen)
+{
+	json_t *file = NULL, *overrides = NULL, *eff = NULL;
+
+	if (!key_valid(key)) {
+		errbuf_set(err, errlen, "\"%s\" is not a valid key (names separated by single dots)",
+			key);
+		goto fail;
+	}
+	file = json_deep_copy(self->file);
+	overrides = json_deep_copy(self->overrides);
+	if (file == NULL || overrides == NULL)
+		goto oom;
+	if (path_set(file, key, value) < 0) {
+		value = NULL;
+		goto oom;
+	}
+	value = NULL; /* owned by file now */
+	if (check_at("", file, err, errlen) < 0)
+		goto fail;
+	path_del(overrides, key);
+	eff = build_effective(self->defaults, file, overrides);
+	if (eff == NULL)
+		goto oom;
+	json_decref(self->file);
+	json_decref(self->overrides);
+	json_decref(self->effective);
+	self->file = file;
+	self->overrides = overrides;
+	self->effective = eff;
+
+	if (self->path == NULL) {
+		errbuf_set(err, errlen, "could not save settings: no settings file path "
+			"(neither XDG_CONFIG_HOME nor HOME is set)");
+		return -1;
+	}
+	if (write_atomic(self->path, self->file) < 0) {
+		errbuf_set(err, errlen, "could not save settings to %s: %s", self->path,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+oom:
+	errbuf_set(err, errlen, "settings: out of memory");
+fail:
+	json_decref(value);
+	json_decref(file);
+	json_decref(overrides);
+	return -1;
+}

@@ -1,0 +1,295 @@
+#include "proto/command.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+struct command_spec {
+	const char *name;
+	enum command_type type;
+};
+
+static const struct command_spec specs[] = {
+	{ "prompt", CMD_PROMPT },
+	{ "steer", CMD_STEER },
+	{ "follow_up", CMD_FOLLOW_UP },
+	{ "abort", CMD_ABORT },
+	{ "set_auto_retry", CMD_SET_AUTO_RETRY },
+	{ "abort_retry", CMD_ABORT_RETRY },
+	{ "get_state", CMD_GET_STATE },
+	{ "get_messages", CMD_GET_MESSAGES },
+	{ "get_last_assistant_text", CMD_GET_LAST_ASSISTANT_TEXT },
+	{ "new_session", CMD_NEW_SESSION },
+	{ "set_model", CMD_SET_MODEL },
+	{ "get_available_models", CMD_GET_AVAILABLE_MODELS },
+	{ "set_steering_mode", CMD_SET_STEERING_MODE },
+	{ "set_follow_up_mode", CMD_SET_FOLLOW_UP_MODE },
+	{ "set_session_name", CMD_SET_SESSION_NAME },
+	{ "get_session_stats", CMD_GET_SESSION_STATS },
+	{ "get_commands", CMD_GET_COMMANDS },
+	{ "get_retry_policy", CMD_GET_RETRY_POLICY },
+	{ "set_retry_policy", CMD_SET_RETRY_POLICY },
+};
+
+const char *const command_names[] = {
+	"prompt", "steer", "follow_up", "abort", "set_auto_retry", "abort_retry",
+	"get_state", "get_messages", "get_last_assistant_text", "new_session",
+	"set_model", "get_available_models", "set_steering_mode", "set_follow_up_mode",
+	"set_session_name", "get_session_stats", "get_commands", "get_retry_policy",
+	"set_retry_policy", NULL,
+};
+
+/* pi commands with no meaning in retryd, and why. */
+static const struct {
+	const char *name;
+	const char *why;
+} unsupported[] = {
+	{ "bash", "retryd runs no shell commands" },
+	{ "abort_bash", "retryd runs no shell commands" },
+	{ "compact", "retryd does not compact conversations" },
+	{ "set_auto_compaction", "retryd does not compact conversations" },
+	{ "export_html", "retryd does not export HTML" },
+	{ "switch_session", "retryd does not load saved sessions" },
+	{ "fork", "retryd does not fork sessions" },
+	{ "get_fork_messages", "retryd does not fork sessions" },
+	{ "branch", "retryd does not fork sessions" },
+	{ "get_branch_messages", "retryd does not fork sessions" },
+	{ "cycle_model", "use get_available_models and set_model" },
+	{ "set_thinking_level", "the providers here have no thinking levels" },
+	{ "cycle_thinking_level", "the providers here have no thinking levels" },
+	{ "extension_ui_response", "retryd has no extensions" },
+	{ "abort_and_prompt", "send abort, then prompt" },
+	{ "handoff", "retryd does not hand off sessions" },
+};
+
+static int fail(struct command *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+	__attribute__((format(printf, 2, 3)))
+#endif
+	;
+
+static int fail(struct command *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd->error, sizeof(cmd->error), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static const char *json_kind(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER:
+	case JSON_REAL: return "a number";
+	case JSON_TRUE:
+	case JSON_FALSE: return "a boolean";
+	case JSON_NULL: return "null";
+	}
+	return "a value";
+}
+
+/* A required string field. */
+static int need_string(struct command *cmd, const char *field, const char **out)
+{
+	json_t *v = json_object_get(cmd->root, field);
+
+	if (v == NULL)
+		return fail(cmd, "%s: missing required field \"%s\" (a string)", cmd->name, field);
+	if (!json_is_string(v))
+		return fail(cmd, "%s: field \"%s\" must be a string, not %s", cmd->name, field,
+			    json_kind(v));
+	*out = json_string_value(v);
+	return 0;
+}
+
+static int opt_string(struct command *cmd, const char *field, const char **out)
+{
+	json_t *v = json_object_get(cmd->root, field);
+
+	*out = NULL;
+	if (v == NULL || json_is_null(v))
+		return 0;
+	return need_string(cmd, field, out);
+}
+
+static int parse_images(struct command *cmd)
+{
+	json_t *images = json_object_get(cmd->root, "images");
+	size_t i;
+	json_t *img;
+
+	if (images == NULL || json_is_null(images))
+		return 0;
+	if (!json_is_array(images))
+		return fail(cmd, "%s: field \"images\" must be an array, not %s", cmd->name,
+			    json_kind(images));
+	json_array_foreach(images, i, img) {
+		json_t *type = json_object_get(img, "type");
+		json_t *data = json_object_get(img, "data");
+		json_t *mime = json_object_get(img, "mimeType");
+
+		if (!json_is_object(img))
+			return fail(cmd, "%s: images[%zu] must be an object", cmd->name, i);
+		if (!json_is_string(type) || strcmp(json_string_value(type), "image") != 0)
+			return fail(cmd, "%s: images[%zu].type must be \"image\"", cmd->name, i);
+		if (!json_is_string(data))
+			return fail(cmd, "%s: images[%zu].data must be a base64 string", cmd->name, i);
+		if (!json_is_string(mime))
+			return fail(cmd, "%s: images[%zu].mimeType must be a string", cmd->name, i);
+	}
+	cmd->images = images;
+	return 0;
+}
+
+static int parse_message(struct command *cmd)
+{
+	if (need_string(cmd, "message", &cmd->message) != 0)
+		return -1;
+	return parse_images(cmd);
+}
+
+static int parse_behavior(struct command *cmd)
+{
+	const char *b;
+
+	if (opt_string(cmd, "streamingBehavior", &b) != 0)
+		return -1;
+	if (b == NULL)
+		cmd->behavior = BEHAVIOR_NONE;
+	else if (strcmp(b, "steer") == 0)
+		cmd->behavior = BEHAVIOR_STEER;
+	else if (strcmp(b, "followUp") == 0)
+		cmd->behavior = BEHAVIOR_FOLLOW_UP;
+	else
+		return fail(cmd, "%s: field \"streamingBehavior\" must be \"steer\" or \"followUp\"",
+			    cmd->name);
+	return 0;
+}
+
+static int parse_mode(struct command *cmd)
+{
+	if (need_string(cmd, "mode", &cmd->mode) != 0)
+		return -1;
+	if (strcmp(cmd->mode, "all") != 0 && strcmp(cmd->mode, "one-at-a-time") != 0)
+		return fail(cmd, "%s: field \"mode\" must be \"all\" or \"one-at-a-time\"", cmd->name);
+	return 0;
+}
+
+static int parse_fields(struct command *cmd)
+{
+	json_t *v;
+
+	switch (cmd->type) {
+	case CMD_PROMPT:
+		if (parse_message(cmd) != 0 || parse_behavior(cmd) != 0)
+			return -1;
+		v = json_object_get(cmd->root, "retry");
+		if (v != NULL && !json_is_null(v) && !json_is_object(v))
+			return fail(cmd, "%s: field \"retry\" must be an object of retry settings, not %s",
+				    cmd->name, json_kind(v));
+		cmd->retry = json_is_object(v) ? v : NULL;
+		return 0;
+	case CMD_SET_RETRY_POLICY:
+		v = json_object_get(cmd->root, "policy");
+		if (v == NULL)
+			return fail(cmd, "%s: missing required field \"policy\" (an object of retry settings)",
+				    cmd->name);
+		if (!json_is_object(v))
+			return fail(cmd, "%s: field \"policy\" must be an object, not %s", cmd->name,
+				    json_kind(v));
+		cmd->policy = v;
+		v = json_object_get(cmd->root, "persist");
+		if (v != NULL && !json_is_null(v) && !json_is_boolean(v))
+			return fail(cmd, "%s: field \"persist\" must be true or false, not %s",
+				    cmd->name, json_kind(v));
+		cmd->persist = json_is_true(v);
+		return 0;
+	case CMD_STEER:
+	case CMD_FOLLOW_UP:
+		return parse_message(cmd);
+	case CMD_SET_AUTO_RETRY:
+		v = json_object_get(cmd->root, "enabled");
+		if (v == NULL)
+			return fail(cmd, "%s: missing required field \"enabled\" (true or false)",
+				    cmd->name);
+		if (!json_is_boolean(v))
+			return fail(cmd, "%s: field \"enabled\" must be true or false, not %s",
+				    cmd->name, json_kind(v));
+		cmd->enabled = json_is_true(v);
+		return 0;
+	case CMD_SET_MODEL:
+		if (need_string(cmd, "provider", &cmd->provider) != 0)
+			return -1;
+		return need_string(cmd, "modelId", &cmd->model_id);
+	case CMD_SET_STEERING_MODE:
+	case CMD_SET_FOLLOW_UP_MODE:
+		return parse_mode(cmd);
+	case CMD_SET_SESSION_NAME:
+		return need_string(cmd, "name", &cmd->text);
+	case CMD_NEW_SESSION:
+		return opt_string(cmd, "parentSession", &cmd->text);
+	default:
+		return 0;
+	}
+}
+
+static int lookup(struct command *cmd, const char *type)
+{
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		if (strcmp(specs[i].name, type) == 0) {
+			cmd->type = specs[i].type;
+			return 0;
+		}
+	}
+	for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++) {
+		if (strcmp(unsupported[i].name, type) == 0) {
+			cmd->type = CMD_UNSUPPORTED;
+			return fail(cmd, "%s is not supported: %s", type, unsupported[i].why);
+		}
+	}
+	return fail(cmd, "Unknown command: %.200s%s", type, strlen(type) > 200 ? "..." : "");
+}
+
+int command_parse(const char *line, size_t len, struct command *cmd)
+{
+	json_error_t jerr;
+	json_t *type, *id;
+
+	memset(cmd, 0, sizeof(*cmd));
+	cmd->name = "parse";
+	cmd->type = CMD_UNSUPPORTED;
+	cmd->root = json_loadb(line, len, 0, &jerr);
+	if (cmd->root == NULL)
+		return fail(cmd, "Failed to parse command: %s (at byte %d)", jerr.text,
+			    jerr.position);
+	if (!json_is_object(cmd->root))
+		return fail(cmd, "Failed to parse command: expected a JSON object, got %s",
+			    json_kind(cmd->root));
+	id = json_object_get(cmd->root, "id");
+	if (json_is_string(id))
+		cmd->id = json_string_value(id);
+	type = json_object_get(cmd->root, "type");
+	if (type == NULL)
+		return fail(cmd, "Failed to parse command: missing \"type\" (a string naming the command)");
+	if (!json_is_string(type))
+		return fail(cmd, "Failed to parse command: \"type\" must be a string, not %s",
+			    json_kind(type));
+	cmd->name = json_string_value(type);
+	if (id != NULL && !json_is_string(id) && !json_is_null(id))
+		return fail(cmd, "%s: field \"id\" must be a string, not %s", cmd->name,
+			    json_kind(id));
+	if (lookup(cmd, cmd->name) != 0)
+		return -1;
+	return parse_fields(cmd);
+}
+
+void command_release(struct command *cmd)
+{
+	json_decref(cmd->root);
+	cmd->root = NULL;
+}

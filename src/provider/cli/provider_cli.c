@@ -1,0 +1,888 @@
+#include "provider/cli/provider_cli.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "provider/cli/cli_parser.h"
+#include "provider/cli/cli_profile.h"
+#include "shared/lines.h"
+#include "base/log.h"
+#include "base/secret.h"
+
+#define READ_CHUNK (64u * 1024u)
+#define ERR_LINE_MAX 512
+#define SECRET_MIN 8
+
+extern char **environ;
+
+struct cli_provider;
+
+/* One attempt's child process. Lives until its last handle is closed. */
+struct cli_run {
+	struct cli_provider *owner; /* NULL once aborted: the sink hears nothing more */
+	struct clock *clock;
+	struct provider_sink sink;
+	uv_process_t proc;
+	uv_pipe_t in, out, err;
+	int handles;                /* initialized and not yet closed */
+	bool spawned, exited, out_eof, err_eof, closing, started, paused, has_in;
+	int64_t exit_status;
+	int term_signal;
+	struct retryd_lines framer;
+	struct cli_parser parser;
+	struct clock_timer idle, wall, kill, drain;
+	int64_t idle_ms;
+	char killed[160];           /* why we ended it; "" when we did not */
+	char err_line[ERR_LINE_MAX];
+	size_t err_len;
+	char last_err[ERR_LINE_MAX];
+	char *input;                /* the prompt, when it goes to stdin */
+	uv_write_t write_req;
+	struct provider_result result;
+	char error[2048];
+	char buf[READ_CHUNK];
+};
+
+struct cli_provider {
+	struct provider base;
+	uv_loop_t *loop;
+	struct clock *clock;
+	struct cli_profile *profile;
+	char **env;           /* owned: "NAME=value", NULL-terminated */
+	char **secrets;       /* owned: values never shown, NULL-terminated */
+	char *session_id;     /* owned: the newest the CLI reported, or NULL */
+	size_t prev_messages; /* context size when the last attempt started */
+	struct cli_run *run;  /* the running attempt, or NULL */
+};
+
+/* Secrets. */
+
+/* Masks every secret in text[0..*len) in place; whether any was there. */
+static bool mask_all(char *const *secrets, char *text, size_t *len)
+{
+	bool hit = false;
+
+	for (char *const *s = secrets; s && *s; s++)
+		hit = secret_mask(text, len, *s) || hit;
+	return hit;
+}
+
+/* A masked copy of text[0..len) (NUL-terminated, *outlen its length), or
+ * NULL when no secret is there or memory ran out (*hit tells which). */
+static char *masked(char *const *secrets, const char *text, size_t len, bool *hit, size_t *outlen)
+{
+	char *out;
+
+	*hit = false;
+	for (char *const *s = secrets; s && *s && !*hit; s++)
+		*hit = secret_found(text, len, *s);
+	if (!*hit || (out = malloc(len + 1)) == NULL)
+		return NULL;
+	memcpy(out, text, len);
+	*outlen = len;
+	mask_all(secrets, out, outlen);
+	out[*outlen] = '\0';
+	return out;
+}
+
+/* A NUL-terminated text masked where it is. */
+static void mask_in_place(char *const *secrets, char *text)
+{
+	size_t len = strlen(text);
+
+	if (mask_all(secrets, text, &len))
+		text[len] = '\0';
+}
+
+static void mask_json(char *const *secrets, json_t *v)
+{
+	size_t i;
+	const char *key;
+	json_t *item;
+
+	if (secrets == NULL || secrets[0] == NULL)
+		return;
+	if (json_is_string(v)) {
+		bool hit;
+		size_t n;
+		char *m = masked(secrets, json_string_value(v), json_string_length(v), &hit, &n);
+
+		if (m != NULL)
+			json_string_setn(v, m, n);
+		else if (hit)
+			json_string_set(v, "***");
+		free(m);
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, item)
+			mask_json(secrets, item);
+	} else if (json_is_object(v)) {
+		json_object_foreach(v, key, item)
+			mask_json(secrets, item);
+	}
+}
+
+/* Runs. */
+
+static void on_close(uv_handle_t *h);
+
+static void close_handle(struct cli_run *r, uv_handle_t *h)
+{
+	if (h->data == r && !uv_is_closing(h))
+		uv_close(h, on_close);
+}
+
+static void kill_group(struct cli_run *r, int sig)
+{
+	if (r->spawned && r->proc.pid > 0 && kill(-r->proc.pid, sig) != 0 && errno != ESRCH)
+		LOG_WARN("kill(-%d, %d): %s", r->proc.pid, sig, strerror(errno));
+}
+
+static void stop_timers(struct cli_run *r)
+{
+	clock_timer_stop(r->clock, &r->idle);
+	clock_timer_stop(r->clock, &r->wall);
+	clock_timer_stop(r->clock, &r->kill);
+	clock_timer_stop(r->clock, &r->drain);
+}
+
+/* Closes every handle; the process handle only once the child is reaped. */
+static void close_run(struct cli_run *r)
+{
+	r->closing = true;
+	stop_timers(r);
+	close_handle(r, (uv_handle_t *)&r->out);
+	close_handle(r, (uv_handle_t *)&r->err);
+	if (r->has_in)
+		close_handle(r, (uv_handle_t *)&r->in);
+	if (r->exited || !r->spawned)
+		close_handle(r, (uv_handle_t *)&r->proc);
+}
+
+static void free_run(struct cli_run *r)
+{
+	retryd_lines_release(&r->framer);
+	cli_parser_release(&r->parser);
+	free(r->input);
+	free(r);
+}
+
+static void on_close(uv_handle_t *h)
+{
+	struct cli_run *r = h->data;
+	struct cli_provider *owner = r->owner;
+
+	if (--r->handles > 0)
+		return;
+	if (owner != NULL) {
+		struct provider_sink sink = r->sink;
+
+		owner->run = NULL;
+		r->owner = NULL;
+		sink.finish(sink.ctx, &r->result);
+	}
+	free_run(r);
+}
+
+static void deliver(void *ctx, const struct cli_parser_outcome *o)
+{
+	struct cli_run *r = ctx;
+	struct cli_provider *self = r->owner;
+	bool hit;
+	size_t mlen = 0;
+	char *m;
+	json_t *ev;
+
+	if (self == NULL)
+		return;
+	if (!r->started && o->kind != CLI_OUT_SESSION && o->kind != CLI_OUT_TERMINAL) {
+		r->started = true;
+		r->sink.start(r->sink.ctx);
+		if (r->owner == NULL)
+			return;
+	}
+	switch (o->kind) {
+	case CLI_OUT_SESSION:
+		m = strdup(o->text);
+		if (m == NULL)
+			return;
+		free(self->session_id);
+		self->session_id = m;
+		LOG_INFO("%s: session %s", self->base.name, m);
+		break;
+	case CLI_OUT_TEXT_START:
+		r->sink.text_start(r->sink.ctx);
+		break;
+	case CLI_OUT_TEXT_DELTA:
+		m = masked(self->secrets, o->text, o->len, &hit, &mlen);
+		if (!hit)
+			r->sink.text_delta(r->sink.ctx, o->text, o->len);
+		else if (m != NULL && mlen > 0)
+			r->sink.text_delta(r->sink.ctx, m, mlen);
+		free(m);
+		break;
+	case CLI_OUT_TEXT_END:
+		r->sink.text_end(r->sink.ctx);
+		break;
+	case CLI_OUT_EVENT:
+		if (r->sink.event == NULL)
+			break;
+		ev = json_deep_copy(o->event);
+		if (ev == NULL)
+			break;
+		mask_json(self->secrets, ev);
+		if (strcmp(json_string_value(json_object_get(ev, "type")), "provider_retry") == 0)
+			json_object_set_new(ev, "provider", json_string(self->base.name));
+		r->sink.event(r->sink.ctx, ev);
+		break;
+	case CLI_OUT_TERMINAL:
+		LOG_DEBUG("%s: terminal line: %s", self->base.name, o->failed ? "failure" : "success");
+		break;
+	}
+}
+
+static bool on_line(void *ctx, enum retryd_lines_kind kind, const char *line, size_t len)
+{
+	struct cli_run *r = ctx;
+
+	if (r->owner == NULL)
+		return true;
+	if (kind == RETRYD_LINES_OVERSIZE) {
+		LOG_WARN("%s: skipped an output line over %zu bytes", r->owner->base.name,
+			 r->framer.max_line);
+		return true;
+	}
+	cli_parser_feed(&r->parser, line, len, deliver, r);
+	return true;
+}
+
+static void build_result(struct cli_run *r)
+{
+	struct cli_provider *self = r->owner;
+	struct provider_result *res = &r->result;
+
+	memset(res, 0, sizeof(*res));
+	res->hint_ms = -1;
+	res->input_tokens = r->parser.input_tokens;
+	res->output_tokens = r->parser.output_tokens;
+	if (r->killed[0] != '\0' && !(r->parser.terminal && r->parser.settled)) {
+		res->stop = STOP_ERROR;
+		snprintf(r->error, sizeof(r->error), "%s", r->killed);
+	} else if (r->parser.terminal) {
+		/* Killed after its last word: a hung exit does not undo an answer. */
+		if (r->killed[0] != '\0')
+			LOG_INFO("%s: ended after its terminal line (%s)", self->base.name, r->killed);
+		res->stop = r->parser.failed ? STOP_ERROR : STOP_STOP;
+		snprintf(r->error, sizeof(r->error), "%s",
+			 r->parser.error ? r->parser.error : "the agent reported a failure");
+	} else {
+		char how[48];
+
+		res->stop = STOP_ERROR;
+		if (r->term_signal != 0)
+			snprintf(how, sizeof(how), "signal %d", r->term_signal);
+		else
+			snprintf(how, sizeof(how), "exit %lld", (long long)r->exit_status);
+		snprintf(r->error, sizeof(r->error), "agent exited without a result (%s)%s%s", how,
+			 r->last_err[0] ? ": " : "", r->last_err);
+	}
+	if (res->stop != STOP_ERROR)
+		return;
+	mask_in_place(self->secrets, r->error);
+	res->error_message = r->error;
+	if (self->profile->resume_argv == NULL)
+		res->no_resume = "the profile has no resumeArgv";
+	else if (self->session_id == NULL)
+		res->no_resume = "the agent reported no session id to resume";
+}
+
+/* Exit and EOF on both pipes: the outcome is known; close, then finish. */
+static void maybe_done(struct cli_run *r)
+{
+	if (r->closing || !r->exited || !r->out_eof || !r->err_eof)
+		return;
+	stop_timers(r);
+	retryd_lines_finish(&r->framer, on_line, r);
+	if (r->owner != NULL)
+		cli_parser_finish(&r->parser, deliver, r);
+	/* What was delivered may have aborted the run (e.g. stdout failed). */
+	if (r->owner != NULL)
+		build_result(r);
+	close_run(r);
+}
+
+static void on_idle_timer(struct clock_timer *t, void *ctx);
+
+/* Output came (or reading resumed): the stall clock starts again. */
+static void start_idle(struct cli_run *r)
+{
+	if (r->idle_ms > 0 && !r->paused && r->killed[0] == '\0' && !r->closing)
+		clock_timer_start(r->clock, &r->idle, (uint64_t)r->idle_ms, on_idle_timer, r);
+}
+
+static void on_kill_timer(struct clock_timer *t, void *ctx)
+{
+	struct cli_run *r = ctx;
+
+	(void)t;
+	LOG_INFO("pid %d did not end after SIGTERM; SIGKILL to its group", r->proc.pid);
+	kill_group(r, SIGKILL);
+}
+
+/* Ends a run that overstayed: SIGTERM to the group, SIGKILL after the grace. */
+static void terminate(struct cli_run *r, const char *why)
+{
+	int64_t grace = r->owner ? r->owner->profile->kill_grace_ms : 0;
+
+	if (r->killed[0] != '\0')
+		return;
+	snprintf(r->killed, sizeof(r->killed), "%s", why);
+	clock_timer_stop(r->clock, &r->idle);
+	clock_timer_stop(r->clock, &r->wall);
+	LOG_INFO("%s: %s; SIGTERM to process group %d", r->owner ? r->owner->base.name : "cli",
+		 why, r->proc.pid);
+	if (grace == 0) {
+		kill_group(r, SIGKILL);
+		return;
+	}
+	kill_group(r, SIGTERM);
+	clock_timer_start(r->clock, &r->kill, (uint64_t)grace, on_kill_timer, r);
+}
+
+static void on_idle_timer(struct clock_timer *t, void *ctx)
+{
+	struct cli_run *r = ctx;
+	char why[96];
+
+	(void)t;
+	snprintf(why, sizeof(why), "stream stall: no output for %lld ms", (long long)r->idle_ms);
+	terminate(r, why);
+}
+
+static void on_wall_timer(struct clock_timer *t, void *ctx)
+{
+	struct cli_run *r = ctx;
+	char why[128];
+
+	(void)t;
+	snprintf(why, sizeof(why), "timed out after %lld ms (providers.%s.timeoutMs)",
+		 (long long)r->owner->profile->timeout_ms, r->owner->base.name);
+	terminate(r, why);
+}
+
+/* Exited, but something else holds the pipes: kill what is left of the
+ * group and stop waiting for EOF. */
+static void on_drain_timer(struct clock_timer *t, void *ctx);
+
+/* The drain clock runs only while we read: a paused reader is ours. */
+static void start_drain(struct cli_run *r)
+{
+	if (r->exited && (!r->out_eof || !r->err_eof) && !r->paused && !r->closing &&
+	    r->owner != NULL)
+		clock_timer_start(r->clock, &r->drain, (uint64_t)r->owner->profile->kill_grace_ms,
+				  on_drain_timer, r);
+}
+
+static void on_drain_timer(struct clock_timer *t, void *ctx)
+{
+	struct cli_run *r = ctx;
+
+	(void)t;
+	LOG_INFO("pid %d exited but its pipes stayed open; SIGKILL to its group", r->proc.pid);
+	kill_group(r, SIGKILL);
+	r->out_eof = r->err_eof = true;
+	maybe_done(r);
+}
+
+static void on_child_exit(uv_process_t *proc, int64_t status, int term_signal)
+{
+	struct cli_run *r = proc->data;
+
+	r->exited = true;
+	r->exit_status = status;
+	r->term_signal = term_signal;
+	if (r->closing) {
+		close_handle(r, (uv_handle_t *)&r->proc);
+		return;
+	}
+	start_drain(r);
+	maybe_done(r);
+}
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *out)
+{
+	struct cli_run *r = h->data;
+
+	(void)suggested;
+	*out = uv_buf_init(r->buf, sizeof(r->buf));
+}
+
+static void on_out(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+	struct cli_run *r = s->data;
+
+	(void)b;
+	if (n > 0) {
+		start_idle(r);
+		retryd_lines_feed(&r->framer, r->buf, (size_t)n, on_line, r);
+		return;
+	}
+	if (n == 0)
+		return;
+	if (n != UV_EOF)
+		LOG_WARN("reading an agent's stdout: %s", uv_strerror((int)n));
+	uv_read_stop(s);
+	r->out_eof = true;
+	maybe_done(r);
+}
+
+static void err_line_done(struct cli_run *r)
+{
+	size_t n = r->err_len;
+
+	while (n > 0 && (r->err_line[n - 1] == '\r' || r->err_line[n - 1] == ' '))
+		n--;
+	r->err_line[n] = '\0';
+	r->err_len = 0;
+	if (n == 0)
+		return;
+	if (r->owner != NULL)
+		mask_in_place(r->owner->secrets, r->err_line);
+	memcpy(r->last_err, r->err_line, sizeof(r->last_err));
+	LOG_DEBUG("%s stderr: %s", r->owner ? r->owner->base.name : "cli", r->last_err);
+}
+
+static void on_err(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+	struct cli_run *r = s->data;
+
+	(void)b;
+	if (n > 0) {
+		start_idle(r);
+		for (ssize_t i = 0; i < n; i++) {
+			if (r->buf[i] == '\n')
+				err_line_done(r);
+			else if (r->err_len < sizeof(r->err_line) - 1)
+				r->err_line[r->err_len++] = r->buf[i];
+		}
+		return;
+	}
+	if (n == 0)
+		return;
+	uv_read_stop(s);
+	err_line_done(r);
+	r->err_eof = true;
+	maybe_done(r);
+}
+
+static void on_written(uv_write_t *req, int status)
+{
+	struct cli_run *r = req->data;
+
+	if (status != 0 && status != UV_ECANCELED)
+		LOG_WARN("writing the prompt to the agent's stdin: %s", uv_strerror(status));
+	/* EOF on the child's stdin: the prompt is complete. */
+	close_handle(r, (uv_handle_t *)&r->in);
+}
+
+static int init_pipe(struct cli_run *r, uv_loop_t *loop, uv_pipe_t *p)
+{
+	int rc = uv_pipe_init(loop, p, 0);
+
+	if (rc == 0) {
+		p->data = r;
+		r->handles++;
+	}
+	return rc;
+}
+
+/* Spawns argv. Returns 0, or -1 with err (the run then closes itself). */
+static int spawn(struct cli_run *r, struct cli_provider *self, char **argv, char *err,
+		 size_t errlen)
+{
+	uv_process_options_t o;
+	uv_stdio_container_t stdio[3];
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	memset(stdio, 0, sizeof(stdio));
+	if (init_pipe(r, self->loop, &r->out) != 0 || init_pipe(r, self->loop, &r->err) != 0 ||
+	    (r->has_in && init_pipe(r, self->loop, &r->in) != 0)) {
+		snprintf(err, errlen, "%s: cannot create pipes", self->base.name);
+		return -1;
+	}
+	stdio[0].flags = r->has_in ? UV_CREATE_PIPE | UV_READABLE_PIPE : UV_IGNORE;
+	stdio[0].data.stream = (uv_stream_t *)&r->in;
+	stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+	stdio[1].data.stream = (uv_stream_t *)&r->out;
+	stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+	stdio[2].data.stream = (uv_stream_t *)&r->err;
+	o.exit_cb = on_child_exit;
+	o.file = argv[0];
+	o.args = argv;
+	o.env = self->env;
+	o.flags = UV_PROCESS_DETACHED;
+	o.stdio_count = 3;
+	o.stdio = stdio;
+	r->proc.data = r;
+	rc = uv_spawn(self->loop, &r->proc, &o);
+	/* The handle is initialized whether or not the spawn worked. */
+	r->handles++;
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot run %s for provider %s: %s (set providers.%s.command)",
+			 argv[0], self->base.name, uv_strerror(rc), self->base.name);
+		return -1;
+	}
+	r->spawned = true;
+	uv_read_start((uv_stream_t *)&r->out, alloc_cb, on_out);
+	uv_read_start((uv_stream_t *)&r->err, alloc_cb, on_err);
+	if (r->has_in) {
+		uv_buf_t b = uv_buf_init(r->input, (unsigned)strlen(r->input));
+
+		r->write_req.data = r;
+		if (uv_write(&r->write_req, (uv_stream_t *)&r->in, &b, 1, on_written) != 0)
+			close_handle(r, (uv_handle_t *)&r->in);
+	}
+	return 0;
+}
+
+/* Prompts. */
+
+static void append(char **out, const char *text)
+{
+	size_t a = *out ? strlen(*out) : 0, b = strlen(text);
+	char *p;
+
+	if (b == 0)
+		return;
+	p = realloc(*out, a + b + 3);
+	if (p == NULL)
+		return;
+	if (a > 0)
+		memcpy(p + a, "\n\n", 2), a += 2;
+	memcpy(p + a, text, b + 1);
+	*out = p;
+}
+
+/* The text of the user messages from index `from` on, joined; new or NULL. */
+static char *user_text(const json_t *messages, size_t from)
+{
+	char *out = NULL;
+
+	for (size_t i = from; i < json_array_size(messages); i++) {
+		json_t *m = json_array_get(messages, i);
+		const char *role = json_string_value(json_object_get(m, "role"));
+		size_t k;
+		json_t *part;
+
+		if (role == NULL || strcmp(role, "user") != 0)
+			continue;
+		json_array_foreach(json_object_get(m, "content"), k, part)
+			if (json_is_string(json_object_get(part, "text")))
+				append(&out, json_string_value(json_object_get(part, "text")));
+	}
+	return out;
+}
+
+/* Index just past the last assistant message (0 when there is none). */
+static size_t after_last_assistant(const json_t *messages)
+{
+	size_t i = json_array_size(messages);
+
+	while (i-- > 0) {
+		const char *role = json_string_value(json_object_get(json_array_get(messages, i), "role"));
+
+		if (role != NULL && strcmp(role, "assistant") == 0)
+			return i + 1;
+	}
+	return 0;
+}
+
+/* What this attempt sends, and whether it resumes. New string, or NULL with err. */
+static char *attempt_prompt(struct cli_provider *self, const struct attempt_ctx *ctx,
+			    bool *resume, char *err, size_t errlen)
+{
+	size_t n = json_array_size(ctx->messages);
+	size_t from = after_last_assistant(ctx->messages);
+	char *prompt = NULL, *steering;
+
+	*resume = false;
+	if (ctx->attempt > 0) {
+		if (self->session_id == NULL || self->profile->resume_argv == NULL) {
+			snprintf(err, errlen, "%s: cannot continue in the same context: no session id",
+				 self->base.name);
+			return NULL;
+		}
+		*resume = true;
+		append(&prompt, ctx->continuation_prompt ? ctx->continuation_prompt
+							 : "Continue from where you left off.");
+		/* Steering delivered during the backoff comes after the continuation. */
+		steering = self->prev_messages < n ? user_text(ctx->messages, self->prev_messages) : NULL;
+		if (steering != NULL)
+			append(&prompt, steering);
+		free(steering);
+	} else {
+		if (from > 0 && self->session_id != NULL && self->profile->resume_argv != NULL) {
+			*resume = true;
+		} else {
+			/* A new conversation, or one whose CLI session is unknown. */
+			if (from > 0)
+				LOG_WARN("%s: no session to resume; this prompt starts a fresh one",
+					 self->base.name);
+			free(self->session_id);
+			self->session_id = NULL;
+		}
+		prompt = user_text(ctx->messages, from);
+	}
+	if (prompt == NULL)
+		prompt = strdup("");
+	if (prompt == NULL)
+		snprintf(err, errlen, "out of memory");
+	return prompt;
+}
+
+/* The provider. */
+
+static int cli_start(struct provider *base, const struct attempt_ctx *ctx,
+		     const struct provider_sink *sink, char *err, size_t errlen)
+{
+	struct cli_provider *self = (struct cli_provider *)base;
+	struct cli_run *r;
+	struct cli_profile_vars vars = { 0 };
+	char **argv = NULL;
+	bool resume;
+	char *prompt;
+	int rc = -1;
+
+	if (self->run != NULL)
+		base->ops->abort(base);
+	prompt = attempt_prompt(self, ctx, &resume, err, errlen);
+	if (prompt == NULL)
+		return -1;
+	self->prev_messages = json_array_size(ctx->messages);
+	vars.prompt = self->profile->prompt_stdin ? "" : prompt;
+	vars.session_id = resume ? self->session_id : NULL;
+	vars.model = ctx->model;
+	argv = cli_profile_argv(self->profile, &vars, err, errlen);
+	r = calloc(1, sizeof(*r));
+	if (argv == NULL || r == NULL) {
+		if (argv != NULL)
+			snprintf(err, errlen, "out of memory");
+		free(r);
+		goto out;
+	}
+	r->owner = self;
+	r->clock = self->clock;
+	r->sink = *sink;
+	r->idle_ms = ctx->idle_timeout_ms;
+	retryd_lines_init(&r->framer, (size_t)self->profile->max_line_bytes);
+	cli_parser_init(&r->parser, self->profile);
+	r->has_in = self->profile->prompt_stdin;
+	if (r->has_in) {
+		r->input = prompt;
+		prompt = NULL;
+	}
+	if (spawn(r, self, argv, err, errlen) != 0) {
+		r->owner = NULL;
+		close_run(r);
+		if (r->handles == 0)
+			free_run(r);
+		goto out;
+	}
+	self->run = r;
+	LOG_INFO("%s: pid %d started%s%s", base->name, r->proc.pid, resume ? ", resuming " : "",
+		 resume ? self->session_id : "");
+	start_idle(r);
+	if (self->profile->timeout_ms > 0)
+		clock_timer_start(r->clock, &r->wall, (uint64_t)self->profile->timeout_ms, on_wall_timer,
+				  r);
+	rc = 0;
+out:
+	cli_profile_argv_free(argv);
+	free(prompt);
+	return rc;
+}
+
+static void cli_abort(struct provider *base)
+{
+	struct cli_provider *self = (struct cli_provider *)base;
+	struct cli_run *r = self->run;
+
+	if (r == NULL)
+		return;
+	self->run = NULL;
+	r->owner = NULL;
+	LOG_INFO("%s: aborted; SIGKILL to process group %d", base->name, r->proc.pid);
+	kill_group(r, SIGKILL);
+	if (!r->closing)
+		close_run(r);
+}
+
+static void cli_pause(struct provider *base, bool paused)
+{
+	struct cli_provider *self = (struct cli_provider *)base;
+	struct cli_run *r = self->run;
+
+	if (r == NULL || r->paused == paused || r->closing)
+		return;
+	r->paused = paused;
+	if (paused) {
+		clock_timer_stop(r->clock, &r->idle);
+		clock_timer_stop(r->clock, &r->drain);
+		if (!r->out_eof)
+			uv_read_stop((uv_stream_t *)&r->out);
+	} else {
+		start_idle(r);
+		start_drain(r);
+		if (!r->out_eof)
+			uv_read_start((uv_stream_t *)&r->out, alloc_cb, on_out);
+	}
+}
+
+static void free_strings(char **v)
+{
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
+}
+
+static void cli_free(struct provider *base)
+{
+	struct cli_provider *self = (struct cli_provider *)base;
+
+	/* The caller aborted and ran the loop dry first; a run still here
+	 * belongs to the loop now and never reaches us. */
+	if (self->run != NULL)
+		self->run->owner = NULL;
+	cli_profile_free(self->profile);
+	free_strings(self->env);
+	free_strings(self->secrets);
+	free(self->session_id);
+	json_decref(base->credentials);
+	free(self);
+}
+
+static const struct provider_ops cli_ops = {
+	.start = cli_start,
+	.abort = cli_abort,
+	.pause = cli_pause,
+	.free = cli_free,
+};
+
+/* Environment. */
+
+static bool secret_name(const char *name, size_t n)
+{
+	static const char *const words[] = { "KEY", "TOKEN", "SECRET", "PASSWORD", NULL };
+
+	for (size_t w = 0; words[w] != NULL; w++) {
+		size_t k = strlen(words[w]);
+
+		for (size_t i = 0; i + k <= n; i++) {
+			size_t j;
+
+			for (j = 0; j < k && (name[i + j] & ~0x20) == words[w][j]; j++)
+				;
+			if (j == k)
+				return true;
+		}
+	}
+	return false;
+}
+
+static int push(char ***v, size_t *n, char *s)
+{
+	char **p;
+
+	if (s == NULL)
+		return -1;
+	p = realloc(*v, (*n + 2) * sizeof(*p));
+	if (p == NULL) {
+		free(s);
+		return -1;
+	}
+	p[(*n)++] = s;
+	p[*n] = NULL;
+	*v = p;
+	return 0;
+}
+
+static char *env_entry(const char *name, const char *value)
+{
+	size_t n = strlen(name) + strlen(value) + 2;
+	char *s = malloc(n);
+
+	if (s != NULL)
+		snprintf(s, n, "%s=%s", name, value);
+	return s;
+}
+
+/* The daemon's environment with the profile's env over it (null removes). */
+static int build_env(struct cli_provider *self)
+{
+	const json_t *env = self->profile->env;
+	size_t ne = 0, ns = 0;
+	const char *name;
+	json_t *v;
+
+	self->env = calloc(1, sizeof(char *));
+	self->secrets = calloc(1, sizeof(char *));
+	if (self->env == NULL || self->secrets == NULL)
+		return -1;
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		size_t n = eq ? (size_t)(eq - *e) : strlen(*e);
+
+		if (eq == NULL || json_object_getn(env, *e, n) != NULL)
+			continue;
+		if (push(&self->env, &ne, strdup(*e)) != 0)
+			return -1;
+		if (secret_name(*e, n) && strlen(eq + 1) >= SECRET_MIN &&
+		    push(&self->secrets, &ns, strdup(eq + 1)) != 0)
+			return -1;
+	}
+	json_object_foreach((json_t *)env, name, v) {
+		if (!json_is_string(v))
+			continue;
+		if (push(&self->env, &ne, env_entry(name, json_string_value(v))) != 0)
+			return -1;
+		if (json_string_length(v) >= SECRET_MIN &&
+		    push(&self->secrets, &ns, strdup(json_string_value(v))) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+struct provider *provider_cli_new(uv_loop_t *loop, struct clock *clock, const char *name,
+				  const json_t *cfg, char *err, size_t errlen)
+{
+	struct cli_provider *self = calloc(1, sizeof(*self));
+
+	if (self == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	self->loop = loop;
+	self->clock = clock;
+	self->profile = cli_profile_new(name, cfg, err, errlen);
+	if (self->profile == NULL)
+		goto fail;
+	self->base.ops = &cli_ops;
+	self->base.name = self->profile->name;
+	self->base.api = "agent-cli";
+	self->base.base_url = "";
+	self->base.models = self->profile->models;
+	self->base.credentials = json_array();
+	self->base.owns_idle_timeout = true;
+	if (self->base.credentials == NULL || build_env(self) != 0) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	return &self->base;
+fail:
+	cli_free(&self->base);
+	return NULL;
+}

@@ -1,0 +1,287 @@
+/* Anthropic messages: request bodies and stream events (see api.h). */
+#include "provider/http/api.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- events ---------------------------------------------------------------- */
+
+static bool str_eq(const json_t *v, const char *s)
+{
+	return json_is_string(v) && strcmp(json_string_value(v), s) == 0;
+}
+
+static void take_usage(struct api_stream *self, const json_t *usage)
+{
+	const json_t *in = json_object_get(usage, "input_tokens");
+	const json_t *out = json_object_get(usage, "output_tokens");
+
+	if (json_is_integer(in))
+		self->input_tokens = json_integer_value(in);
+	if (json_is_integer(out))
+		self->output_tokens = json_integer_value(out);
+}
+
+/* pi's mapping, including its texts for the stop reasons that are errors. */
+static void stop_reason(struct api_stream *self, const char *reason, const json_t *details)
+{
+	if (strcmp(reason, "end_turn") == 0 || strcmp(reason, "stop_sequence") == 0 ||
+	    strcmp(reason, "pause_turn") == 0) {
+		self->stop = STOP_STOP;
+	} else if (strcmp(reason, "max_tokens") == 0) {
+		self->stop = STOP_LENGTH;
+	} else if (strcmp(reason, "tool_use") == 0) {
+		self->stop = STOP_TOOL_USE;
+	} else if (strcmp(reason, "refusal") == 0) {
+		const json_t *why = json_object_get(details, "explanation");
+
+		self->stop = STOP_ERROR;
+		if (json_is_string(why) && json_string_length(why) > 0)
+			api_json_text(why, self->error, sizeof(self->error));
+		else
+			snprintf(self->error, sizeof(self->error), "The model refused to complete the request");
+	} else if (strcmp(reason, "sensitive") == 0) {
+		self->stop = STOP_ERROR;
+		snprintf(self->error, sizeof(self->error), "The response was flagged by safety filters");
+	} else {
+		char r[64];
+
+		self->stop = STOP_ERROR;
+		api_clean_text(reason, strlen(reason), r, sizeof(r));
+		snprintf(self->error, sizeof(self->error), "Unhandled stop reason: %s", r);
+	}
+}
+
+/* {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}
+ * → "overloaded_error: Overloaded". root may be NULL (data not JSON). */
+static int stream_error(struct api_stream *self, const json_t *root, const struct sse_event *ev)
+{
+	const json_t *err = json_object_get(root, "error");
+	const json_t *type = json_object_get(err, "type");
+	const json_t *msg = json_object_get(err, "message");
+	char t[64] = "", m[API_TEXT_MAX + 1] = "";
+
+	if (json_is_string(type))
+		api_json_text(type, t, sizeof(t));
+	if (msg != NULL && !json_is_null(msg))
+		api_json_text(msg, m, sizeof(m));
+	else if (err != NULL)
+		api_json_text(err, m, sizeof(m));
+	else
+		api_clean_text(ev->data, ev->data_len, m, sizeof(m));
+	if (t[0] != '\0' && m[0] != '\0')
+		return api_stream_failf(self, "%s: %s", t, m);
+	return api_stream_failf(self, "%s", t[0] ? t : m[0] ? m : "unknown error");
+}
+
+/* The delta object of a content_block_delta: its type and text. */
+static int quick_delta(struct jsonscan *js, bool *text_delta, struct api_quick *q)
+{
+	const char *key, *type = NULL;
+	size_t klen, tlen = 0;
+	int rc;
+
+	if (jsonscan_object(js) != 0)
+		return JSONSCAN_BAIL;
+	while ((rc = jsonscan_key(js, &key, &klen)) == 1) {
+		if (JSONSCAN_IS(key, klen, "type")) {
+			/* A NUL in it: the jansson path compares it as a C string. */
+			if (type != NULL || jsonscan_peek(js) != JSONSCAN_STRING ||
+			    jsonscan_string(js, &type, &tlen) != 0 || memchr(type, '\0', tlen) != NULL)
+				return JSONSCAN_BAIL;
+		} else if (JSONSCAN_IS(key, klen, "text")) {
+			/* A second "text" is unusual: jansson decides. */
+			if (q->content != NULL ||
+			    jsonscan_string_or_skip(js, &q->content, &q->content_len) != 0)
+				return JSONSCAN_BAIL;
+		} else if (jsonscan_skip(js) != 0) {
+			return JSONSCAN_BAIL;
+		}
+	}
+	*text_delta = type != NULL && JSONSCAN_IS(type, tlen, "text_delta");
+	return rc;
+}
+
+int api_anthropic_quick(const char *data, size_t len, struct api_quick *q)
+{
+	struct jsonscan js;
+	const char *key, *type;
+	size_t klen, tlen;
+	bool seen_type = false, seen_delta = false, text_delta = false;
+	int rc;
+
+	q->content = q->reason = NULL;
+	q->content_len = q->reason_len = 0;
+	jsonscan_init(&js, data, len);
+	if (jsonscan_object(&js) != 0)
+		return 0;
+	while ((rc = jsonscan_key(&js, &key, &klen)) == 1) {
+		if (JSONSCAN_IS(key, klen, "type")) {
+			/* Only this one event type is read here. */
+			if (seen_type || jsonscan_peek(&js) != JSONSCAN_STRING ||
+			    jsonscan_string(&js, &type, &tlen) != 0 ||
+			    !JSONSCAN_IS(type, tlen, "content_block_delta"))
+				return 0;
+			seen_type = true;
+		} else if (JSONSCAN_IS(key, klen, "delta")) {
+			if (seen_delta || quick_delta(&js, &text_delta, q) != 0)
+				return 0;
+			seen_delta = true;
+		} else if (jsonscan_skip(&js) != 0) {
+			return 0;
+		}
+	}
+	if (rc != 0 || !seen_type || !jsonscan_end(&js))
+		return 0;
+	if (!text_delta)
+		q->content = NULL;
+	return api_quick_keep(&js, q);
+}
+
+int api_anthropic_event(struct api_stream *self, const struct sse_event *ev)
+{
+	struct api_quick q;
+	bool named_error = ev->event_len == 5 && memcmp(ev->event, "error", 5) == 0;
+
+	if (named_error || !api_anthropic_quick(ev->data, ev->data_len, &q))
+		return api_anthropic_event_tree(self, ev);
+	api_stream_begin(self);
+	if (q.content != NULL)
+		api_stream_text(self, q.content, q.content_len);
+	return 0;
+}
+
+int api_anthropic_event_tree(struct api_stream *self, const struct sse_event *ev)
+{
+	bool named_error = ev->event_len == 5 && memcmp(ev->event, "error", 5) == 0;
+	json_t *root;
+	const json_t *type;
+	int rc = 0;
+
+	if (named_error) {
+		/* An error event whose data is not JSON still fails the attempt,
+		 * with its text. */
+		root = json_loadb(ev->data, ev->data_len, JSON_ALLOW_NUL, NULL);
+		rc = stream_error(self, json_is_object(root) ? root : NULL, ev);
+		json_decref(root);
+		return rc;
+	}
+	root = api_stream_parse(self, ev);
+	if (root == NULL)
+		return -1;
+	api_stream_begin(self);
+	type = json_object_get(root, "type");
+	if (str_eq(type, "error")) {
+		rc = stream_error(self, root, ev);
+	} else if (str_eq(type, "message_start")) {
+		take_usage(self, json_object_get(json_object_get(root, "message"), "usage"));
+	} else if (str_eq(type, "content_block_start")) {
+		const json_t *block = json_object_get(root, "content_block");
+		const json_t *text = json_object_get(block, "text");
+
+		if (str_eq(json_object_get(block, "type"), "text") && json_is_string(text))
+			api_stream_text(self, json_string_value(text), json_string_length(text));
+	} else if (str_eq(type, "content_block_delta")) {
+		const json_t *delta = json_object_get(root, "delta");
+		const json_t *text = json_object_get(delta, "text");
+
+		if (str_eq(json_object_get(delta, "type"), "text_delta") && json_is_string(text))
+			api_stream_text(self, json_string_value(text), json_string_length(text));
+	} else if (str_eq(type, "message_delta")) {
+		const json_t *reason = json_object_get(json_object_get(root, "delta"), "stop_reason");
+
+		if (json_is_string(reason))
+			stop_reason(self, json_string_value(reason),
+				    json_object_get(json_object_get(root, "delta"), "stop_details"));
+		take_usage(self, json_object_get(root, "usage"));
+	} else if (str_eq(type, "message_stop")) {
+		self->complete = true;
+		self->done = true;
+	}
+	/* ping, content_block_stop and unknown types change nothing. */
+	json_decref(root);
+	return rc;
+}
+
+/* ---- requests -------------------------------------------------------------- */
+
+static bool is_role(const json_t *msg, const char *role)
+{
+	const char *r = json_string_value(json_object_get(msg, "role"));
+
+	return r != NULL && strcmp(r, role) == 0;
+}
+
+static bool nonempty_string(const json_t *v)
+{
+	return json_is_string(v) && json_string_length(v) > 0;
+}
+
+/* Content blocks of a message (content: string or array); images only for
+ * users. Anthropic refuses empty text blocks, so they are left out. */
+static json_t *content_blocks(const json_t *content, bool images)
+{
+	json_t *blocks = json_array();
+	const json_t *part;
+	size_t i;
+
+	if (blocks == NULL)
+		return NULL;
+	if (nonempty_string(content))
+		json_array_append_new(blocks, json_pack("{s:s, s:O}", "type", "text", "text", content));
+	json_array_foreach(content, i, part) {
+		const char *type = json_string_value(json_object_get(part, "type"));
+		const json_t *text = json_object_get(part, "text");
+		const json_t *data = json_object_get(part, "data");
+		const json_t *mime = json_object_get(part, "mimeType");
+
+		if (type == NULL)
+			continue;
+		if (strcmp(type, "text") == 0 && nonempty_string(text))
+			json_array_append_new(blocks, json_pack("{s:s, s:O}", "type", "text", "text", text));
+		else if (images && strcmp(type, "image") == 0 && nonempty_string(data) &&
+			 nonempty_string(mime))
+			json_array_append_new(blocks, json_pack("{s:s, s:{s:s, s:O, s:O}}", "type", "image",
+								"source", "type", "base64",
+								"media_type", mime, "data", data));
+	}
+	return blocks;
+}
+
+json_t *api_anthropic_request(const json_t *messages, const char *model, int64_t max_tokens)
+{
+	json_t *out;
+	const json_t *msg;
+	size_t i;
+
+	if (!json_is_array(messages) || model == NULL)
+		return NULL;
+	out = json_array();
+	if (out == NULL)
+		return NULL;
+	json_array_foreach(messages, i, msg) {
+		const json_t *content = json_object_get(msg, "content");
+		bool user = is_role(msg, "user");
+		json_t *blocks;
+
+		if (!user && !(is_role(msg, "assistant") && !api_assistant_failed(msg)))
+			continue;
+		blocks = content_blocks(content, user);
+		if (blocks == NULL) {
+			json_decref(out);
+			return NULL;
+		}
+		if (json_array_size(blocks) == 0) {
+			json_decref(blocks);
+			continue;
+		}
+		if (json_array_append_new(out, json_pack("{s:s, s:o}", "role", user ? "user" : "assistant",
+							 "content", blocks)) != 0) {
+			json_decref(out);
+			return NULL;
+		}
+	}
+	return json_pack("{s:s, s:I, s:o, s:b}", "model", model, "max_tokens",
+			 (json_int_t)(max_tokens > 0 ? max_tokens : API_ANTHROPIC_DEFAULT_MAX_TOKENS),
+			 "messages", out, "stream", 1);
+}

@@ -1,0 +1,583 @@
+#include "provider/http/provider_http.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "provider/http/api.h"
+#include "base/errbuf.h"
+#include "base/hint.h"
+#include "base/log.h"
+#include "base/secret.h"
+#include "provider/http/sse.h"
+
+/* An error response's body is read up to this much, for its message. */
+#define ERROR_BODY_MAX (64u * 1024u)
+/* One SSE event may not grow past this (a huge chunk is fine; endless data
+ * without a blank line is not). */
+#define SSE_EVENT_MAX (16u * 1024u * 1024u)
+
+struct key {
+	char *name;   /* what the daemon calls it */
+	char *secret; /* NULL when the environment variable is unset */
+	char *hint;   /* how to set it, for the error */
+};
+
+struct http_provider {
+	struct provider base;
+	struct http_client *http;
+	struct clock *clock;
+	const struct settings *settings;
+	char *name, *api_name, *base_url;
+	enum api_kind kind;
+	json_t *headers;       /* owned: extra "Name": "value" */
+	struct key *keys;
+	size_t nkeys;
+
+	/* The running attempt. */
+	struct http_request *req;
+	struct provider_sink sink;
+	struct sse_parser sse;
+	struct api_stream stream;
+	char *body;            /* owned: the request JSON */
+	char **header_lines;   /* owned: NULL-terminated */
+	long status;
+	bool is_error;
+	char *err_body;
+	size_t err_len;
+	int64_t hint_ms;
+	struct provider_result result;
+	char result_error[API_ERROR_MAX];
+	struct clock_timer finish_timer;
+	bool finishing;
+};
+
+json_t *provider_http_builtins(void)
+{
+	return json_pack("{s:{s:s, s:s, s:s, s:[s, s, s]},"
+			 " s:{s:s, s:s, s:s, s:[s, s, s]},"
+			 " s:{s:s, s:s, s:s, s:[s, s]},"
+			 " s:{s:s, s:s, s:[s, s]}}",
+			 "openai", "api", "openai-completions", "baseUrl", "https://api.openai.com/v1",
+			 "apiKeyEnv", "OPENAI_API_KEY", "models", "gpt-4.1-mini", "gpt-4.1", "gpt-4o-mini",
+			 "anthropic", "api", "anthropic-messages", "baseUrl", "https://api.anthropic.com/v1",
+			 "apiKeyEnv", "ANTHROPIC_API_KEY", "models", "claude-sonnet-4-5",
+			 "claude-haiku-4-5", "claude-opus-4-1",
+			 "openrouter", "api", "openai-completions", "baseUrl", "https://openrouter.ai/api/v1",
+			 "apiKeyEnv", "OPENROUTER_API_KEY", "models", "openai/gpt-4.1-mini",
+			 "anthropic/claude-sonnet-4.5",
+			 "ollama", "api", "openai-completions", "baseUrl", "http://127.0.0.1:11434/v1",
+			 "models", "llama3.2", "qwen2.5-coder");
+}
+
+/* A string or an array of strings, as a new array; NULL (with err) otherwise. */
+static json_t *one_or_many(const json_t *v, const char *name, const char *field,
+			   char *err, size_t errlen)
+{
+	size_t i;
+	json_t *item;
+
+	if (v == NULL)
+		return json_array();
+	if (json_is_string(v))
+		return json_pack("[O]", v);
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, item) {
+			if (!json_is_string(item) || json_string_length(item) == 0) {
+				errbuf_set(err, errlen, "providers.%s.%s[%zu] must be a non-empty string", name,
+				           field, i);
+				return NULL;
+			}
+		}
+		return json_copy((json_t *)v);
+	}
+	errbuf_set(err, errlen, "providers.%s.%s must be a string or a list of strings", name, field);
+	return NULL;
+}
+
+static int add_key(struct http_provider *self, const char *label, const char *secret,
+		   const char *hint)
+{
+	struct key *k = realloc(self->keys, (self->nkeys + 1) * sizeof(*k));
+
+	if (k == NULL)
+		return -1;
+	self->keys = k;
+	k = &self->keys[self->nkeys++];
+	k->name = strdup(label);
+	k->secret = secret && secret[0] ? strdup(secret) : NULL;
+	k->hint = strdup(hint);
+	return k->name && k->hint ? 0 : -1;
+}
+
+static int load_keys(struct http_provider *self, const json_t *cfg, char *err, size_t errlen)
+{
+	json_t *literal = one_or_many(json_object_get(cfg, "apiKey"), self->name, "apiKey", err, errlen);
+	json_t *env = one_or_many(json_object_get(cfg, "apiKeyEnv"), self->name, "apiKeyEnv", err, errlen);
+	size_t i;
+	json_t *v;
+	int rc = 0;
+	char label[160], hint[200];
+
+	if (literal == NULL || env == NULL) {
+		rc = -1;
+		goto out;
+	}
+	json_array_foreach(literal, i, v) {
+		snprintf(label, sizeof(label), "%s.apiKey[%zu]", self->name, i);
+		snprintf(hint, sizeof(hint), "providers.%s.apiKey", self->name);
+		rc |= add_key(self, label, json_string_value(v), hint);
+	}
+	json_array_foreach(env, i, v) {
+		snprintf(hint, sizeof(hint), "set %s", json_string_value(v));
+		rc |= add_key(self, json_string_value(v), getenv(json_string_value(v)), hint);
+	}
+	/* The keys that are set take turns; when none is, the first one's name
+	 * makes the "No API key" error say what to set. */
+	self->base.credentials = json_array();
+	for (i = 0; i < self->nkeys && self->base.credentials; i++)
+		if (self->keys[i].secret != NULL)
+			json_array_append_new(self->base.credentials, json_string(self->keys[i].name));
+	for (i = 0; i < self->nkeys && self->base.credentials &&
+		    json_array_size(self->base.credentials) == 0; i++)
+		json_array_append_new(self->base.credentials, json_string(self->keys[i].name));
+	if (rc != 0)
+		errbuf_set(err, errlen, "out of memory");
+out:
+	json_decref(literal);
+	json_decref(env);
+	return rc;
+}
+
+static int check_config(const char *name, const json_t *cfg, char *err, size_t errlen)
+{
+	const json_t *v;
+	const char *key;
+
+	if (!json_is_object(cfg))
+		return errbuf_set(err, errlen, "providers.%s must be an object", name);
+	v = json_object_get(cfg, "api");
+	if (!json_is_string(v) || (strcmp(json_string_value(v), "openai-completions") != 0 &&
+				   strcmp(json_string_value(v), "anthropic-messages") != 0))
+		return errbuf_set(err, errlen, "providers.%s.api must be \"openai-completions\" or "
+			          "\"anthropic-messages\"", name);
+	v = json_object_get(cfg, "baseUrl");
+	if (!json_is_string(v) || (strncmp(json_string_value(v), "http://", 7) != 0 &&
+				   strncmp(json_string_value(v), "https://", 8) != 0))
+		return errbuf_set(err, errlen, "providers.%s.baseUrl must be an http:// or https:// URL", name);
+	v = json_object_get(cfg, "headers");
+	if (v != NULL && !json_is_object(v))
+		return errbuf_set(err, errlen, "providers.%s.headers must be an object of strings", name);
+	json_object_foreach((json_t *)v, key, v) {
+		if (!json_is_string(v) || strpbrk(json_string_value(v), "\r\n") != NULL ||
+		    strpbrk(key, ":\r\n ") != NULL)
+			return errbuf_set(err, errlen, "providers.%s.headers.%.40s must be a one-line string",
+				          name, key);
+	}
+	v = json_object_get(cfg, "models");
+	if (!json_is_array(v) || json_array_size(v) == 0)
+		return errbuf_set(err, errlen, "providers.%s.models must be a non-empty list of model ids",
+			          name);
+	for (size_t i = 0; i < json_array_size(v); i++) {
+		const json_t *m = json_array_get(v, i), *n;
+
+		if (json_is_string(m) && json_string_length(m) > 0)
+			continue;
+		if (!json_is_object(m) || !json_is_string(json_object_get(m, "id")))
+			return errbuf_set(err, errlen, "providers.%s.models[%zu] must be a model id or "
+				          "{\"id\": ..., \"contextWindow\"?: N, \"maxTokens\"?: N}", name, i);
+		n = json_object_get(m, "contextWindow");
+		if (n != NULL && (!json_is_integer(n) || json_integer_value(n) <= 0))
+			return errbuf_set(err, errlen, "providers.%s.models[%zu].contextWindow must be a "
+				          "positive integer", name, i);
+		n = json_object_get(m, "maxTokens");
+		if (n != NULL && (!json_is_integer(n) || json_integer_value(n) <= 0))
+			return errbuf_set(err, errlen, "providers.%s.models[%zu].maxTokens must be a "
+				          "positive integer", name, i);
+	}
+	return 0;
+}
+
+/* Finishing. The result goes to the session from a 0 ms timer, never from
+ * inside a curl callback, so the session may start the next request. */
+
+static void on_finish(struct clock_timer *t, void *ctx)
+{
+	struct http_provider *self = ctx;
+	struct provider_sink sink = self->sink;
+
+	(void)t;
+	self->finishing = false;
+	sink.finish(sink.ctx, &self->result);
+}
+
+static void release_attempt(struct http_provider *self)
+{
+	if (self->req != NULL)
+		http_request_cancel(self->req);
+	self->req = NULL;
+	sse_release(&self->sse);
+	free(self->body);
+	self->body = NULL;
+	if (self->header_lines != NULL) {
+		for (char **h = self->header_lines; *h != NULL; h++)
+			free(*h);
+		free(self->header_lines);
+		self->header_lines = NULL;
+	}
+	free(self->err_body);
+	self->err_body = NULL;
+	self->err_len = 0;
+}
+
+/* A server may echo the key back ("Incorrect API key provided: ..."): no
+ * key this provider holds survives in a text that leaves it. */
+static void mask_secrets(struct http_provider *self, char *text)
+{
+	size_t len = strlen(text);
+
+	for (size_t i = 0; i < self->nkeys; i++) {
+		const char *secret = self->keys[i].secret;
+
+		if (secret != NULL && strlen(secret) >= 4)
+			secret_mask(text, &len, secret);
+	}
+	text[len] = '\0';
+}
+
+static void finish_with(struct http_provider *self, const struct provider_result *r)
+{
+	self->result = *r;
+	if (r->error_message != NULL) {
+		if (r->error_message != self->result_error)
+			snprintf(self->result_error, sizeof(self->result_error), "%s", r->error_message);
+		mask_secrets(self, self->result_error);
+		self->result.error_message = self->result_error;
+	}
+	release_attempt(self);
+	self->finishing = true;
+	clock_timer_start(self->clock, &self->finish_timer, 0, on_finish, self);
+}
+
+static void finish_stream(struct http_provider *self)
+{
+	struct provider_result r;
+
+	api_stream_end(&self->stream, &r);
+	r.hint_ms = -1;
+	finish_with(self, &r);
+}
+
+/* HTTP callbacks. */
+
+/* OpenAI's x-ratelimit-reset-requests / -tokens: "1s", "6m0s", "20ms". */
+static bool duration_hint(struct http_provider *self, const char *value, int64_t *ms)
+{
+	char line[160];
+	size_t n = strlen(value);
+
+	if (n >= 2 && strcmp(value + n - 2, "ms") == 0)
+		snprintf(line, sizeof(line), "try again in %s", value);
+	else
+		snprintf(line, sizeof(line), "reset after %s", value);
+	return hint_parse(line, strlen(line), clock_wall_ms(self->clock), ms);
+}
+
+static void hint_from_header(struct http_provider *self, const char *name, const char *value)
+{
+	static const char *const known[] = { "retry-after-ms", "retry-after", "x-ratelimit-reset-ms",
+					     "x-ratelimit-reset", NULL };
+	char line[256];
+	int64_t ms;
+
+	if ((strcmp(name, "x-ratelimit-reset-requests") == 0 ||
+	     strcmp(name, "x-ratelimit-reset-tokens") == 0) && duration_hint(self, value, &ms)) {
+		/* The longer of the two is when a request can go through. */
+		if (self->hint_ms < 0 || ms > self->hint_ms)
+			self->hint_ms = ms;
+		return;
+	}
+	for (size_t i = 0; known[i] != NULL; i++) {
+		if (strcmp(name, known[i]) != 0)
+			continue;
+		snprintf(line, sizeof(line), "%s: %s", name, value);
+		/* The first (most precise) header in the list wins. */
+		if (hint_parse(line, strlen(line), clock_wall_ms(self->clock), &ms) &&
+		    (self->hint_ms < 0 || i == 0))
+			self->hint_ms = ms;
+	}
+}
+
+static void on_response(void *ctx, long status, const char *const *headers, size_t n)
+{
+	struct http_provider *self = ctx;
+
+	self->status = status;
+	self->is_error = status < 200 || status >= 300;
+	for (size_t i = 0; i < n; i++)
+		hint_from_header(self, headers[2 * i], headers[2 * i + 1]);
+}
+
+static void on_data(void *ctx, const char *bytes, size_t len)
+{
+	struct http_provider *self = ctx;
+	int rc;
+
+	if (self->finishing)
+		return;
+	if (self->is_error) {
+		size_t take = self->err_len + len > ERROR_BODY_MAX ? ERROR_BODY_MAX - self->err_len : len;
+		char *p = realloc(self->err_body, self->err_len + take + 1);
+
+		if (p == NULL)
+			return;
+		self->err_body = p;
+		memcpy(p + self->err_len, bytes, take);
+		self->err_len += take;
+		return;
+	}
+	rc = sse_feed(&self->sse, bytes, len, api_stream_sse_cb, &self->stream);
+	if (rc == -1)
+		api_stream_fail(&self->stream, self->sse.error);
+	if (rc != 0 || api_stream_done(&self->stream))
+		finish_stream(self);
+}
+
+static void on_done(void *ctx, int err, const char *message)
+{
+	struct http_provider *self = ctx;
+	char text[API_ERROR_MAX];
+	struct provider_result r = { .stop = STOP_ERROR, .hint_ms = -1 };
+
+	self->req = NULL; /* the http module frees it after this call */
+	if (self->finishing)
+		return;
+	if (self->is_error) {
+		api_http_error(self->status, self->err_body ? self->err_body : "", self->err_len,
+			       text, sizeof(text));
+		r.error_message = text;
+		r.hint_ms = self->hint_ms;
+		finish_with(self, &r);
+		return;
+	}
+	if (err != 0) {
+		snprintf(text, sizeof(text), "connection error: %s", message ? message : "transfer failed");
+		api_stream_fail(&self->stream, text);
+	}
+	finish_stream(self);
+}
+
+/* The attempt. */
+
+static const struct key *pick_key(struct http_provider *self, const char *credential)
+{
+	for (size_t i = 0; i < self->nkeys; i++)
+		if (credential == NULL || strcmp(self->keys[i].name, credential) == 0)
+			return &self->keys[i];
+	return NULL;
+}
+
+static char *header_line(const char *name, const char *value)
+{
+	size_t n = strlen(name) + strlen(value) + 3;
+	char *line = malloc(n);
+
+	if (line != NULL)
+		snprintf(line, n, "%s: %s", name, value);
+	return line;
+}
+
+static int build_headers(struct http_provider *self, const struct key *key)
+{
+	size_t n = 0, cap = 7 + json_object_size(self->headers);
+	char **h = calloc(cap + 1, sizeof(*h));
+	const char *name;
+	json_t *v;
+
+	if (h == NULL)
+		return -1;
+	h[n++] = header_line("Content-Type", "application/json");
+	h[n++] = header_line("Accept", "text/event-stream");
+	/* curl would otherwise wait for "100 Continue" before a large body. */
+	h[n++] = strdup("Expect:");
+	if (key != NULL && key->secret != NULL) {
+		if (self->kind == API_ANTHROPIC) {
+			h[n++] = header_line("x-api-key", key->secret);
+		} else {
+			size_t len = strlen(key->secret) + 32;
+
+			h[n] = malloc(len);
+			if (h[n] != NULL)
+				snprintf(h[n], len, "Authorization: Bearer %s", key->secret);
+			n++;
+		}
+	}
+	if (self->kind == API_ANTHROPIC)
+		h[n++] = header_line("anthropic-version", "2023-06-01");
+	json_object_foreach(self->headers, name, v)
+		h[n++] = header_line(name, json_string_value(v));
+	self->header_lines = h;
+	for (size_t i = 0; i < n; i++)
+		if (h[i] == NULL)
+			return -1;
+	return 0;
+}
+
+static int http_start(struct provider *base, const struct attempt_ctx *ctx,
+		      const struct provider_sink *sink, char *err, size_t errlen)
+{
+	struct http_provider *self = (struct http_provider *)base;
+	const struct key *key = pick_key(self, ctx->credential);
+	json_t *model = provider_model(base, ctx->model);
+	json_t *body;
+	struct http_options opts = { 0 };
+	struct http_callbacks cbs = { on_response, on_data, on_done, self };
+	char url[2048];
+
+	release_attempt(self);
+	if (self->nkeys > 0 && (key == NULL || key->secret == NULL))
+		return errbuf_set(err, errlen, "No API key for provider %s: %s", self->name,
+			          key ? key->hint : "configure apiKey or apiKeyEnv");
+	body = api_request(self->kind, ctx->messages, ctx->model,
+			   json_integer_value(json_object_get(model, "maxTokens")));
+	self->body = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	if (self->body == NULL || build_headers(self, key) != 0) {
+		release_attempt(self);
+		return errbuf_set(err, errlen, "out of memory building the request");
+	}
+	snprintf(url, sizeof(url), "%s%s", self->base_url,
+		 self->kind == API_ANTHROPIC ? "/messages" : "/chat/completions");
+	opts.method = "POST";
+	opts.url = url;
+	opts.headers = (const char *const *)self->header_lines;
+	opts.body = self->body;
+	opts.body_len = strlen(self->body);
+	opts.connect_timeout_ms = (long)settings_int(self->settings, "http.connectTimeoutMs", 30000);
+	opts.idle_timeout_ms = (long)settings_int(self->settings, "http.idleTimeoutMs", 300000);
+	self->sink = *sink;
+	self->status = 0;
+	self->is_error = false;
+	self->hint_ms = -1;
+	self->finishing = false;
+	sse_init(&self->sse, SSE_EVENT_MAX);
+	api_stream_init(&self->stream, self->kind, sink);
+	self->req = http_request_start(self->http, &opts, &cbs, err, errlen);
+	if (self->req == NULL) {
+		/* Report it like any transport failure, so it is retried. */
+		char text[512];
+
+		snprintf(text, sizeof(text), "connection error: %s", err);
+		snprintf(err, errlen, "%s", text);
+		release_attempt(self);
+		return -1;
+	}
+	return 0;
+}
+
+static void http_abort(struct provider *base)
+{
+	struct http_provider *self = (struct http_provider *)base;
+
+	clock_timer_stop(self->clock, &self->finish_timer);
+	self->finishing = false;
+	release_attempt(self);
+}
+
+static void http_pause(struct provider *base, bool paused)
+{
+	struct http_provider *self = (struct http_provider *)base;
+
+	if (self->req != NULL)
+		http_request_pause(self->req, paused);
+}
+
+static void http_free(struct provider *base)
+{
+	struct http_provider *self = (struct http_provider *)base;
+
+	http_abort(base);
+	for (size_t i = 0; i < self->nkeys; i++) {
+		if (self->keys[i].secret != NULL)
+			memset(self->keys[i].secret, 0, strlen(self->keys[i].secret));
+		free(self->keys[i].secret);
+		free(self->keys[i].name);
+		free(self->keys[i].hint);
+	}
+	free(self->keys);
+	json_decref(self->headers);
+	json_decref(self->base.models);
+	json_decref(self->base.credentials);
+	free(self->name);
+	free(self->api_name);
+	free(self->base_url);
+	free(self);
+}
+
+static const struct provider_ops http_ops = {
+	.start = http_start,
+	.abort = http_abort,
+	.pause = http_pause,
+	.free = http_free,
+};
+
+struct provider *provider_http_new(struct http_client *http, struct clock *clock,
+				   const struct settings *settings, const char *name,
+				   char *err, size_t errlen)
+{
+	json_t *providers = settings_get(settings, "providers");
+	json_t *cfg = json_object_get(providers, name);
+	struct http_provider *self;
+	size_t n;
+
+	err[0] = '\0';
+	if (cfg == NULL) {
+		const char *key;
+		json_t *v;
+		char list[512] = "sim";
+
+		json_object_foreach(providers, key, v) {
+			n = strlen(list);
+			snprintf(list + n, sizeof(list) - n, ", %s", key);
+		}
+		errbuf_set(err, errlen, "unknown provider '%s' (available: %s)", name, list);
+		return NULL;
+	}
+	if (check_config(name, cfg, err, errlen) != 0)
+		return NULL;
+	self = calloc(1, sizeof(*self));
+	if (self == NULL) {
+		errbuf_set(err, errlen, "out of memory");
+		return NULL;
+	}
+	self->http = http;
+	self->clock = clock;
+	self->settings = settings;
+	self->name = strdup(name);
+	self->api_name = strdup(json_string_value(json_object_get(cfg, "api")));
+	self->base_url = strdup(json_string_value(json_object_get(cfg, "baseUrl")));
+	/* "https://host/v1/" and "https://host/v1" are the same base. */
+	n = self->base_url ? strlen(self->base_url) : 0;
+	while (n > 0 && self->base_url[n - 1] == '/')
+		self->base_url[--n] = '\0';
+	api_kind_from_name(self->api_name ? self->api_name : "", &self->kind);
+	self->headers = json_object_get(cfg, "headers") ? json_deep_copy(json_object_get(cfg, "headers"))
+						       : json_object();
+	self->base.ops = &http_ops;
+	self->base.name = self->name;
+	self->base.api = self->api_name;
+	self->base.base_url = self->base_url;
+	self->base.models = provider_models_from(json_object_get(cfg, "models"));
+	self->hint_ms = -1;
+	sse_init(&self->sse, SSE_EVENT_MAX);
+	if (self->name == NULL || self->api_name == NULL || self->base_url == NULL ||
+	    self->base.models == NULL || self->headers == NULL || load_keys(self, cfg, err, errlen) != 0 ||
+	    self->base.credentials == NULL) {
+		if (err[0] == '\0')
+			errbuf_set(err, errlen, "out of memory");
+		http_free(&self->base);
+		return NULL;
+	}
+	return &self->base;
+}
