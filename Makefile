@@ -32,7 +32,7 @@ CLIENT_PKGS := libuv jansson
 CLIENT_PKG_CFLAGS = $(eval CLIENT_PKG_CFLAGS := $(shell pkg-config --cflags $(CLIENT_PKGS)))$(CLIENT_PKG_CFLAGS)
 CLIENT_PKG_LIBS   = $(eval CLIENT_PKG_LIBS := $(shell pkg-config --libs $(CLIENT_PKGS)))$(CLIENT_PKG_LIBS)
 
-WARN    := -Wall -Wextra -Wpedantic -Wstrict-prototypes -Wmissing-prototypes -Wshadow
+WARN    := -Wall -Wextra -Wpedantic -Wstrict-prototypes -Wmissing-prototypes -Wshadow -Wvla
 CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(SANFLAGS) \
              -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP
@@ -52,6 +52,9 @@ LIB_SRCS := $(filter-out src/main.c,$(SRCS))
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 UNIT_SRCS := $(wildcard tests/unit/check_*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%.o)
+# Helpers the unit tests and fuzz targets share (a recording sink, ...).
+SUPPORT_SRCS := $(wildcard tests/support/*.c)
+SUPPORT_OBJS := $(SUPPORT_SRCS:tests/support/%.c=$(BUILD)/support/%.o)
 CLIENT_OWN_SRCS := $(wildcard src/client/*.c)
 CLIENT_OWN_OBJS := $(CLIENT_OWN_SRCS:src/%.c=$(BUILD)/lib/%.o)
 CLIENT_OBJS := $(CLIENT_OWN_OBJS) $(SHARED_SRCS:src/%.c=$(BUILD)/lib/%.o)
@@ -136,7 +139,11 @@ $(BUILD)/unit/%.o: tests/unit/%.c | deps
 $(BUILD)/unit/runner.o: $(BUILD)/unit/runner.c
 	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -c $< -o $@
 
-$(UNIT_BIN): $(UNIT_OBJS) $(BUILD)/unit/runner.o $(LIB_OBJS) $(CLIENT_OWN_OBJS) $(CTL_PURE_OBJS)
+$(BUILD)/support/%.o: tests/support/%.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Itests -c $< -o $@
+
+$(UNIT_BIN): $(UNIT_OBJS) $(BUILD)/unit/runner.o $(SUPPORT_OBJS) $(LIB_OBJS) $(CLIENT_OWN_OBJS) $(CTL_PURE_OBJS)
 	$(CC) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) -o $@
 
 unit: $(UNIT_BIN)
@@ -189,15 +196,20 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_LIB_SRCS := $(filter-out src/base/log.c,$(LIB_SRCS))
 FUZZ_SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS   = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g $(FUZZ_SANFLAGS) \
-                -fsanitize=fuzzer-no-link -Iinclude -Isrc -Itests/fuzz $(PKG_CFLAGS) -MMD -MP
-FUZZ_OBJS    := $(FUZZ_LIB_SRCS:src/%.c=build/fuzz/obj/%.o) build/fuzz/obj/common.o
-REPLAY_OBJS  := $(FUZZ_LIB_SRCS:src/%.c=$(BUILD)/obj/%.o) $(BUILD)/replay/common.o \
+                -fsanitize=fuzzer-no-link -Iinclude -Isrc -Itests -Itests/fuzz $(PKG_CFLAGS) -MMD -MP
+FUZZ_OBJS    := $(FUZZ_LIB_SRCS:src/%.c=build/fuzz/obj/%.o) build/fuzz/obj/common.o \
+                $(SUPPORT_SRCS:tests/support/%.c=build/fuzz/obj/support/%.o)
+REPLAY_OBJS  := $(FUZZ_LIB_SRCS:src/%.c=$(BUILD)/obj/%.o) $(SUPPORT_OBJS) $(BUILD)/replay/common.o \
                 $(BUILD)/replay/replay.o
 REPLAY_BINS  := $(FUZZ_TARGETS:%=$(BUILD)/replay/replay-%)
 
 build/fuzz/obj/%.o: src/%.c | deps
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+build/fuzz/obj/support/%.o: tests/support/%.c | deps
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itests -c $< -o $@
 
 build/fuzz/obj/%.o: tests/fuzz/%.c | deps
 	@mkdir -p $(@D)
@@ -215,7 +227,7 @@ fuzz: fuzz-build
 
 $(BUILD)/replay/%.o: tests/fuzz/%.c | deps
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -Itests/fuzz -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -Itests -Itests/fuzz -c $< -o $@
 
 $(BUILD)/replay/replay-%: $(BUILD)/replay/fuzz_%.o $(REPLAY_OBJS)
 	$(CC) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -o $@
@@ -278,6 +290,6 @@ FORCE:
 clean:
 	rm -rf build
 
--include $(LIB_OBJS:.o=.d) $(BUILD)/obj/main.d $(UNIT_OBJS:.o=.d) $(CLIENT_OBJS:.o=.d) \
+-include $(LIB_OBJS:.o=.d) $(BUILD)/obj/main.d $(UNIT_OBJS:.o=.d) $(SUPPORT_OBJS:.o=.d) $(CLIENT_OBJS:.o=.d) \
          $(CTL_OBJS:.o=.d) $(BUILD)/e2e/client_probe.d \
 	 $(wildcard build/fuzz/obj/*.d) $(wildcard $(BUILD)/replay/*.d)

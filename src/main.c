@@ -436,17 +436,24 @@ static int run(struct daemon *d, const struct options *o)
 
 int main(int argc, char **argv)
 {
-	const char *sets[argc > 0 ? argc : 1];
+	/* At most one --set per argument. */
+	const char **sets = calloc(argc > 0 ? (size_t)argc : 1, sizeof(*sets));
 	struct options o = { .sets = sets };
 	struct daemon d;
 	int rc;
 
+	if (sets == NULL) {
+		fprintf(stderr, "retryd: out of memory\n");
+		return 1;
+	}
 	memset(&d, 0, sizeof(d));
 	signal(SIGPIPE, SIG_IGN);
 	log_init_from_env();
 	rc = parse_options(argc, argv, &o);
-	if (rc >= 0)
+	if (rc >= 0) {
+		free(sets);
 		return rc;
+	}
 	rc = configure(&d, &o);
 	if (rc == 0)
 		rc = run(&d, &o);
@@ -465,5 +472,6 @@ int main(int argc, char **argv)
 	retryd_lines_release(&d.framer);
 	classify_free(d.classify);
 	settings_release(&d.settings);
+	free(sets);
 	return rc;
 }

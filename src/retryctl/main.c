@@ -546,9 +546,14 @@ int main(int argc, char **argv)
 	struct ctl t;
 	struct args a = { 0 };
 	struct retryd_client_options o = { 0 };
-	const char *daemon_args[argc + 4];
+	/* The user's arguments and at most four of our own, then NULL. */
+	const char **daemon_args = calloc((size_t)argc + 4, sizeof(*daemon_args));
 	int status;
 
+	if (daemon_args == NULL) {
+		fprintf(stderr, "retryctl: out of memory\n");
+		return EXIT_FAILED;
+	}
 	memset(&t, 0, sizeof(t));
 	a.daemon = daemon_args;
 	parse_args(argc, argv, &t, &a);
@@ -572,6 +577,7 @@ int main(int argc, char **argv)
 
 	if (uv_loop_init(&t.loop) != 0) {
 		fprintf(stderr, "retryctl: cannot start an event loop\n");
+		free(daemon_args);
 		return EXIT_FAILED;
 	}
 	uv_signal_init(&t.loop, &t.sigint);
@@ -619,5 +625,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "retryctl: warning: handles left open\n");
 	if (t.quit_status != 0)
 		status = t.quit_status;
+	free(daemon_args);
 	return status;
 }
