@@ -72,16 +72,6 @@ size_t writer_queued(const struct writer *self)
 	return self->pending.len + self->inflight.len;
 }
 
-bool writer_congested(const struct writer *self)
-{
-	return self->congested;
-}
-
-bool writer_failed(const struct writer *self)
-{
-	return self->failed;
-}
-
 /* Returns whether a congestion ended. */
 static bool update_congestion(struct writer *self)
 {

@@ -38,8 +38,6 @@ int writer_send(struct writer *self, const json_t *obj);
 struct jsontext_buf *writer_line_buffer(struct writer *self);
 void writer_line_done(struct writer *self);
 size_t writer_queued(const struct writer *self);
-bool writer_congested(const struct writer *self);
-bool writer_failed(const struct writer *self);
 /* Calls done(ctx) once everything queued so far is written (or failed). */
 void writer_flush(struct writer *self, void (*done)(void *ctx), void *ctx);
 /* Closes the handle and frees the writer once libuv is done with it. */
