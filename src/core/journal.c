@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/errbuf.h"
+
 int journal_init(struct journal *self, const char *path, const char *id, int64_t wall_ms)
 {
 	memset(self, 0, sizeof(*self));
@@ -124,8 +126,8 @@ int journal_append(struct journal *self, const json_t *message, char *err, size_
 	self->failed = false;
 	return 0;
 fail:
-	snprintf(err, errlen, "cannot write session file %s: %s", self->path,
-		 errno ? strerror(errno) : "write failed");
+	errbuf_set(err, errlen, "cannot write session file %s: %s", self->path,
+		   errno ? strerror(errno) : "write failed");
 	if (self->fp != NULL) {
 		fclose(self->fp);
 		self->fp = NULL;

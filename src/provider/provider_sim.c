@@ -273,8 +273,7 @@ static int sim_start(struct provider *base, const struct attempt_ctx *ctx,
 	if ((text != NULL && self->text == NULL) ||
 	    (st != NULL && json_is_string(json_object_get(st, "error")) && self->error == NULL)) {
 		reset_attempt(self);
-		snprintf(err, errlen, "sim: out of memory");
-		return -1;
+		return errbuf_set(err, errlen, "sim: out of memory");
 	}
 	self->input_tokens = count_input_tokens(ctx->messages);
 	self->output_tokens = (int64_t)((text_len + 3) / 4);
