@@ -6,6 +6,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "base/errbuf.h"
 #include "core/classify.h"
 #include "provider/cli/cli_profile.h"
 #include "io/clock_uv.h"
@@ -337,6 +338,21 @@ static void close_all(struct daemon *d)
 	clock_uv_close(&d->clock);
 }
 
+/* "unknown provider 'x' (available: sim, openai, ...)": every name --provider takes. */
+static void unknown_provider(const json_t *providers, const char *name, char *err, size_t errlen)
+{
+	char list[512] = "sim";
+	const char *key;
+	json_t *v;
+	size_t n;
+
+	json_object_foreach((json_t *)providers, key, v) {
+		n = strlen(list);
+		snprintf(list + n, sizeof(list) - n, ", %s", key);
+	}
+	errbuf_set(err, errlen, "unknown provider '%s' (available: %s)", name, list);
+}
+
 static char *session_dir(const struct options *o)
 {
 	if (o->no_session || o->session_file != NULL)
@@ -362,6 +378,7 @@ static int run(struct daemon *d, const struct options *o)
 		.emit_ctx = d,
 	};
 
+	const json_t *providers = settings_get(&d->settings, "providers");
 	char err[512];
 
 	d->loop = uv_default_loop();
@@ -371,30 +388,34 @@ static int run(struct daemon *d, const struct options *o)
 					       settings_int(&d->settings, "sim.chunkDelayMs", 0),
 					       settings_get(&d->settings, "sim.models"),
 					       settings_get(&d->settings, "sim.credentials"));
-	} else if (cli_profile_is_exec(json_object_get(settings_get(&d->settings, "providers"),
-						       o->provider))) {
+	} else if (cli_profile_is_exec(json_object_get(providers, o->provider))) {
 		d->provider = provider_cli_new(d->loop, &d->clock.clock, o->provider,
-					       json_object_get(settings_get(&d->settings, "providers"),
-							       o->provider),
-					       err, sizeof(err));
+					       json_object_get(providers, o->provider), err, sizeof(err));
 		if (d->provider == NULL) {
 			fprintf(stderr, "retryd: %s\n", err);
 			free(dir);
 			return 2;
 		}
 	} else {
-		d->http = http_client_new(d->loop);
-		d->provider = d->http ? provider_http_new(d->http, &d->clock.clock, &d->settings,
-							  o->provider, err, sizeof(err))
-				      : NULL;
-		if (d->provider == NULL) {
-			bool known = json_object_get(settings_get(&d->settings, "providers"),
-						     o->provider) != NULL;
+		struct provider_http_config hcfg = {
+			.name = o->provider,
+			.entry = json_object_get(providers, o->provider),
+			.connect_timeout_ms = (long)settings_int(&d->settings, "http.connectTimeoutMs", 30000),
+			.idle_timeout_ms = (long)settings_int(&d->settings, "http.idleTimeoutMs", 300000),
+		};
 
+		d->http = http_client_new(d->loop);
+		if (d->http == NULL)
+			errbuf_set(err, sizeof(err), "cannot start libcurl");
+		else if (hcfg.entry == NULL)
+			unknown_provider(providers, o->provider, err, sizeof(err));
+		else
+			d->provider = provider_http_new(d->http, &d->clock.clock, &hcfg, err, sizeof(err));
+		if (d->provider == NULL) {
 			/* An unknown name is a usage error; a bad entry, a settings one. */
-			fprintf(stderr, "retryd: %s\n", d->http ? err : "cannot start libcurl");
+			fprintf(stderr, "retryd: %s\n", err);
 			free(dir);
-			return known ? 1 : 2;
+			return hcfg.entry != NULL ? 1 : 2;
 		}
 	}
 	if (o->model == NULL && json_array_size(d->provider->models) > 0)

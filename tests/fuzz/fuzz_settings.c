@@ -72,11 +72,17 @@ static void compile_all(struct settings *s)
 	clock_fake_init(&clock, 0);
 	providers = settings_get(s, "providers");
 	json_object_foreach(providers, name, v) {
+		struct provider_http_config cfg = {
+			.name = name,
+			.entry = v,
+			.connect_timeout_ms = (long)settings_int(s, "http.connectTimeoutMs", 30000),
+			.idle_timeout_ms = (long)settings_int(s, "http.idleTimeoutMs", 300000),
+		};
 		struct provider *p;
 
 		if (n++ == MAX_PROVIDERS)
 			break;
-		p = provider_http_new(NULL, &clock, s, name, err, sizeof(err));
+		p = provider_http_new(NULL, &clock, &cfg, err, sizeof(err));
 		if (p == NULL) {
 			check_err(err, sizeof(err));
 			continue;
