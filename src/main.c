@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include "base/errbuf.h"
+#include "core/builtins.h"
 #include "core/classify.h"
 #include "provider/cli/cli_profile.h"
 #include "io/clock_uv.h"
@@ -150,8 +151,16 @@ static int parse_options(int argc, char **argv, struct options *o)
 static int configure(struct daemon *d, const struct options *o)
 {
 	char err[1024];
+	json_t *builtins = builtins_settings();
+	int rc;
 
-	if (settings_init(&d->settings, o->settings_path, err, sizeof(err)) != 0) {
+	if (builtins == NULL) {
+		fprintf(stderr, "retryd: settings: out of memory\n");
+		return 1;
+	}
+	rc = settings_load(&d->settings, builtins, o->settings_path, err, sizeof(err));
+	json_decref(builtins);
+	if (rc != 0) {
 		fprintf(stderr, "retryd: %s\n", err);
 		return 1;
 	}
@@ -385,7 +394,7 @@ static int run(struct daemon *d, const struct options *o)
 	clock_uv_init(&d->clock, d->loop);
 	if (o->provider == NULL || strcmp(o->provider, "sim") == 0) {
 		d->provider = provider_sim_new(&d->clock.clock, settings_get(&d->settings, "sim.plan"),
-					       settings_int(&d->settings, "sim.chunkDelayMs", 0),
+					       settings_get_int(&d->settings, "sim.chunkDelayMs"),
 					       settings_get(&d->settings, "sim.models"),
 					       settings_get(&d->settings, "sim.credentials"));
 	} else if (cli_profile_is_exec(json_object_get(providers, o->provider))) {
@@ -400,8 +409,8 @@ static int run(struct daemon *d, const struct options *o)
 		struct provider_http_config hcfg = {
 			.name = o->provider,
 			.entry = json_object_get(providers, o->provider),
-			.connect_timeout_ms = (long)settings_int(&d->settings, "http.connectTimeoutMs", 30000),
-			.idle_timeout_ms = (long)settings_int(&d->settings, "http.idleTimeoutMs", 300000),
+			.connect_timeout_ms = (long)settings_get_int(&d->settings, "http.connectTimeoutMs"),
+			.idle_timeout_ms = (long)settings_get_int(&d->settings, "http.idleTimeoutMs"),
 		};
 
 		d->http = http_client_new(d->loop);
@@ -422,7 +431,7 @@ static int run(struct daemon *d, const struct options *o)
 		scfg.model = json_string_value(json_object_get(json_array_get(d->provider->models, 0), "id"));
 	scfg.provider = d->provider;
 	d->writer = writer_new(d->loop, 1,
-			       (size_t)settings_int(&d->settings, "rpc.outputHighWaterBytes", 1 << 20),
+			       (size_t)settings_get_int(&d->settings, "rpc.outputHighWaterBytes"),
 			       &wcb);
 	d->reader = reader_new(d->loop, 0, &rcb);
 	/* The session owns the classifier from here on, even if it fails. */
@@ -436,7 +445,7 @@ static int run(struct daemon *d, const struct options *o)
 	free(dir);
 	if (!o->no_session && o->session_file == NULL && d->session.file == NULL)
 		LOG_WARN("neither XDG_STATE_HOME nor HOME is set; keeping no session file");
-	retryd_lines_init(&d->framer, (size_t)settings_int(&d->settings, "rpc.maxLineBytes", 64 << 20));
+	retryd_lines_init(&d->framer, (size_t)settings_get_int(&d->settings, "rpc.maxLineBytes"));
 	rpc_init(&d->rpc, &d->session, emit_cb, d, d->framer.max_line);
 
 	uv_signal_init(d->loop, &d->sigterm);
