@@ -6,6 +6,8 @@
 #include <string.h>
 #include <uv.h>
 
+#include "base/errbuf.h"
+#include "core/builtins.h"
 #include "core/classify.h"
 #include "provider/cli/cli_profile.h"
 #include "io/clock_uv.h"
@@ -149,8 +151,16 @@ static int parse_options(int argc, char **argv, struct options *o)
 static int configure(struct daemon *d, const struct options *o)
 {
 	char err[1024];
+	json_t *builtins = builtins_settings();
+	int rc;
 
-	if (settings_init(&d->settings, o->settings_path, err, sizeof(err)) != 0) {
+	if (builtins == NULL) {
+		fprintf(stderr, "retryd: settings: out of memory\n");
+		return 1;
+	}
+	rc = settings_load(&d->settings, builtins, o->settings_path, err, sizeof(err));
+	json_decref(builtins);
+	if (rc != 0) {
 		fprintf(stderr, "retryd: %s\n", err);
 		return 1;
 	}
@@ -337,6 +347,21 @@ static void close_all(struct daemon *d)
 	clock_uv_close(&d->clock);
 }
 
+/* "unknown provider 'x' (available: sim, openai, ...)": every name --provider takes. */
+static void unknown_provider(const json_t *providers, const char *name, char *err, size_t errlen)
+{
+	char list[512] = "sim";
+	const char *key;
+	json_t *v;
+	size_t n;
+
+	json_object_foreach((json_t *)providers, key, v) {
+		n = strlen(list);
+		snprintf(list + n, sizeof(list) - n, ", %s", key);
+	}
+	errbuf_set(err, errlen, "unknown provider '%s' (available: %s)", name, list);
+}
+
 static char *session_dir(const struct options *o)
 {
 	if (o->no_session || o->session_file != NULL)
@@ -362,46 +387,51 @@ static int run(struct daemon *d, const struct options *o)
 		.emit_ctx = d,
 	};
 
+	const json_t *providers = settings_get(&d->settings, "providers");
 	char err[512];
 
 	d->loop = uv_default_loop();
 	clock_uv_init(&d->clock, d->loop);
 	if (o->provider == NULL || strcmp(o->provider, "sim") == 0) {
 		d->provider = provider_sim_new(&d->clock.clock, settings_get(&d->settings, "sim.plan"),
-					       settings_int(&d->settings, "sim.chunkDelayMs", 0),
+					       settings_get_int(&d->settings, "sim.chunkDelayMs"),
 					       settings_get(&d->settings, "sim.models"),
 					       settings_get(&d->settings, "sim.credentials"));
-	} else if (cli_profile_is_exec(json_object_get(settings_get(&d->settings, "providers"),
-						       o->provider))) {
+	} else if (cli_profile_is_exec(json_object_get(providers, o->provider))) {
 		d->provider = provider_cli_new(d->loop, &d->clock.clock, o->provider,
-					       json_object_get(settings_get(&d->settings, "providers"),
-							       o->provider),
-					       err, sizeof(err));
+					       json_object_get(providers, o->provider), err, sizeof(err));
 		if (d->provider == NULL) {
 			fprintf(stderr, "retryd: %s\n", err);
 			free(dir);
 			return 2;
 		}
 	} else {
-		d->http = http_client_new(d->loop);
-		d->provider = d->http ? provider_http_new(d->http, &d->clock.clock, &d->settings,
-							  o->provider, err, sizeof(err))
-				      : NULL;
-		if (d->provider == NULL) {
-			bool known = json_object_get(settings_get(&d->settings, "providers"),
-						     o->provider) != NULL;
+		struct provider_http_config hcfg = {
+			.name = o->provider,
+			.entry = json_object_get(providers, o->provider),
+			.connect_timeout_ms = (long)settings_get_int(&d->settings, "http.connectTimeoutMs"),
+			.idle_timeout_ms = (long)settings_get_int(&d->settings, "http.idleTimeoutMs"),
+		};
 
+		d->http = http_client_new(d->loop);
+		if (d->http == NULL)
+			errbuf_set(err, sizeof(err), "cannot start libcurl");
+		else if (hcfg.entry == NULL)
+			unknown_provider(providers, o->provider, err, sizeof(err));
+		else
+			d->provider = provider_http_new(d->http, &d->clock.clock, &hcfg, err, sizeof(err));
+		if (d->provider == NULL) {
 			/* An unknown name is a usage error; a bad entry, a settings one. */
-			fprintf(stderr, "retryd: %s\n", d->http ? err : "cannot start libcurl");
+			fprintf(stderr, "retryd: %s\n", err);
 			free(dir);
-			return known ? 1 : 2;
+			return hcfg.entry != NULL ? 1 : 2;
 		}
 	}
 	if (o->model == NULL && json_array_size(d->provider->models) > 0)
 		scfg.model = json_string_value(json_object_get(json_array_get(d->provider->models, 0), "id"));
 	scfg.provider = d->provider;
 	d->writer = writer_new(d->loop, 1,
-			       (size_t)settings_int(&d->settings, "rpc.outputHighWaterBytes", 1 << 20),
+			       (size_t)settings_get_int(&d->settings, "rpc.outputHighWaterBytes"),
 			       &wcb);
 	d->reader = reader_new(d->loop, 0, &rcb);
 	/* The session owns the classifier from here on, even if it fails. */
@@ -415,7 +445,7 @@ static int run(struct daemon *d, const struct options *o)
 	free(dir);
 	if (!o->no_session && o->session_file == NULL && d->session.file == NULL)
 		LOG_WARN("neither XDG_STATE_HOME nor HOME is set; keeping no session file");
-	retryd_lines_init(&d->framer, (size_t)settings_int(&d->settings, "rpc.maxLineBytes", 64 << 20));
+	retryd_lines_init(&d->framer, (size_t)settings_get_int(&d->settings, "rpc.maxLineBytes"));
 	rpc_init(&d->rpc, &d->session, emit_cb, d, d->framer.max_line);
 
 	uv_signal_init(d->loop, &d->sigterm);

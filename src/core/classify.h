@@ -23,7 +23,8 @@ struct classify;
  * {"retryablePatterns":[...], "nonRetryablePatterns":[...],
  *  "contextOverflowPatterns":[...], "usageLimitPatterns":[...],
  *  "overloadPatterns":[...]}.
- * settings.c merges this object into its defaults under "retry". */
+ * core/builtins.c hands this object to settings as the built-in "retry"
+ * layer; classify_new falls back to it for a list the settings lack. */
 json_t *classify_defaults(void);
 
 /* Compiles the five lists from `retry` (borrowed; the settings' "retry"

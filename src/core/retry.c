@@ -1,114 +1,101 @@
 #include "core/retry.h"
 
+#include "base/errbuf.h"
+#include "core/settings.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void retry_policy_default(struct retry_policy *p)
-{
-	memset(p, 0, sizeof(*p));
-	p->enabled = true;
-	p->max_retries = 3;
-	p->base_delay_ms = 2000;
-	p->max_delay_ms = 60000;
-	p->respect_hints = true;
-	p->jitter = RETRY_JITTER_NONE;
-	p->fallback_after_consecutive = 3;
-}
-
+/* In the order of enum retry_jitter; the names retry.jitter accepts. */
 static const char *const jitter_names[] = { "none", "full", "equal", "decorrelated" };
 static const char *const reason_names[] = { "backoff", "server-hint", "credential-switch",
 					    "model-fallback" };
-
-const char *retry_jitter_name(enum retry_jitter j)
-{
-	return jitter_names[j];
-}
 
 const char *retry_reason_name(enum retry_reason r)
 {
 	return reason_names[r];
 }
 
-static bool get_int(const json_t *retry, const char *key, int64_t *out)
+/* retry.<name> (key is the full "retry.<name>"): the value in `retry` when it
+ * is an integer, else the settings table's default. */
+static int64_t int_of(const json_t *retry, const char *key)
 {
-	json_t *v = json_object_get(retry, key);
+	json_t *v = json_object_get(retry, key + strlen("retry."));
 
-	if (!json_is_integer(v))
-		return false;
-	*out = json_integer_value(v);
-	return true;
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : settings_default_int(key);
+}
+
+static bool bool_of(const json_t *retry, const char *key)
+{
+	json_t *v = json_object_get(retry, key + strlen("retry."));
+
+	return json_is_boolean(v) ? json_is_true(v) : settings_default_bool(key);
+}
+
+static int jitter_of(const char *name, enum retry_jitter *out)
+{
+	for (size_t i = 0; i < sizeof(jitter_names) / sizeof(jitter_names[0]); i++) {
+		if (strcmp(name, jitter_names[i]) == 0) {
+			*out = (enum retry_jitter)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+void retry_policy_default(struct retry_policy *p)
+{
+	(void)retry_policy_from_json(p, NULL, true, NULL, 0);
 }
 
 int retry_policy_from_json(struct retry_policy *p, const json_t *retry, bool max_explicit,
 			   char *err, size_t errlen)
 {
 	json_t *v;
-	int64_t n;
 
-	retry_policy_default(p);
-	if (retry == NULL)
-		return 0;
-	if (!json_is_object(retry)) {
-		snprintf(err, errlen, "retry must be an object");
-		return -1;
+	if (retry != NULL && !json_is_object(retry)) {
+		retry_policy_default(p);
+		return errbuf_set(err, errlen, "retry must be an object");
 	}
-	v = json_object_get(retry, "enabled");
-	if (json_is_boolean(v))
-		p->enabled = json_is_true(v);
-	if (get_int(retry, "maxRetries", &n))
-		p->max_retries = (int)n;
-	if (get_int(retry, "baseDelayMs", &n))
-		p->base_delay_ms = n;
-	if (get_int(retry, "maxDelayMs", &n))
-		p->max_delay_ms = n;
-	v = json_object_get(retry, "respectServerHints");
-	if (json_is_boolean(v))
-		p->respect_hints = json_is_true(v);
+	memset(p, 0, sizeof(*p));
+	p->enabled = bool_of(retry, "retry.enabled");
+	p->max_retries = (int)int_of(retry, "retry.maxRetries");
+	p->base_delay_ms = int_of(retry, "retry.baseDelayMs");
+	p->max_delay_ms = int_of(retry, "retry.maxDelayMs");
+	p->respect_hints = bool_of(retry, "retry.respectServerHints");
 	v = json_object_get(retry, "jitter");
-	if (json_is_string(v)) {
-		size_t i;
-
-		for (i = 0; i < sizeof(jitter_names) / sizeof(jitter_names[0]); i++)
-			if (strcmp(json_string_value(v), jitter_names[i]) == 0)
-				break;
-		if (i == sizeof(jitter_names) / sizeof(jitter_names[0])) {
-			snprintf(err, errlen, "retry.jitter must be one of none|full|equal|decorrelated");
-			return -1;
-		}
-		p->jitter = (enum retry_jitter)i;
-	}
-	if (get_int(retry, "jitterSeed", &n)) {
+	if (jitter_of(json_is_string(v) ? json_string_value(v) : settings_default_string("retry.jitter"),
+		      &p->jitter) != 0)
+		return errbuf_set(err, errlen, "retry.jitter must be one of none|full|equal|decorrelated");
+	v = json_object_get(retry, "jitterSeed");
+	if (json_is_integer(v)) {
 		p->seeded = true;
-		p->jitter_seed = (uint64_t)n;
+		p->jitter_seed = (uint64_t)json_integer_value(v);
 	}
+	/* An empty schedule, the table's default, means the exponential formula. */
 	v = json_object_get(retry, "schedule");
 	if (json_is_array(v) && json_array_size(v) > 0) {
 		size_t i;
 		json_t *d;
 
-		if (json_array_size(v) > RETRY_SCHEDULE_MAX) {
-			snprintf(err, errlen, "retry.schedule may list at most %d delays",
-				 RETRY_SCHEDULE_MAX);
-			return -1;
-		}
+		if (json_array_size(v) > RETRY_SCHEDULE_MAX)
+			return errbuf_set(err, errlen, "retry.schedule may list at most %d delays",
+					  RETRY_SCHEDULE_MAX);
 		json_array_foreach(v, i, d) {
-			if (!json_is_integer(d) || json_integer_value(d) < 0) {
-				snprintf(err, errlen, "retry.schedule[%zu] must be an integer >= 0", i);
-				return -1;
-			}
+			if (!json_is_integer(d) || json_integer_value(d) < 0)
+				return errbuf_set(err, errlen,
+						  "retry.schedule[%zu] must be an integer >= 0", i);
 			p->schedule[i] = json_integer_value(d);
 		}
 		p->schedule_len = json_array_size(v);
 		if (!max_explicit)
 			p->max_retries = (int)p->schedule_len;
 	}
-	if (get_int(retry, "idleTimeoutMs", &n))
-		p->idle_timeout_ms = n;
-	if (get_int(retry, "fallbackAfterConsecutive", &n))
-		p->fallback_after_consecutive = (int)n;
+	p->idle_timeout_ms = int_of(retry, "retry.idleTimeoutMs");
+	p->fallback_after_consecutive = (int)int_of(retry, "retry.fallbackAfterConsecutive");
 	return 0;
 }
 

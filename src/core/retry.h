@@ -38,12 +38,13 @@ struct retry_policy {
 	int fallback_after_consecutive;
 };
 
-/* The seed policy: enabled, 3 retries, 2000 ms base, 60 s cap, hints on. */
+/* The seed policy: the settings table's retry.* defaults (core/settings.c). */
 void retry_policy_default(struct retry_policy *policy);
 
-/* Reads a merged "retry" settings object (borrowed) whose values have passed
- * settings_check. max_explicit: whether maxRetries was set by the user rather
- * than by the defaults (a schedule otherwise sets it to its length).
+/* Reads a merged "retry" settings object (borrowed, may be NULL) whose values
+ * have passed settings_check; a knob it lacks takes the table's default.
+ * max_explicit: whether maxRetries was set by the user rather than by the
+ * defaults (a schedule otherwise sets it to its length).
  * Returns 0, or -1 with err. */
 int retry_policy_from_json(struct retry_policy *policy, const json_t *retry, bool max_explicit,
 			   char *err, size_t errlen);
@@ -138,12 +139,7 @@ void retry_cancel(struct retry_chain *chain, struct retry_decision *out);
 int64_t retry_backoff_ms(const struct retry_policy *policy, int attempt);
 
 const char *retry_reason_name(enum retry_reason reason);
-const char *retry_jitter_name(enum retry_jitter jitter);
 
 #define RETRY_CANCELLED "Retry cancelled"
-
-/* What a resumed agent CLI is told (retry.continuationPrompt's default). */
-#define RETRY_CONTINUATION_PROMPT \
-	"Continue from where you left off. Do not repeat work that is already done."
 
 #endif

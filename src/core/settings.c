@@ -1,11 +1,8 @@
 #include "core/settings.h"
 
-#include "core/classify.h"
 #include "base/errbuf.h"
-#include "provider/cli/cli_profile.h"
-#include "provider/http/provider_http.h"
-#include "core/retry.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -33,54 +30,126 @@ enum rule_kind {
 	RULE_TEXT,         /* a non-empty string */
 };
 
+/* One known key: its type, range and default. The default is `number` for
+ * BOOL and INT (none when `unset`), the string `text` for CHOICE and TEXT, and
+ * the JSON text `text` for the others; a NULL text means no default (the
+ * built-in layer may bring one). */
 struct rule {
 	const char *key;
 	enum rule_kind kind;
 	json_int_t min, max;
 	const char *choices;
+	bool unset;
+	json_int_t number;
+	const char *text;
 };
 
+#define SECTION(k)          { .key = k, .kind = RULE_OBJECT, .text = "{}" }
+#define BOOL(k, d)          { .key = k, .kind = RULE_BOOL, .number = (d) }
+#define INT(k, lo, hi, d)   { .key = k, .kind = RULE_INT, .min = (lo), .max = (hi), .number = (d) }
+#define INT_UNSET(k, lo, hi) { .key = k, .kind = RULE_INT, .min = (lo), .max = (hi), .unset = true }
+#define CHOICE(k, c, d)     { .key = k, .kind = RULE_CHOICE, .choices = c, .text = d }
+#define TEXT(k, d)          { .key = k, .kind = RULE_TEXT, .text = d }
+#define JSON(k, kind_, d)   { .key = k, .kind = kind_, .text = d }
+#define DELAYS(k, hi, d)    { .key = k, .kind = RULE_DELAYS, .max = (hi), .text = d }
+#define BUDGET(k, hi, d)    { .key = k, .kind = RULE_BUDGET, .max = (hi), .text = d }
+
 /* One row per known key. A section's own row comes before its members, so a
- * "retry" that is not an object is reported as such. */
+ * "retry" that is not an object is reported as such, and the defaults' keys
+ * keep this order (get_retry_policy shows it). */
 static const struct rule rules[] = {
-	{ "retry",                         RULE_OBJECT,       0, 0, NULL },
-	{ "rpc",                           RULE_OBJECT,       0, 0, NULL },
-	{ "sim",                           RULE_OBJECT,       0, 0, NULL },
-	{ "http",                          RULE_OBJECT,       0, 0, NULL },
-	{ "providers",                     RULE_OBJECT,       0, 0, NULL },
-	{ "http.connectTimeoutMs",         RULE_INT,          0, DAY_MS, NULL },
-	{ "http.idleTimeoutMs",            RULE_INT,          0, DAY_MS, NULL },
-	{ "retry.enabled",                 RULE_BOOL,         0, 0, NULL },
-	{ "retry.maxRetries",              RULE_INT,          0, 1000, NULL },
-	{ "retry.baseDelayMs",             RULE_INT,          0, DAY_MS, NULL },
-	{ "retry.usageLimitCooldownMs",    RULE_INT,          0, 30 * DAY_MS, NULL },
-	{ "retry.maxDelayMs",              RULE_INT,          -30 * DAY_MS, 30 * DAY_MS, NULL },
-	{ "retry.respectServerHints",      RULE_BOOL,         0, 0, NULL },
-	{ "retry.jitter",                  RULE_CHOICE,       0, 0, "none|full|equal|decorrelated" },
-	{ "retry.jitterSeed",              RULE_INT,          0, 9007199254740991LL, NULL },
-	{ "retry.schedule",                RULE_DELAYS,       0, 30 * DAY_MS, NULL },
-	{ "retry.budget",                  RULE_BUDGET,       0, 1000, NULL },
-	{ "retry.idleTimeoutMs",           RULE_INT,          0, DAY_MS, NULL },
-	{ "retry.fallbackModels",          RULE_STRINGS,      0, 0, NULL },
-	{ "retry.continuationPrompt",      RULE_TEXT,         0, 0, NULL },
-	{ "retry.fallbackAfterConsecutive", RULE_INT,         1, 1000, NULL },
-	{ "retry.fallbackCooldownMs",      RULE_INT,          0, 30 * DAY_MS, NULL },
-	{ "retry.overloadPatterns",        RULE_STRINGS,      0, 0, NULL },
-	/* Pattern syntax is classify's to check. */
-	{ "retry.retryablePatterns",       RULE_STRINGS,      0, 0, NULL },
-	{ "retry.nonRetryablePatterns",    RULE_STRINGS,      0, 0, NULL },
-	{ "retry.contextOverflowPatterns", RULE_STRINGS,      0, 0, NULL },
-	{ "retry.usageLimitPatterns",      RULE_STRINGS,      0, 0, NULL },
-	{ "rpc.maxLineBytes",              RULE_INT,          1, GIB, NULL },
-	{ "rpc.outputHighWaterBytes",      RULE_INT,          1024, GIB, NULL },
-	{ "rpc.messageUpdates",            RULE_CHOICE,       0, 0, "full|delta" },
-	{ "sim.plan",                      RULE_ARRAY,        0, 0, NULL },
-	{ "sim.chunkDelayMs",              RULE_INT,          0, 3600000, NULL },
-	{ "sim.credentials",               RULE_STRINGS,      0, 0, NULL },
-	{ "sim.models",                    RULE_SOME_STRINGS, 0, 0, NULL },
+	SECTION("retry"),
+	SECTION("rpc"),
+	SECTION("sim"),
+	SECTION("http"),
+	/* Entries are checked when one is chosen (provider_http.c, cli_profile.c);
+	 * the built-in ones come with the built-in layer. */
+	SECTION("providers"),
+	INT("http.connectTimeoutMs",         0, DAY_MS, 30000),
+	INT("http.idleTimeoutMs",            0, DAY_MS, 300000),
+	BOOL("retry.enabled",                true),
+	INT("retry.maxRetries",              0, 1000, 3),
+	INT("retry.baseDelayMs",             0, DAY_MS, 2000),
+	INT("retry.usageLimitCooldownMs",    0, 30 * DAY_MS, 1800000),
+	INT("retry.maxDelayMs",              -30 * DAY_MS, 30 * DAY_MS, 60000),
+	BOOL("retry.respectServerHints",     true),
+	CHOICE("retry.jitter",               "none|full|equal|decorrelated", "none"),
+	/* Absent: each chain seeds itself. */
+	INT_UNSET("retry.jitterSeed",        0, 9007199254740991LL),
+	DELAYS("retry.schedule",             30 * DAY_MS, "[]"),
+	BUDGET("retry.budget",               1000, "null"),
+	INT("retry.idleTimeoutMs",           0, DAY_MS, 0),
+	JSON("retry.fallbackModels",         RULE_STRINGS, "[]"),
+	INT("retry.fallbackAfterConsecutive", 1, 1000, 3),
+	INT("retry.fallbackCooldownMs",      0, 30 * DAY_MS, 60000),
+	/* What a resumed agent CLI is told. */
+	TEXT("retry.continuationPrompt",
+	     "Continue from where you left off. Do not repeat work that is already done."),
+	/* The lists are classify's (its defaults, its pattern syntax). */
+	JSON("retry.overloadPatterns",       RULE_STRINGS, NULL),
+	JSON("retry.retryablePatterns",      RULE_STRINGS, NULL),
+	JSON("retry.nonRetryablePatterns",   RULE_STRINGS, NULL),
+	JSON("retry.contextOverflowPatterns", RULE_STRINGS, NULL),
+	JSON("retry.usageLimitPatterns",     RULE_STRINGS, NULL),
+	INT("rpc.maxLineBytes",              1, GIB, 64LL << 20),
+	INT("rpc.outputHighWaterBytes",      1024, GIB, 1LL << 20),
+	CHOICE("rpc.messageUpdates",         "full|delta", "full"),
+	JSON("sim.plan",                     RULE_ARRAY, "[]"),
+	INT("sim.chunkDelayMs",              0, 3600000, 0),
+	JSON("sim.credentials",              RULE_STRINGS, "[]"),
+	JSON("sim.models",                   RULE_SOME_STRINGS, "[\"sim-1\"]"),
 };
 
 #define NRULES (sizeof(rules) / sizeof(rules[0]))
+
+static const struct rule *find_rule(const char *key)
+{
+	for (size_t i = 0; i < NRULES; i++)
+		if (strcmp(rules[i].key, key) == 0)
+			return &rules[i];
+	return NULL;
+}
+
+static bool has_default(const struct rule *r)
+{
+	switch (r->kind) {
+	case RULE_BOOL:
+		return true;
+	case RULE_INT:
+		return !r->unset;
+	default:
+		return r->text != NULL;
+	}
+}
+
+bool settings_known(const char *key)
+{
+	return find_rule(key) != NULL;
+}
+
+int64_t settings_default_int(const char *key)
+{
+	const struct rule *r = find_rule(key);
+
+	assert(r != NULL && r->kind == RULE_INT && has_default(r));
+	return r != NULL ? (int64_t)r->number : 0;
+}
+
+bool settings_default_bool(const char *key)
+{
+	const struct rule *r = find_rule(key);
+
+	assert(r != NULL && r->kind == RULE_BOOL);
+	return r != NULL && r->number != 0;
+}
+
+const char *settings_default_string(const char *key)
+{
+	const struct rule *r = find_rule(key);
+
+	assert(r != NULL && (r->kind == RULE_CHOICE || r->kind == RULE_TEXT) && has_default(r));
+	return r != NULL ? r->text : NULL;
+}
 
 /* Prepends `prefix` to the message already in err. */
 static void prefix_err(char *err, size_t errlen, const char *prefix, const char *what)
@@ -408,52 +477,57 @@ static json_t *build_effective(const json_t *defaults, json_t *file, json_t *ove
 	return eff;
 }
 
-static json_t *build_defaults(void)
+/* The default of a row that has one, as a new reference (NULL: out of memory). */
+static json_t *rule_default(const struct rule *r)
 {
-	json_t *defaults, *patterns, *clis;
-
-	defaults = json_pack("{s:{s:b, s:i, s:i, s:i, s:i, s:b, s:s, s:[], s:n, s:i, s:[], s:i, s:i, s:s}, s:{s:i, s:i, s:s}, s:{s:[], s:i, s:[], s:[s]}, s:{s:i, s:i}, s:o}",
-			     "retry",
-			     "enabled", 1,
-			     "maxRetries", 3,
-			     "baseDelayMs", 2000,
-			     "usageLimitCooldownMs", 1800000,
-			     "maxDelayMs", 60000,
-			     "respectServerHints", 1,
-			     "jitter", "none",
-			     "schedule",
-			     "budget",
-			     "idleTimeoutMs", 0,
-			     "fallbackModels",
-			     "fallbackAfterConsecutive", 3,
-			     "fallbackCooldownMs", 60000,
-			     "continuationPrompt", RETRY_CONTINUATION_PROMPT,
-			     "rpc",
-			     "maxLineBytes", 67108864,
-			     "outputHighWaterBytes", 1048576,
-			     "messageUpdates", "full",
-			     "sim",
-			     "plan",
-			     "chunkDelayMs", 0,
-			     "credentials",
-			     "models", "sim-1",
-			     "http",
-			     "connectTimeoutMs", 30000,
-			     "idleTimeoutMs", 300000,
-			     /* Providers are checked when one is chosen (provider_http.c,
-			      * cli_profile.c). */
-			     "providers", provider_http_builtins());
-	patterns = classify_defaults();
-	clis = cli_profile_builtins();
-	if (defaults == NULL || !json_is_object(patterns) || !json_is_object(clis) ||
-	    json_object_update(json_object_get(defaults, "providers"), clis) < 0 ||
-	    json_object_update(json_object_get(defaults, "retry"), patterns) < 0) {
-		json_decref(defaults);
-		defaults = NULL;
+	switch (r->kind) {
+	case RULE_BOOL:
+		return json_boolean(r->number != 0);
+	case RULE_INT:
+		return json_integer(r->number);
+	case RULE_CHOICE:
+	case RULE_TEXT:
+		return json_string(r->text);
+	default:
+		return json_loads(r->text, JSON_DECODE_ANY, NULL);
 	}
-	json_decref(patterns);
-	json_decref(clis);
+}
+
+/* The table's defaults, then the built-in layer (borrowed, may be NULL) over
+ * them. New reference; NULL with err. */
+static json_t *build_defaults(const json_t *builtins, char *err, size_t errlen)
+{
+	json_t *defaults = json_object();
+
+	if (defaults == NULL)
+		goto oom;
+	for (size_t i = 0; i < NRULES; i++) {
+		json_t *v;
+
+		if (!has_default(&rules[i]))
+			continue;
+		v = rule_default(&rules[i]);
+		if (v == NULL || path_set(defaults, rules[i].key, v) < 0)
+			goto oom;
+	}
+	if (builtins == NULL)
+		return defaults;
+	if (!json_is_object(builtins)) {
+		errbuf_set(err, errlen, "settings: the built-in layer must be an object");
+		goto fail;
+	}
+	if (check_at("", builtins, err, errlen) < 0) {
+		prefix_err(err, errlen, "settings: ", "built-in layer");
+		goto fail;
+	}
+	if (merge_into(defaults, (json_t *)builtins) < 0)
+		goto oom;
 	return defaults;
+oom:
+	errbuf_set(err, errlen, "settings: out of memory");
+fail:
+	json_decref(defaults);
+	return NULL;
 }
 
 /* $XDG_CONFIG_HOME/retryd/settings.json (only an absolute XDG_CONFIG_HOME
@@ -567,15 +641,18 @@ fail:
 	return NULL;
 }
 
-int settings_init(struct settings *self, const char *path, char *err, size_t errlen)
+int settings_load(struct settings *self, const json_t *builtins, const char *path,
+		  char *err, size_t errlen)
 {
 	memset(self, 0, sizeof(*self));
 	self->path = path != NULL ? strdup(path) : default_path();
 	if (path != NULL && self->path == NULL)
 		goto oom;
-	self->defaults = build_defaults();
+	self->defaults = build_defaults(builtins, err, errlen);
+	if (self->defaults == NULL)
+		goto fail;
 	self->overrides = json_object();
-	if (self->defaults == NULL || self->overrides == NULL)
+	if (self->overrides == NULL)
 		goto oom;
 	if (self->path != NULL) {
 		self->file = load_file(self->path, err, errlen);
@@ -595,6 +672,11 @@ oom:
 fail:
 	settings_release(self);
 	return -1;
+}
+
+int settings_init(struct settings *self, const char *path, char *err, size_t errlen)
+{
+	return settings_load(self, NULL, path, err, errlen);
 }
 
 void settings_release(struct settings *self)
@@ -702,6 +784,21 @@ const char *settings_string(const struct settings *self, const char *key, const 
 	json_t *v = settings_get(self, key);
 
 	return json_is_string(v) ? json_string_value(v) : fallback;
+}
+
+int64_t settings_get_int(const struct settings *self, const char *key)
+{
+	return settings_int(self, key, settings_default_int(key));
+}
+
+bool settings_get_bool(const struct settings *self, const char *key)
+{
+	return settings_bool(self, key, settings_default_bool(key));
+}
+
+const char *settings_get_string(const struct settings *self, const char *key)
+{
+	return settings_string(self, key, settings_default_string(key));
 }
 
 /* mkdir -p with mode 0700 for what it creates. -1 with errno set. */

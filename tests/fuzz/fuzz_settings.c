@@ -1,9 +1,9 @@
-/* Fuzz target "settings": the settings loader (src/settings.c) on a real
- * file, --set overrides, and what the daemon compiles from the result at
- * start-up: the sim plan check, the classifier's pattern lists
- * (src/classify.c), the resolved retry policy (src/policy.c) and every
- * configured HTTP provider's entry (provider_http_new builds it without
- * touching the network).
+/* Fuzz target "settings": the settings loader (src/core/settings.c, with the
+ * daemon's built-in layer) on a real file, --set overrides, and what the
+ * daemon compiles from the result at start-up: the sim plan check, the
+ * classifier's pattern lists (src/core/classify.c), the resolved retry policy
+ * (src/core/policy.c) and every configured HTTP provider's entry
+ * (provider_http_new builds it without touching the network).
  *
  * Input: the settings file's bytes up to the first NUL; each later
  * NUL-separated piece is one --set KEY=VALUE (at most 8).
@@ -15,13 +15,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/classify.h"
 #include "base/clock.h"
-#include "fuzz.h"
+#include "core/builtins.h"
+#include "core/classify.h"
 #include "core/policy.h"
+#include "core/settings.h"
+#include "fuzz.h"
 #include "provider/http/provider_http.h"
 #include "provider/provider_sim.h"
-#include "core/settings.h"
 
 #define MAX_SETS 8
 #define MAX_PROVIDERS 8
@@ -64,19 +65,25 @@ static void compile_all(struct settings *s)
 	if (policy == NULL)
 		check_err(err, sizeof(err));
 	json_decref(policy);
-	(void)settings_int(s, "rpc.maxLineBytes", 0);
-	(void)settings_int(s, "rpc.outputHighWaterBytes", 0);
-	(void)settings_string(s, "rpc.messageUpdates", "full");
-	(void)settings_bool(s, "retry.enabled", true);
+	(void)settings_get_int(s, "rpc.maxLineBytes");
+	(void)settings_get_int(s, "rpc.outputHighWaterBytes");
+	(void)settings_get_string(s, "rpc.messageUpdates");
+	(void)settings_get_bool(s, "retry.enabled");
 
 	clock_fake_init(&clock, 0);
 	providers = settings_get(s, "providers");
 	json_object_foreach(providers, name, v) {
+		struct provider_http_config cfg = {
+			.name = name,
+			.entry = v,
+			.connect_timeout_ms = (long)settings_get_int(s, "http.connectTimeoutMs"),
+			.idle_timeout_ms = (long)settings_get_int(s, "http.idleTimeoutMs"),
+		};
 		struct provider *p;
 
 		if (n++ == MAX_PROVIDERS)
 			break;
-		p = provider_http_new(NULL, &clock, s, name, err, sizeof(err));
+		p = provider_http_new(NULL, &clock, &cfg, err, sizeof(err));
 		if (p == NULL) {
 			check_err(err, sizeof(err));
 			continue;
@@ -85,6 +92,9 @@ static void compile_all(struct settings *s)
 		p->ops->free(p);
 	}
 }
+
+/* Built once, as the daemon builds it once; kept for the process. */
+static json_t *builtins;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -97,7 +107,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	snprintf(path, sizeof(path), "%s/settings.json", fuzz_tmpdir());
 	if (write_file(path, data, file_len) != 0)
 		return 0;
-	if (settings_init(&s, path, err, sizeof(err)) != 0) {
+	if (builtins == NULL)
+		builtins = builtins_settings();
+	FUZZ_CHECK(builtins != NULL, "no built-in settings layer");
+	if (settings_load(&s, builtins, path, err, sizeof(err)) != 0) {
 		check_err(err, sizeof(err));
 		unlink(path);
 		return 0;
@@ -124,7 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* What set_auto_retry does: the file is rewritten and must load back. */
 	if (settings_persist(&s, "retry.enabled", json_false(), err, sizeof(err)) == 0) {
 		file = json_deep_copy(s.file);
-		FUZZ_CHECK(settings_init(&again, path, err, sizeof(err)) == 0,
+		FUZZ_CHECK(settings_load(&again, builtins, path, err, sizeof(err)) == 0,
 			   "a settings file retryd wrote does not load: %s", err);
 		FUZZ_CHECK(json_equal(again.file, file), "the file layer changed on the way back");
 		settings_release(&again);

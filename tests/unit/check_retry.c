@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "core/retry.h"
+#include "core/settings.h"
 
 Suite *retry_suite(void);
 
@@ -490,6 +491,75 @@ START_TEST(test_model_switch_retries_without_delay_and_names_reason)
 }
 END_TEST
 
+START_TEST(test_policy_default_is_the_settings_table)
+{
+	struct retry_policy p;
+
+	retry_policy_default(&p);
+	ck_assert(p.enabled == settings_default_bool("retry.enabled"));
+	ck_assert_int_eq(p.max_retries, settings_default_int("retry.maxRetries"));
+	ck_assert_int_eq(p.base_delay_ms, settings_default_int("retry.baseDelayMs"));
+	ck_assert_int_eq(p.max_delay_ms, settings_default_int("retry.maxDelayMs"));
+	ck_assert(p.respect_hints == settings_default_bool("retry.respectServerHints"));
+	ck_assert_int_eq(p.jitter, RETRY_JITTER_NONE);
+	ck_assert(!p.seeded);
+	ck_assert_int_eq(p.schedule_len, 0);
+	ck_assert_int_eq(p.idle_timeout_ms, settings_default_int("retry.idleTimeoutMs"));
+	ck_assert_int_eq(p.fallback_after_consecutive,
+			 settings_default_int("retry.fallbackAfterConsecutive"));
+	/* The values users were promised. */
+	ck_assert(p.enabled && p.respect_hints);
+	ck_assert_int_eq(p.max_retries, 3);
+	ck_assert_int_eq(p.base_delay_ms, 2000);
+	ck_assert_int_eq(p.max_delay_ms, 60000);
+	ck_assert_int_eq(p.fallback_after_consecutive, 3);
+}
+END_TEST
+
+START_TEST(test_policy_from_partial_json_takes_the_rest_from_the_table)
+{
+	struct retry_policy p, want;
+	char err[128];
+	json_t *j = json_pack("{s:i}", "baseDelayMs", 10);
+
+	ck_assert_int_eq(retry_policy_from_json(&p, j, false, err, sizeof(err)), 0);
+	retry_policy_default(&want);
+	want.base_delay_ms = 10;
+	ck_assert(memcmp(&p, &want, sizeof(p)) == 0);
+	json_decref(j);
+}
+END_TEST
+
+START_TEST(test_every_jitter_the_settings_accept_is_a_policy)
+{
+	static const char *const names[] = { "none", "full", "equal", "decorrelated" };
+	struct retry_policy p;
+	char err[160];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		json_t *j = json_pack("{s:s}", "jitter", names[i]);
+
+		ck_assert_int_eq(settings_check("retry", j, err, sizeof(err)), 0);
+		ck_assert_int_eq(retry_policy_from_json(&p, j, true, err, sizeof(err)), 0);
+		ck_assert_int_eq(p.jitter, (int)i);
+		json_decref(j);
+	}
+}
+END_TEST
+
+START_TEST(test_policy_from_json_that_is_not_an_object_is_an_error)
+{
+	struct retry_policy p;
+	char err[128];
+	json_t *j = json_integer(3);
+
+	ck_assert_int_eq(retry_policy_from_json(&p, j, true, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "retry must be an object");
+	ck_assert_int_eq(p.max_retries, 3);
+	json_decref(j);
+}
+END_TEST
+
 START_TEST(test_policy_from_json_reads_every_knob)
 {
 	struct retry_policy p;
@@ -570,6 +640,10 @@ Suite *retry_suite(void)
 	tcase_add_test(tc, test_budget_costs_one_per_failure_refunds_ratio_and_throttles_at_half);
 	tcase_add_test(tc, test_model_switch_retries_without_delay_and_names_reason);
 	tcase_add_test(tc, test_policy_from_json_reads_every_knob);
+	tcase_add_test(tc, test_policy_default_is_the_settings_table);
+	tcase_add_test(tc, test_policy_from_partial_json_takes_the_rest_from_the_table);
+	tcase_add_test(tc, test_every_jitter_the_settings_accept_is_a_policy);
+	tcase_add_test(tc, test_policy_from_json_that_is_not_an_object_is_an_error);
 	tcase_add_test(tc, test_jitter_is_drawn_within_the_capped_delay);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,5 +1,7 @@
 #include "core/settings.h"
 
+#include "core/builtins.h"
+
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -130,15 +132,19 @@ static int count_entries(const char *dir)
 	return n;
 }
 
-/* Loads settings from a file holding `text` (NULL: no file). */
+/* Loads settings as the daemon does (with its built-in layer) from a file
+ * holding `text` (NULL: no file). */
 static void load(struct settings *s, const char *text)
 {
 	char path[128], err[512] = "";
+	json_t *builtins = builtins_settings();
 
+	ck_assert_ptr_nonnull(builtins);
 	in_tmp(path, sizeof(path), "settings.json");
 	if (text != NULL)
 		write_text(path, text);
-	ck_assert_msg(settings_init(s, path, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(settings_load(s, builtins, path, err, sizeof(err)) == 0, "%s", err);
+	json_decref(builtins);
 }
 
 /* settings_init must fail with exactly `want` after the path prefix. */
@@ -744,6 +750,115 @@ START_TEST(test_relative_or_empty_xdg_falls_back_to_home)
 }
 END_TEST
 
+START_TEST(test_table_defaults_alone_pass_their_own_checks)
+{
+	struct settings s;
+	char path[128], err[512] = "";
+
+	in_tmp(path, sizeof(path), "settings.json");
+	ck_assert_msg(settings_init(&s, path, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(settings_check("", s.defaults, err, sizeof(err)), 0);
+	/* What other modules define is left to the built-in layer. */
+	ck_assert_ptr_null(settings_get(&s, "retry.retryablePatterns"));
+	ck_assert_int_eq(json_object_size(settings_get(&s, "providers")), 0);
+	/* A key without a default stays absent. */
+	ck_assert_ptr_null(settings_get(&s, "retry.jitterSeed"));
+	ck_assert_int_eq(settings_get_int(&s, "retry.maxRetries"), 3);
+	settings_release(&s);
+}
+END_TEST
+
+START_TEST(test_builtin_layer_sits_between_table_and_file)
+{
+	struct settings s;
+	char path[128], err[512] = "";
+	json_t *builtins = json_pack("{s:{s:i, s:i}, s:{s:{s:s}}}", "retry", "maxRetries", 4,
+				     "baseDelayMs", 10, "providers", "mine", "api", "x");
+
+	in_tmp(path, sizeof(path), "settings.json");
+	write_text(path, "{\"retry\": {\"baseDelayMs\": 20}}");
+	ck_assert_msg(settings_load(&s, builtins, path, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(settings_get_int(&s, "retry.maxRetries"), 4);
+	ck_assert_int_eq(settings_get_int(&s, "retry.baseDelayMs"), 20);
+	ck_assert_int_eq(settings_get_int(&s, "retry.maxDelayMs"), 60000);
+	ck_assert_str_eq(settings_string(&s, "providers.mine.api", "?"), "x");
+	/* The file layer holds only the file. */
+	ck_assert_ptr_null(json_object_get(json_object_get(s.file, "retry"), "maxRetries"));
+	settings_release(&s);
+	json_decref(builtins);
+}
+END_TEST
+
+START_TEST(test_builtin_layer_is_checked_against_the_table)
+{
+	struct settings s;
+	char path[128], err[512] = "";
+	json_t *builtins = json_pack("{s:{s:s}}", "retry", "maxRetries", "x");
+
+	in_tmp(path, sizeof(path), "settings.json");
+	ck_assert_int_eq(settings_load(&s, builtins, path, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "settings: built-in layer: retry.maxRetries must be an integer "
+		"from 0 to 1000 (got \"x\")");
+	ck_assert_ptr_null(s.effective);
+	json_decref(builtins);
+}
+END_TEST
+
+START_TEST(test_defaults_keep_the_order_get_retry_policy_shows)
+{
+	static const char want[] = "{\"enabled\":true,\"maxRetries\":3,\"baseDelayMs\":2000,"
+		"\"usageLimitCooldownMs\":1800000,\"maxDelayMs\":60000,\"respectServerHints\":true,"
+		"\"jitter\":\"none\",\"schedule\":[],\"budget\":null,\"idleTimeoutMs\":0,"
+		"\"fallbackModels\":[],\"fallbackAfterConsecutive\":3,\"fallbackCooldownMs\":60000,"
+		"\"continuationPrompt\":\"Continue from where you left off. Do not repeat work that "
+		"is already done.\",\"retryablePatterns\":[";
+	struct settings s;
+	char *text;
+
+	load(&s, NULL);
+	text = json_dumps(settings_get(&s, "retry"), JSON_COMPACT);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strncmp(text, want, sizeof(want) - 1) == 0, "%s", text);
+	free(text);
+	text = json_dumps(s.defaults, JSON_COMPACT);
+	ck_assert_ptr_nonnull(strstr(text, "},\"rpc\":{\"maxLineBytes\":67108864,"
+		"\"outputHighWaterBytes\":1048576,\"messageUpdates\":\"full\"},\"sim\":{\"plan\":[],"
+		"\"chunkDelayMs\":0,\"credentials\":[],\"models\":[\"sim-1\"]},\"http\":{"
+		"\"connectTimeoutMs\":30000,\"idleTimeoutMs\":300000},\"providers\":{\"openai\":"));
+	free(text);
+	settings_release(&s);
+}
+END_TEST
+
+START_TEST(test_table_answers_known_keys_and_defaults)
+{
+	ck_assert(settings_known("retry.maxRetries"));
+	ck_assert(settings_known("retry.jitterSeed"));
+	ck_assert(settings_known("retry.usageLimitPatterns"));
+	ck_assert(settings_known("retry"));
+	ck_assert(!settings_known("retry.newKnob"));
+	ck_assert(!settings_known("providers.openai"));
+	ck_assert_int_eq(settings_default_int("retry.maxRetries"), 3);
+	ck_assert_int_eq(settings_default_int("retry.usageLimitCooldownMs"), 1800000);
+	ck_assert_int_eq(settings_default_int("http.idleTimeoutMs"), 300000);
+	ck_assert(settings_default_bool("retry.respectServerHints"));
+	ck_assert_str_eq(settings_default_string("retry.jitter"), "none");
+	ck_assert_str_eq(settings_default_string("rpc.messageUpdates"), "full");
+}
+END_TEST
+
+START_TEST(test_table_getters_read_the_effective_value)
+{
+	struct settings s;
+
+	load(&s, "{\"rpc\": {\"messageUpdates\": \"delta\"}, \"retry\": {\"enabled\": false}}");
+	ck_assert_str_eq(settings_get_string(&s, "rpc.messageUpdates"), "delta");
+	ck_assert(!settings_get_bool(&s, "retry.enabled"));
+	ck_assert_int_eq(settings_get_int(&s, "rpc.maxLineBytes"), 64 << 20);
+	settings_release(&s);
+}
+END_TEST
+
 Suite *settings_suite(void)
 {
 	Suite *s = suite_create("settings");
@@ -768,6 +883,12 @@ Suite *settings_suite(void)
 	tcase_add_test(load_tc, test_unknown_keys_are_kept);
 	tcase_add_test(load_tc, test_check_reports_known_keys_and_passes_unknown);
 	tcase_add_test(load_tc, test_typed_getters_fall_back);
+	tcase_add_test(load_tc, test_table_defaults_alone_pass_their_own_checks);
+	tcase_add_test(load_tc, test_builtin_layer_sits_between_table_and_file);
+	tcase_add_test(load_tc, test_builtin_layer_is_checked_against_the_table);
+	tcase_add_test(load_tc, test_defaults_keep_the_order_get_retry_policy_shows);
+	tcase_add_test(load_tc, test_table_answers_known_keys_and_defaults);
+	tcase_add_test(load_tc, test_table_getters_read_the_effective_value);
 	suite_add_tcase(s, load_tc);
 
 	tcase_add_checked_fixture(set_tc, setup, teardown);

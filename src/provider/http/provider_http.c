@@ -28,7 +28,7 @@ struct http_provider {
 	struct provider base;
 	struct http_client *http;
 	struct clock *clock;
-	const struct settings *settings;
+	long connect_timeout_ms, idle_timeout_ms;
 	char *name, *api_name, *base_url;
 	enum api_kind kind;
 	json_t *headers;       /* owned: extra "Name": "value" */
@@ -454,8 +454,8 @@ static int http_start(struct provider *base, const struct attempt_ctx *ctx,
 	opts.headers = (const char *const *)self->header_lines;
 	opts.body = self->body;
 	opts.body_len = strlen(self->body);
-	opts.connect_timeout_ms = (long)settings_int(self->settings, "http.connectTimeoutMs", 30000);
-	opts.idle_timeout_ms = (long)settings_int(self->settings, "http.idleTimeoutMs", 300000);
+	opts.connect_timeout_ms = self->connect_timeout_ms;
+	opts.idle_timeout_ms = self->idle_timeout_ms;
 	self->sink = *sink;
 	self->status = 0;
 	self->is_error = false;
@@ -469,7 +469,7 @@ static int http_start(struct provider *base, const struct attempt_ctx *ctx,
 		char text[512];
 
 		snprintf(text, sizeof(text), "connection error: %s", err);
-		snprintf(err, errlen, "%s", text);
+		errbuf_set(err, errlen, "%s", text);
 		release_attempt(self);
 		return -1;
 	}
@@ -523,27 +523,14 @@ static const struct provider_ops http_ops = {
 };
 
 struct provider *provider_http_new(struct http_client *http, struct clock *clock,
-				   const struct settings *settings, const char *name,
-				   char *err, size_t errlen)
+				   const struct provider_http_config *config, char *err, size_t errlen)
 {
-	json_t *providers = settings_get(settings, "providers");
-	json_t *cfg = json_object_get(providers, name);
+	const char *name = config->name;
+	const json_t *cfg = config->entry;
 	struct http_provider *self;
 	size_t n;
 
 	err[0] = '\0';
-	if (cfg == NULL) {
-		const char *key;
-		json_t *v;
-		char list[512] = "sim";
-
-		json_object_foreach(providers, key, v) {
-			n = strlen(list);
-			snprintf(list + n, sizeof(list) - n, ", %s", key);
-		}
-		errbuf_set(err, errlen, "unknown provider '%s' (available: %s)", name, list);
-		return NULL;
-	}
 	if (check_config(name, cfg, err, errlen) != 0)
 		return NULL;
 	self = calloc(1, sizeof(*self));
@@ -553,7 +540,8 @@ struct provider *provider_http_new(struct http_client *http, struct clock *clock
 	}
 	self->http = http;
 	self->clock = clock;
-	self->settings = settings;
+	self->connect_timeout_ms = config->connect_timeout_ms;
+	self->idle_timeout_ms = config->idle_timeout_ms;
 	self->name = strdup(name);
 	self->api_name = strdup(json_string_value(json_object_get(cfg, "api")));
 	self->base_url = strdup(json_string_value(json_object_get(cfg, "baseUrl")));
