@@ -149,7 +149,8 @@ RETRYD_API int retryd_client_start(struct retryd_client *client);
 /* Closes the daemon's stdin: the daemon finishes what is in flight, then
  * exits 0 (on_exit). Commands can no longer be sent (UV_EPIPE). */
 RETRYD_API int retryd_client_end_input(struct retryd_client *client);
-/* Sends signum to the daemon. 0, UV_ESRCH when it is not running. */
+/* Sends signum to the daemon (to its process group, which is the daemon's
+ * own). 0, UV_ESRCH when it is not running. */
 RETRYD_API int retryd_client_kill(struct retryd_client *client, int signum);
 /* Stops everything and frees the client: pending commands and a waiting
  * retryd_client_prompt_and_wait fail with UV_ECANCELED, a running daemon is

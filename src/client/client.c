@@ -9,31 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/client.h"
 #include "client/frame.h"
-#include "shared/lines.h"
 #include "client/pending.h"
 #include "retryd/client.h"
-#include "client/run.h"
+#include "shared/child.h"
+#include "shared/lines.h"
 
-#define READ_CHUNK (64u * 1024u)
 /* After the daemon exited, how long its stdout may stay open (a grandchild
  * holding it) before we stop waiting for EOF. */
 #define EOF_GRACE_MS 1000u
 
 extern char **environ;
-
-struct waiter {
-	struct retryd_run run;
-	uint64_t gen;
-	bool finished;
-	int status;
-	char *error;       /* owned: why the wait ended early */
-};
-
-struct write_req {
-	uv_write_t req;
-	char *buf;         /* owned */
-};
 
 struct retryd_client {
 	uv_loop_t *loop;
@@ -53,17 +40,13 @@ struct retryd_client {
 	retryd_error_cb on_error;
 	void *ctx;
 
-	uv_process_t proc;
-	uv_pipe_t in, out;
-	uv_shutdown_t shutdown_req;
-	uv_timer_t ready_timer, request_timer, kill_timer, eof_timer, wait_timer;
-	int open_handles;
+	struct retryd_child *child; /* the daemon, from the start until closed */
+	uv_timer_t ready_timer, request_timer, wait_timer;
+	int open_handles;  /* closing, the child counted as one */
 
-	bool started;      /* uv_spawn succeeded */
-	bool have_pipes;   /* in/out initialized (and need closing) */
-	bool have_proc;    /* proc initialized (and needs closing) */
-	bool alive;        /* started, exit not seen */
-	bool out_eof;
+	bool started;      /* the spawn succeeded */
+	bool spawn_tried;  /* a spawn was attempted (a client starts once) */
+	bool child_closing;
 	bool in_closed;    /* no more writes */
 	bool ready;
 	bool ready_reported;
@@ -75,13 +58,12 @@ struct retryd_client {
 
 	struct retryd_lines lines;
 	struct retryd_pending pending;
-	struct waiter *waiter;
-	uint64_t wait_gen;
+	struct retryd_client_watch watch; /* watch.end NULL: none */
+	uint64_t watch_gen;
 
 	retryd_close_cb close_cb;
 	void *close_ctx;
 	char err[512];
-	char readbuf[READ_CHUNK];
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -169,41 +151,46 @@ static void describe_exit(const struct retryd_client *c, char *buf, size_t size)
 		snprintf(buf, size, "exited with status %" PRId64, c->exit_status);
 }
 
-/* ---- waiting (retryd_client_prompt_and_wait) ---------------------------- */
-
-static void finish_wait(struct retryd_client *c, int status, const char *error)
+/* Started, and its exit not yet seen. */
+static bool alive(const struct retryd_client *c)
 {
-	struct waiter *w = c->waiter;
-
-	if (w == NULL)
-		return;
-	c->waiter = NULL;
-	uv_timer_stop(&c->wait_timer);
-	w->finished = true;
-	w->status = status;
-	if (error != NULL)
-		w->error = strdup(error);
+	return c->child != NULL && !retryd_child_exited(c->child);
 }
 
-static void wait_timeout_cb(uv_timer_t *t)
+/* ---- the watch (client/client.h) --------------------------------------- */
+
+void retryd_client_unwatch(struct retryd_client *c, int status, const char *why)
+{
+	struct retryd_client_watch w = c->watch;
+
+	if (w.end == NULL)
+		return;
+	c->watch.end = NULL;
+	uv_timer_stop(&c->wait_timer);
+	w.end(w.ctx, status, why);
+}
+
+static void watch_timeout_cb(uv_timer_t *t)
 {
 	struct retryd_client *c = t->data;
 
-	finish_wait(c, UV_ETIMEDOUT, "the run did not finish in time (it goes on in the daemon)");
+	retryd_client_unwatch(c, UV_ETIMEDOUT, c->watch.timeout_why);
 }
 
-static void wait_prompt_cb(struct retryd_client *c, const struct retryd_result *r, void *ctx)
+uint64_t retryd_client_watch(struct retryd_client *c, const struct retryd_client_watch *watch,
+			     uint64_t timeout_ms)
 {
-	uint64_t gen = (uint64_t)(uintptr_t)ctx;
+	if (c->watch.end != NULL)
+		return 0;
+	c->watch = *watch;
+	if (timeout_ms > 0)
+		uv_timer_start(&c->wait_timer, watch_timeout_cb, timeout_ms, 0);
+	return ++c->watch_gen;
+}
 
-	if (c->waiter == NULL || c->waiter->gen != gen)
-		return;
-	if (r->status < 0)
-		finish_wait(c, r->status, r->error);
-	else if (!r->success)
-		finish_wait(c, RETRYD_EREFUSED, r->error);
-	else
-		retryd_run_accept(&c->waiter->run);
+void *retryd_client_watching(const struct retryd_client *c, uint64_t gen)
+{
+	return c->watch.end != NULL && c->watch_gen == gen ? c->watch.ctx : NULL;
 }
 
 /* ---- pending commands ---------------------------------------------------- */
@@ -268,8 +255,8 @@ static void rearm_request_timer(struct retryd_client *c)
 
 /* ---- handles and the end of the daemon ---------------------------------- */
 
-/* The client is freed once every handle it closed has called back, and only
- * after close_handles() started the end (stdin may close earlier). */
+/* The client is freed once every handle it closed (and the child) has called
+ * back, and only after close_handles() started the end. */
 static void unref_client(struct retryd_client *c)
 {
 	if (--c->open_handles > 0 || !c->handles_closing)
@@ -299,11 +286,26 @@ static void close_handle(struct retryd_client *c, uv_handle_t *h)
 	uv_close(h, handle_closed_cb);
 }
 
-static void close_stdin(struct retryd_client *c)
+static void gone(struct retryd_client *c, const struct retryd_child_exit *exit);
+
+static void child_closed_cb(struct retryd_child *child, const struct retryd_child_exit *exit,
+			    void *ctx)
 {
-	c->in_closed = true;
-	if (c->have_pipes)
-		close_handle(c, (uv_handle_t *)&c->in);
+	struct retryd_client *c = ctx;
+
+	(void)child;
+	c->child = NULL;
+	gone(c, exit);
+	unref_client(c);
+}
+
+static void close_child(struct retryd_client *c)
+{
+	if (c->child == NULL || c->child_closing)
+		return;
+	c->child_closing = true;
+	c->open_handles++;
+	retryd_child_close(c->child, child_closed_cb, c);
 }
 
 /* Every handle is closed; the client is freed in the last close callback.
@@ -316,30 +318,24 @@ static void close_handles(struct retryd_client *c)
 	c->open_handles++;
 	close_handle(c, (uv_handle_t *)&c->ready_timer);
 	close_handle(c, (uv_handle_t *)&c->request_timer);
-	close_handle(c, (uv_handle_t *)&c->kill_timer);
-	close_handle(c, (uv_handle_t *)&c->eof_timer);
 	close_handle(c, (uv_handle_t *)&c->wait_timer);
-	if (c->have_pipes) {
-		close_handle(c, (uv_handle_t *)&c->in);
-		close_handle(c, (uv_handle_t *)&c->out);
-	}
-	if (c->have_proc)
-		close_handle(c, (uv_handle_t *)&c->proc);
+	close_child(c);
 	unref_client(c);
 }
 
-/* Both the exit and stdout's EOF are in: report, then (when closing) free. */
-static void maybe_gone(struct retryd_client *c)
+/* Both the exit and stdout's EOF are in (or the client closed, and the exit
+ * is): report, then (when closing) free. */
+static void gone(struct retryd_client *c, const struct retryd_child_exit *exit)
 {
 	char how[128], msg[256];
 
-	if (c->alive || !c->out_eof || c->gone)
+	if (c->gone)
 		return;
 	c->gone = true;
-	uv_timer_stop(&c->kill_timer);
-	uv_timer_stop(&c->eof_timer);
+	c->exit_status = exit->status;
+	c->term_signal = exit->term_signal;
 	uv_timer_stop(&c->ready_timer);
-	close_stdin(c);
+	c->in_closed = true;
 	describe_exit(c, how, sizeof(how));
 	if (!c->ready_reported) {
 		snprintf(msg, sizeof(msg), "retryd %s before it was ready", how);
@@ -347,48 +343,18 @@ static void maybe_gone(struct retryd_client *c)
 	}
 	fail_all_pending(c, UV_EOF);
 	snprintf(msg, sizeof(msg), "retryd %s before the run ended", how);
-	finish_wait(c, UV_EOF, msg);
+	retryd_client_unwatch(c, UV_EOF, msg);
 	if (c->on_exit)
 		c->on_exit(c, c->exit_status, c->term_signal, c->ctx);
 	if (c->closing)
 		close_handles(c);
 }
 
-static void stop_reading(struct retryd_client *c)
+static void child_done_cb(struct retryd_child *child, const struct retryd_child_exit *exit,
+			  void *ctx)
 {
-	if (c->out_eof)
-		return;
-	c->out_eof = true;
-	uv_read_stop((uv_stream_t *)&c->out);
-}
-
-static void eof_timer_cb(uv_timer_t *t)
-{
-	struct retryd_client *c = t->data;
-
-	stop_reading(c);
-	maybe_gone(c);
-}
-
-static void exit_cb(uv_process_t *p, int64_t exit_status, int term_signal)
-{
-	struct retryd_client *c = p->data;
-
-	c->alive = false;
-	c->exit_status = exit_status;
-	c->term_signal = term_signal;
-	uv_timer_stop(&c->kill_timer);
-	if (!c->out_eof)
-		uv_timer_start(&c->eof_timer, eof_timer_cb, EOF_GRACE_MS, 0);
-	maybe_gone(c);
-}
-
-static void kill_timer_cb(uv_timer_t *t)
-{
-	struct retryd_client *c = t->data;
-
-	if (c->alive)
-		uv_process_kill(&c->proc, SIGKILL);
+	(void)child;
+	gone(ctx, exit);
 }
 
 static void ready_timer_cb(uv_timer_t *t)
@@ -400,16 +366,16 @@ static void ready_timer_cb(uv_timer_t *t)
 		return;
 	snprintf(msg, sizeof(msg), "retryd wrote no ready line within %" PRIu64 " ms", c->ready_ms);
 	report_ready(c, UV_ETIMEDOUT, msg);
-	if (c->alive)
-		uv_process_kill(&c->proc, SIGTERM);
+	if (alive(c))
+		retryd_child_kill(c->child, SIGTERM);
 }
 
 /* ---- reading ------------------------------------------------------------ */
 
 static void deliver_event(struct retryd_client *c, const char *type, json_t *obj)
 {
-	if (c->waiter != NULL && retryd_run_feed(&c->waiter->run, type, obj))
-		finish_wait(c, 0, NULL);
+	if (c->watch.end != NULL && c->watch.event(c->watch.ctx, type, obj))
+		retryd_client_unwatch(c, 0, NULL);
 	if (c->on_event)
 		c->on_event(c, type, obj, c->ctx);
 }
@@ -484,67 +450,32 @@ static bool line_cb(void *ctx, enum retryd_lines_kind kind, const char *line, si
 	return !c->closing;
 }
 
-static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+static void child_data_cb(struct retryd_child *child, int fd, const char *data, size_t len,
+			  void *ctx)
 {
-	struct retryd_client *c = h->data;
+	struct retryd_client *c = ctx;
 
-	(void)suggested;
-	*buf = uv_buf_init(c->readbuf, sizeof(c->readbuf));
+	(void)child;
+	(void)fd; /* stdout: stderr is not a pipe */
+	if (retryd_lines_feed(&c->lines, data, len, line_cb, c) != 0)
+		report_error(c, UV_ENOMEM, "out of memory for a line from retryd");
 }
 
-static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+/* stdout ended (EOF or an error); the exit, if not in yet, follows. */
+static void child_end_cb(struct retryd_child *child, int fd, int status, void *ctx)
 {
-	struct retryd_client *c = s->data;
+	struct retryd_client *c = ctx;
 
-	(void)buf;
-	if (n > 0) {
-		if (retryd_lines_feed(&c->lines, c->readbuf, (size_t)n, line_cb, c) != 0)
-			report_error(c, UV_ENOMEM, "out of memory for a line from retryd");
-		return;
-	}
-	if (n == 0)
-		return;
-	if (n != UV_EOF)
-		report_error(c, (int)n, "reading retryd's stdout: %s", uv_strerror((int)n));
+	(void)child;
+	if (fd != 1)
+		return; /* a failed write: the daemon is gone, and its exit fails what is pending */
+	if (status != UV_EOF)
+		report_error(c, status, "reading retryd's stdout: %s", uv_strerror(status));
 	if (!c->closing)
 		retryd_lines_finish(&c->lines, line_cb, c);
-	stop_reading(c);
-	maybe_gone(c);
 }
 
 /* ---- writing ------------------------------------------------------------ */
-
-static void write_cb(uv_write_t *req, int status)
-{
-	struct write_req *w = (struct write_req *)req;
-
-	/* A failed write means the daemon is gone; its exit fails what is pending. */
-	(void)status;
-	free(w->buf);
-	free(w);
-}
-
-static int write_line(struct retryd_client *c, char *text)
-{
-	struct write_req *w = malloc(sizeof(*w));
-	size_t len = strlen(text);
-	uv_buf_t b;
-	int rc;
-
-	if (w == NULL) {
-		free(text);
-		return UV_ENOMEM;
-	}
-	text[len] = '\n';  /* text was allocated with room for it */
-	w->buf = text;
-	b = uv_buf_init(text, (unsigned int)(len + 1));
-	rc = uv_write(&w->req, (uv_stream_t *)&c->in, &b, 1, write_cb);
-	if (rc != 0) {
-		free(text);
-		free(w);
-	}
-	return rc;
-}
 
 /* json_dumps, with one spare byte for the LF. */
 static char *serialize(json_t *obj)
@@ -573,6 +504,7 @@ int retryd_client_send(struct retryd_client *c, json_t *command, retryd_response
 	json_t *idv;
 	char *text = NULL;
 	uint64_t deadline = 0;
+	size_t len;
 	int rc;
 
 	c->err[0] = '\0';
@@ -580,7 +512,7 @@ int retryd_client_send(struct retryd_client *c, json_t *command, retryd_response
 		set_error(c, "no command (out of memory, or an argument was NULL)");
 		return UV_EINVAL;
 	}
-	if (!c->started || !c->alive || c->in_closed || c->closing) {
+	if (!c->started || !alive(c) || c->in_closed || c->closing) {
 		set_error(c, "retryd is not running, or its input was closed");
 		rc = UV_EPIPE;
 		goto fail;
@@ -619,7 +551,9 @@ int retryd_client_send(struct retryd_client *c, json_t *command, retryd_response
 	rc = retryd_pending_add(&c->pending, id, type, cb, ctx, deadline);
 	if (rc != 0)
 		goto fail;
-	rc = write_line(c, text);
+	len = strlen(text);
+	text[len] = '\n';  /* serialize left room for it */
+	rc = retryd_child_write(c->child, text, len + 1);
 	text = NULL;
 	if (rc != 0) {
 		struct retryd_pending_entry e;
@@ -647,7 +581,7 @@ struct retryd_client *retryd_client_new(uv_loop_t *loop, const struct retryd_cli
 {
 	static const struct retryd_client_options none;
 	struct retryd_client *c = calloc(1, sizeof(*c));
-	uv_timer_t *timers[5];
+	uv_timer_t *timers[3];
 
 	if (c == NULL)
 		return NULL;
@@ -681,10 +615,8 @@ struct retryd_client *retryd_client_new(uv_loop_t *loop, const struct retryd_cli
 	retryd_pending_init(&c->pending);
 	timers[0] = &c->ready_timer;
 	timers[1] = &c->request_timer;
-	timers[2] = &c->kill_timer;
-	timers[3] = &c->eof_timer;
-	timers[4] = &c->wait_timer;
-	for (size_t i = 0; i < 5; i++) {
+	timers[2] = &c->wait_timer;
+	for (size_t i = 0; i < 3; i++) {
 		uv_timer_init(loop, timers[i]);
 		timers[i]->data = c;
 	}
@@ -738,14 +670,13 @@ static void ignore_sigpipe_by_default(void)
 
 int retryd_client_start(struct retryd_client *c)
 {
-	uv_process_options_t po;
-	uv_stdio_container_t stdio[3];
+	struct retryd_child_options o;
 	char *file = NULL, **argv = NULL, **envp = NULL;
 	size_t nargs = 0;
 	int rc;
 
 	c->err[0] = '\0';
-	if (c->started || c->have_proc || c->closing) {
+	if (c->started || c->spawn_tried || c->closing) {
 		set_error(c, "this client was started before");
 		return UV_EALREADY;
 	}
@@ -770,50 +701,27 @@ int retryd_client_start(struct retryd_client *c)
 	memcpy(argv + 1, c->args, nargs * sizeof(*argv));
 
 	ignore_sigpipe_by_default();
-	uv_pipe_init(c->loop, &c->in, 0);
-	uv_pipe_init(c->loop, &c->out, 0);
-	c->in.data = c;
-	c->out.data = c;
-	c->have_pipes = true;
-
-	memset(&po, 0, sizeof(po));
-	stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
-	stdio[0].data.stream = (uv_stream_t *)&c->in;
-	stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-	stdio[1].data.stream = (uv_stream_t *)&c->out;
-	if (c->ignore_stderr) {
-		stdio[2].flags = UV_IGNORE;
-	} else {
-		stdio[2].flags = UV_INHERIT_FD;
-		stdio[2].data.fd = 2;
-	}
-	po.file = file;
-	po.args = argv;
-	po.env = envp;
-	po.cwd = c->cwd;
-	po.stdio = stdio;
-	po.stdio_count = 3;
-	/* Its own process group: a terminal's Ctrl-C is the caller's to handle. */
-	po.flags = UV_PROCESS_DETACHED;
-	po.exit_cb = exit_cb;
-	c->proc.data = c;
-	rc = uv_spawn(c->loop, &c->proc, &po);
-	c->have_proc = true;  /* initialized even when uv_spawn fails */
+	memset(&o, 0, sizeof(o));
+	o.file = file;
+	o.argv = argv;
+	o.env = envp;
+	o.cwd = c->cwd;
+	o.stdio[0] = RETRYD_CHILD_PIPE;
+	o.stdio[1] = RETRYD_CHILD_PIPE;
+	o.stdio[2] = c->ignore_stderr ? RETRYD_CHILD_IGNORE : RETRYD_CHILD_INHERIT;
+	o.drain_ms = EOF_GRACE_MS;
+	o.on_data = child_data_cb;
+	o.on_end = child_end_cb;
+	o.on_done = child_done_cb;
+	o.ctx = c;
+	c->spawn_tried = true;
+	rc = retryd_child_spawn(c->loop, &o, &c->child);
 	if (rc != 0) {
 		set_error(c, "cannot start %s: %s", file, uv_strerror(rc));
 		c->in_closed = true;
-		c->out_eof = true;
 		goto done;
 	}
 	c->started = true;
-	c->alive = true;
-	rc = uv_read_start((uv_stream_t *)&c->out, alloc_cb, read_cb);
-	if (rc != 0) {
-		set_error(c, "cannot read retryd's stdout: %s", uv_strerror(rc));
-		uv_process_kill(&c->proc, SIGKILL);
-		c->out_eof = true;
-		rc = 0;  /* the exit is reported as usual */
-	}
 	uv_timer_start(&c->ready_timer, ready_timer_cb, c->ready_ms, 0);
 done:
 	if (rc == UV_ENOMEM)
@@ -824,34 +732,21 @@ done:
 	return rc;
 }
 
-static void shutdown_cb(uv_shutdown_t *req, int status)
-{
-	struct retryd_client *c = req->data;
-
-	(void)status;
-	close_handle(c, (uv_handle_t *)&c->in);
-}
-
 int retryd_client_end_input(struct retryd_client *c)
 {
-	int rc;
-
 	if (!c->started || c->in_closed || c->closing)
 		return UV_EPIPE;
 	c->in_closed = true;
-	/* Shutdown waits for the queued writes; the close follows in its callback. */
-	c->shutdown_req.data = c;
-	rc = uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->in, shutdown_cb);
-	if (rc != 0)
-		close_handle(c, (uv_handle_t *)&c->in);
+	/* Waits for the queued writes; then the daemon reads EOF. */
+	retryd_child_end_input(c->child);
 	return 0;
 }
 
 int retryd_client_kill(struct retryd_client *c, int signum)
 {
-	if (!c->alive)
+	if (!alive(c))
 		return UV_ESRCH;
-	return uv_process_kill(&c->proc, signum);
+	return retryd_child_kill(c->child, signum);
 }
 
 void retryd_client_close(struct retryd_client *c, retryd_close_cb done, void *ctx)
@@ -862,20 +757,18 @@ void retryd_client_close(struct retryd_client *c, retryd_close_cb done, void *ct
 	c->close_cb = done;
 	c->close_ctx = ctx;
 	fail_all_pending(c, UV_ECANCELED);
-	finish_wait(c, UV_ECANCELED, "the client was closed");
+	retryd_client_unwatch(c, UV_ECANCELED, "the client was closed");
 	uv_timer_stop(&c->ready_timer);
 	if (!c->started || c->gone) {
 		close_handles(c);
 		return;
 	}
-	close_stdin(c);
-	stop_reading(c);
-	if (c->alive) {
-		uv_process_kill(&c->proc, SIGTERM);
-		uv_timer_start(&c->kill_timer, kill_timer_cb, c->kill_ms, 0);
-	}
-	/* maybe_gone() closes the handles once the exit is in. */
-	maybe_gone(c);
+	c->in_closed = true;
+	if (alive(c))
+		retryd_child_terminate(c->child, c->kill_ms);
+	/* Its close callback brings the exit, then on_exit; gone() then closes
+	 * the rest. */
+	close_child(c);
 }
 
 const char *retryd_client_last_error(const struct retryd_client *c)
@@ -895,7 +788,7 @@ bool retryd_client_is_running(const struct retryd_client *c)
 
 int retryd_client_pid(const struct retryd_client *c)
 {
-	return c->alive ? c->proc.pid : 0;
+	return alive(c) ? retryd_child_pid(c->child) : 0;
 }
 
 uv_loop_t *retryd_client_loop(const struct retryd_client *c)
@@ -913,60 +806,4 @@ const char *retryd_strerror(int err)
 	if (err == RETRYD_EREFUSED)
 		return "retryd refused the command";
 	return uv_strerror(err);
-}
-
-/* ---- blocking convenience ---------------------------------------------- */
-
-int retryd_client_prompt_and_wait(struct retryd_client *c, const char *message,
-				  const struct retryd_prompt_options *opts, uint64_t timeout_ms,
-				  struct retryd_run_result *out)
-{
-	struct waiter w;
-	int rc;
-
-	memset(out, 0, sizeof(*out));
-	if (c->waiter != NULL) {
-		out->error = strdup("another retryd_client_prompt_and_wait is running");
-		return UV_EBUSY;
-	}
-	memset(&w, 0, sizeof(w));
-	retryd_run_init(&w.run);
-	w.gen = ++c->wait_gen;
-	c->waiter = &w;
-	rc = retryd_client_prompt(c, message, opts, wait_prompt_cb, (void *)(uintptr_t)w.gen);
-	if (rc != 0) {
-		c->waiter = NULL;
-		out->error = strdup(c->err);
-		retryd_run_release(&w.run);
-		return rc;
-	}
-	if (timeout_ms > 0)
-		uv_timer_start(&c->wait_timer, wait_timeout_cb, timeout_ms, 0);
-	/* The client may be freed inside uv_run (closed from a callback): after
-	 * the loop only the waiter, on this stack, is touched. */
-	while (!w.finished) {
-		if (uv_run(c->loop, UV_RUN_ONCE) == 0 && !w.finished)
-			finish_wait(c, UV_EOF, "the loop has nothing left to run");
-	}
-	retryd_run_result(&w.run, out);
-	if (w.status != 0) {
-		out->answered = false;
-		if (w.error != NULL) {
-			free(out->error);
-			out->error = w.error;
-			w.error = NULL;
-		}
-	}
-	free(w.error);
-	retryd_run_release(&w.run);
-	return w.status;
-}
-
-void retryd_run_result_release(struct retryd_run_result *r)
-{
-	free(r->text);
-	free(r->stop_reason);
-	free(r->error);
-	json_decref(r->agent_end);
-	memset(r, 0, sizeof(*r));
 }

@@ -9,6 +9,7 @@
 
 #include "base/errbuf.h"
 #include "base/jsontext.h"
+#include "provider/cli/cli_builtin.h"
 #include "provider/provider.h"
 
 #define DAY_MS (24LL * 60 * 60 * 1000)
@@ -19,114 +20,17 @@ struct cli_profile_match {
 	pcre2_match_data *md; /* made once: lines are matched one at a time */
 };
 
-/* The built-in profiles, in the form a user writes in settings (one string
- * each, as ISO C caps string literals at 4095 bytes). Formats: the CLIs'
- * documented stream-json / --json / json modes. */
-static const char claude_json[] =
-	"{\"type\": \"exec\","
-	" \"argv\": [\"claude\", \"-p\", \"{prompt}\", \"--output-format\", \"stream-json\","
-	"           \"--verbose\", \"{args}\"],"
-	" \"resumeArgv\": [\"claude\", \"-p\", \"--resume\", \"{sessionId}\", \"{prompt}\","
-	"                 \"--output-format\", \"stream-json\", \"--verbose\", \"{args}\"],"
-	" \"modelArgs\": [\"--model\", \"{model}\"],"
-	/* Every line carries session_id; the newest wins. */
-	" \"sessionId\": {\"field\": \"session_id\"},"
-	/* A synthetic assistant line (top-level "error") repeats the failure. */
-	" \"text\": {\"type\": \"assistant\", \"when\": {\"error\": null}, \"each\": \"message.content\","
-	"          \"where\": {\"type\": \"text\"}, \"field\": \"text\"},"
-	" \"toolStart\": {\"type\": \"assistant\", \"each\": \"message.content\","
-	"               \"where\": {\"type\": \"tool_use\"}, \"id\": \"id\", \"name\": \"name\","
-	"               \"args\": \"input\"},"
-	" \"toolEnd\": {\"type\": \"user\", \"each\": \"message.content\","
-	"             \"where\": {\"type\": \"tool_result\"}, \"id\": \"tool_use_id\","
-	"             \"result\": \"content\", \"isError\": \"is_error\"},"
-	" \"retryNotice\": {\"type\": \"system\", \"when\": {\"subtype\": \"api_retry\"},"
-	"                 \"attempt\": \"attempt\", \"maxAttempts\": \"max_retries\","
-	"                 \"delayMs\": \"retry_delay_ms\", \"status\": \"error_status\","
-	"                 \"message\": \"error\"},"
-	/* subtype "success" with is_error true is a failure. */
-	" \"terminal\": {\"type\": \"result\", \"failed\": {\"is_error\": true},"
-	"              \"message\": [\"result\", \"errors\", \"subtype\"], \"status\": \"api_error_status\","
-	"              \"inputTokens\": \"usage.input_tokens\", \"outputTokens\": \"usage.output_tokens\"}}";
-
-static const char codex_json[] =
-	"{\"type\": \"exec\","
-	" \"argv\": [\"codex\", \"exec\", \"--json\", \"{prompt}\", \"{args}\"],"
-	" \"resumeArgv\": [\"codex\", \"exec\", \"--json\", \"resume\", \"{sessionId}\", \"{prompt}\","
-	"                 \"{args}\"],"
-	" \"modelArgs\": [\"-m\", \"{model}\"],"
-	" \"sessionId\": {\"type\": \"thread.started\", \"field\": \"thread_id\"},"
-	" \"text\": {\"type\": \"item.completed\", \"when\": {\"item.type\": \"agent_message\"},"
-	"          \"field\": \"item.text\"},"
-	" \"toolStart\": {\"type\": \"item.started\", \"when\": {\"item.type\": [\"command_execution\","
-	"               \"file_change\", \"mcp_tool_call\", \"web_search\"]},"
-	"               \"id\": \"item.id\", \"name\": \"item.type\", \"args\": \"item\"},"
-	" \"toolEnd\": {\"type\": \"item.completed\", \"when\": {\"item.type\": [\"command_execution\","
-	"             \"file_change\", \"mcp_tool_call\", \"web_search\"]},"
-	"             \"id\": \"item.id\", \"name\": \"item.type\","
-	"             \"result\": [\"item.aggregated_output\", \"item.changes\", \"item.result\"],"
-	"             \"isError\": {\"item.status\": [\"failed\", \"declined\"]}},"
-	/* exec --json drops will_retry: the text is all there is. */
-	" \"retryNotice\": {\"type\": \"error\", \"match\": {\"message\":"
-	"                 \"^Reconnecting\\\\.\\\\.\\\\.(?: (?<attempt>\\\\d+)/(?<maxAttempts>\\\\d+))?\"},"
-	"                 \"message\": \"message\"},"
-	" \"terminal\": [{\"type\": \"turn.completed\", \"inputTokens\": \"usage.input_tokens\","
-	"               \"outputTokens\": \"usage.output_tokens\"},"
-	"              {\"type\": \"turn.failed\", \"failed\": true, \"message\": \"error.message\"}]}";
-
-static const char gemini_json[] =
-	"{\"type\": \"exec\","
-	" \"argv\": [\"gemini\", \"-p\", \"{prompt}\", \"--output-format\", \"stream-json\", \"{args}\"],"
-	" \"resumeArgv\": [\"gemini\", \"--resume\", \"{sessionId}\", \"-p\", \"{prompt}\","
-	"                 \"--output-format\", \"stream-json\", \"{args}\"],"
-	" \"modelArgs\": [\"-m\", \"{model}\"],"
-	" \"sessionId\": {\"type\": \"init\", \"field\": \"session_id\"},"
-	" \"text\": {\"type\": \"message\", \"when\": {\"role\": \"assistant\"}, \"field\": \"content\","
-	"          \"delta\": true},"
-	" \"toolStart\": {\"type\": \"tool_use\", \"id\": \"tool_id\", \"name\": \"tool_name\","
-	"               \"args\": \"parameters\"},"
-	" \"toolEnd\": {\"type\": \"tool_result\", \"id\": \"tool_id\","
-	"             \"result\": [\"output\", \"error.message\"], \"isError\": {\"status\": \"error\"}},"
-	" \"terminal\": {\"type\": \"result\", \"failed\": {\"status\": \"error\"},"
-	"              \"message\": [\"error.message\", \"error.type\"],"
-	"              \"inputTokens\": \"stats.input_tokens\", \"outputTokens\": \"stats.output_tokens\"}}";
-
-static const char pi_json[] =
-	"{\"type\": \"exec\","
-	" \"argv\": [\"pi\", \"-p\", \"--mode\", \"json\", \"{prompt}\", \"{args}\"],"
-	" \"resumeArgv\": [\"pi\", \"-p\", \"--mode\", \"json\", \"--session\", \"{sessionId}\","
-	"                 \"{prompt}\", \"{args}\"],"
-	" \"modelArgs\": [\"--model\", \"{model}\"],"
-	" \"sessionId\": {\"type\": \"session\", \"field\": \"id\"},"
-	" \"text\": {\"type\": \"message_update\","
-	"          \"when\": {\"assistantMessageEvent.type\": \"text_delta\"},"
-	"          \"field\": \"assistantMessageEvent.delta\", \"delta\": true},"
-	" \"toolStart\": {\"type\": \"tool_execution_start\", \"id\": \"toolCallId\","
-	"               \"name\": \"toolName\", \"args\": \"args\"},"
-	" \"toolEnd\": {\"type\": \"tool_execution_end\", \"id\": \"toolCallId\", \"name\": \"toolName\","
-	"             \"result\": \"result\", \"isError\": \"isError\"},"
-	" \"retryNotice\": {\"type\": \"auto_retry_start\", \"attempt\": \"attempt\","
-	"                 \"maxAttempts\": \"maxAttempts\", \"delayMs\": \"delayMs\","
-	"                 \"message\": \"errorMessage\"},"
-	/* No result line, and exit 0 on failure: the last assistant message_end
-	 * decides (a later one replaces an earlier one). */
-	" \"terminal\": {\"type\": \"message_end\", \"when\": {\"message.role\": \"assistant\"},"
-	"              \"failed\": {\"message.stopReason\": [\"error\", \"aborted\"]},"
-	"              \"message\": [\"message.errorMessage\", \"message.stopReason\"],"
-	"              \"inputTokens\": \"message.usage.input\","
-	"              \"outputTokens\": \"message.usage.output\"}}";
-
 json_t *cli_profile_builtins(void)
 {
 	json_t *all = json_object();
 
-	if (all != NULL &&
-	    (json_object_set_new(all, "claude", json_loads(claude_json, 0, NULL)) < 0 ||
-	     json_object_set_new(all, "codex", json_loads(codex_json, 0, NULL)) < 0 ||
-	     json_object_set_new(all, "gemini", json_loads(gemini_json, 0, NULL)) < 0 ||
-	     json_object_set_new(all, "pi", json_loads(pi_json, 0, NULL)) < 0)) {
-		json_decref(all);
+	if (all == NULL)
 		return NULL;
+	for (const struct cli_builtin *b = cli_builtin_table; b->name != NULL; b++) {
+		if (json_object_set_new(all, b->name, json_loads(b->json, 0, NULL)) < 0) {
+			json_decref(all);
+			return NULL;
+		}
 	}
 	return all;
 }

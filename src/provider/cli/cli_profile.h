@@ -5,8 +5,8 @@
  * prompt is passed, and, as rules over the CLI's JSON lines, where the
  * session id, the assistant text, tool calls, the CLI's own retry notices and
  * the terminal line are. The four built-ins (claude, codex, gemini, pi) are
- * such profiles (cli_profile_builtins). Pure: no I/O; cli_parser applies the
- * rules to lines.
+ * such profiles (the table in cli_builtin.c; cli_profile_builtins). Pure:
+ * no I/O; cli_parser applies the rules to lines.
  *
  *   {"type": "exec",
  *    "argv":       ["mycli", "run", "{prompt}", "{args}"],

@@ -1,19 +1,18 @@
 #include "provider/cli/provider_cli.h"
 
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
 
 #include "provider/cli/cli_parser.h"
 #include "provider/cli/cli_profile.h"
-#include "shared/lines.h"
+#include "base/errbuf.h"
 #include "base/log.h"
 #include "base/secret.h"
+#include "shared/child.h"
+#include "shared/lines.h"
 
-#define READ_CHUNK (64u * 1024u)
 #define ERR_LINE_MAX 512
 #define SECRET_MIN 8
 
@@ -21,30 +20,26 @@ extern char **environ;
 
 struct cli_provider;
 
-/* One attempt's child process. Lives until its last handle is closed. */
+/* One attempt: its child process, and what its output says. Lives until
+ * the child is closed. */
 struct cli_run {
 	struct cli_provider *owner; /* NULL once aborted: the sink hears nothing more */
 	struct clock *clock;
 	struct provider_sink sink;
-	uv_process_t proc;
-	uv_pipe_t in, out, err;
-	int handles;                /* initialized and not yet closed */
-	bool spawned, exited, out_eof, err_eof, closing, started, paused, has_in;
+	struct retryd_child *child;
+	bool closing, started, paused;
 	int64_t exit_status;
 	int term_signal;
 	struct retryd_lines framer;
 	struct cli_parser parser;
-	struct clock_timer idle, wall, kill, drain;
+	struct clock_timer idle, wall;
 	int64_t idle_ms;
 	char killed[160];           /* why we ended it; "" when we did not */
 	char err_line[ERR_LINE_MAX];
 	size_t err_len;
 	char last_err[ERR_LINE_MAX];
-	char *input;                /* the prompt, when it goes to stdin */
-	uv_write_t write_req;
 	struct provider_result result;
 	char error[2048];
-	char buf[READ_CHUNK];
 };
 
 struct cli_provider {
@@ -127,56 +122,27 @@ static void mask_json(char *const *secrets, json_t *v)
 
 /* Runs. */
 
-static void on_close(uv_handle_t *h);
-
-static void close_handle(struct cli_run *r, uv_handle_t *h)
-{
-	if (h->data == r && !uv_is_closing(h))
-		uv_close(h, on_close);
-}
-
-static void kill_group(struct cli_run *r, int sig)
-{
-	if (r->spawned && r->proc.pid > 0 && kill(-r->proc.pid, sig) != 0 && errno != ESRCH)
-		LOG_WARN("kill(-%d, %d): %s", r->proc.pid, sig, strerror(errno));
-}
-
 static void stop_timers(struct cli_run *r)
 {
 	clock_timer_stop(r->clock, &r->idle);
 	clock_timer_stop(r->clock, &r->wall);
-	clock_timer_stop(r->clock, &r->kill);
-	clock_timer_stop(r->clock, &r->drain);
-}
-
-/* Closes every handle; the process handle only once the child is reaped. */
-static void close_run(struct cli_run *r)
-{
-	r->closing = true;
-	stop_timers(r);
-	close_handle(r, (uv_handle_t *)&r->out);
-	close_handle(r, (uv_handle_t *)&r->err);
-	if (r->has_in)
-		close_handle(r, (uv_handle_t *)&r->in);
-	if (r->exited || !r->spawned)
-		close_handle(r, (uv_handle_t *)&r->proc);
 }
 
 static void free_run(struct cli_run *r)
 {
 	retryd_lines_release(&r->framer);
 	cli_parser_release(&r->parser);
-	free(r->input);
 	free(r);
 }
 
-static void on_close(uv_handle_t *h)
+static void on_child_closed(struct retryd_child *child, const struct retryd_child_exit *exit,
+			    void *ctx)
 {
-	struct cli_run *r = h->data;
+	struct cli_run *r = ctx;
 	struct cli_provider *owner = r->owner;
 
-	if (--r->handles > 0)
-		return;
+	(void)child;
+	(void)exit;
 	if (owner != NULL) {
 		struct provider_sink sink = r->sink;
 
@@ -185,6 +151,15 @@ static void on_close(uv_handle_t *h)
 		sink.finish(sink.ctx, &r->result);
 	}
 	free_run(r);
+}
+
+/* The child closes asynchronously; the run is freed (and the sink hears the
+ * result) after it. */
+static void close_run(struct cli_run *r)
+{
+	r->closing = true;
+	stop_timers(r);
+	retryd_child_close(r->child, on_child_closed, r);
 }
 
 static void deliver(void *ctx, const struct cli_parser_outcome *o)
@@ -300,10 +275,19 @@ static void build_result(struct cli_run *r)
 }
 
 /* Exit and EOF on both pipes: the outcome is known; close, then finish. */
-static void maybe_done(struct cli_run *r)
+static void on_child_done(struct retryd_child *child, const struct retryd_child_exit *exit,
+			  void *ctx)
 {
-	if (r->closing || !r->exited || !r->out_eof || !r->err_eof)
-		return;
+	struct cli_run *r = ctx;
+
+	r->exit_status = exit->status;
+	r->term_signal = exit->term_signal;
+	if (exit->forced)
+		LOG_INFO("pid %d did not end after SIGTERM; SIGKILL went to its group",
+			 retryd_child_pid(child));
+	if (exit->drained)
+		LOG_INFO("pid %d exited but its pipes stayed open; SIGKILL went to its group",
+			 retryd_child_pid(child));
 	stop_timers(r);
 	retryd_lines_finish(&r->framer, on_line, r);
 	if (r->owner != NULL)
@@ -311,7 +295,8 @@ static void maybe_done(struct cli_run *r)
 	/* What was delivered may have aborted the run (e.g. stdout failed). */
 	if (r->owner != NULL)
 		build_result(r);
-	close_run(r);
+	if (!r->closing)
+		close_run(r);
 }
 
 static void on_idle_timer(struct clock_timer *t, void *ctx);
@@ -323,15 +308,6 @@ static void start_idle(struct cli_run *r)
 		clock_timer_start(r->clock, &r->idle, (uint64_t)r->idle_ms, on_idle_timer, r);
 }
 
-static void on_kill_timer(struct clock_timer *t, void *ctx)
-{
-	struct cli_run *r = ctx;
-
-	(void)t;
-	LOG_INFO("pid %d did not end after SIGTERM; SIGKILL to its group", r->proc.pid);
-	kill_group(r, SIGKILL);
-}
-
 /* Ends a run that overstayed: SIGTERM to the group, SIGKILL after the grace. */
 static void terminate(struct cli_run *r, const char *why)
 {
@@ -340,16 +316,10 @@ static void terminate(struct cli_run *r, const char *why)
 	if (r->killed[0] != '\0')
 		return;
 	snprintf(r->killed, sizeof(r->killed), "%s", why);
-	clock_timer_stop(r->clock, &r->idle);
-	clock_timer_stop(r->clock, &r->wall);
+	stop_timers(r);
 	LOG_INFO("%s: %s; SIGTERM to process group %d", r->owner ? r->owner->base.name : "cli",
-		 why, r->proc.pid);
-	if (grace == 0) {
-		kill_group(r, SIGKILL);
-		return;
-	}
-	kill_group(r, SIGTERM);
-	clock_timer_start(r->clock, &r->kill, (uint64_t)grace, on_kill_timer, r);
+		 why, retryd_child_pid(r->child));
+	retryd_child_terminate(r->child, (uint64_t)grace);
 }
 
 static void on_idle_timer(struct clock_timer *t, void *ctx)
@@ -373,72 +343,6 @@ static void on_wall_timer(struct clock_timer *t, void *ctx)
 	terminate(r, why);
 }
 
-/* Exited, but something else holds the pipes: kill what is left of the
- * group and stop waiting for EOF. */
-static void on_drain_timer(struct clock_timer *t, void *ctx);
-
-/* The drain clock runs only while we read: a paused reader is ours. */
-static void start_drain(struct cli_run *r)
-{
-	if (r->exited && (!r->out_eof || !r->err_eof) && !r->paused && !r->closing &&
-	    r->owner != NULL)
-		clock_timer_start(r->clock, &r->drain, (uint64_t)r->owner->profile->kill_grace_ms,
-				  on_drain_timer, r);
-}
-
-static void on_drain_timer(struct clock_timer *t, void *ctx)
-{
-	struct cli_run *r = ctx;
-
-	(void)t;
-	LOG_INFO("pid %d exited but its pipes stayed open; SIGKILL to its group", r->proc.pid);
-	kill_group(r, SIGKILL);
-	r->out_eof = r->err_eof = true;
-	maybe_done(r);
-}
-
-static void on_child_exit(uv_process_t *proc, int64_t status, int term_signal)
-{
-	struct cli_run *r = proc->data;
-
-	r->exited = true;
-	r->exit_status = status;
-	r->term_signal = term_signal;
-	if (r->closing) {
-		close_handle(r, (uv_handle_t *)&r->proc);
-		return;
-	}
-	start_drain(r);
-	maybe_done(r);
-}
-
-static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *out)
-{
-	struct cli_run *r = h->data;
-
-	(void)suggested;
-	*out = uv_buf_init(r->buf, sizeof(r->buf));
-}
-
-static void on_out(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
-{
-	struct cli_run *r = s->data;
-
-	(void)b;
-	if (n > 0) {
-		start_idle(r);
-		retryd_lines_feed(&r->framer, r->buf, (size_t)n, on_line, r);
-		return;
-	}
-	if (n == 0)
-		return;
-	if (n != UV_EOF)
-		LOG_WARN("reading an agent's stdout: %s", uv_strerror((int)n));
-	uv_read_stop(s);
-	r->out_eof = true;
-	maybe_done(r);
-}
-
 static void err_line_done(struct cli_run *r)
 {
 	size_t n = r->err_len;
@@ -455,96 +359,68 @@ static void err_line_done(struct cli_run *r)
 	LOG_DEBUG("%s stderr: %s", r->owner ? r->owner->base.name : "cli", r->last_err);
 }
 
-static void on_err(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+static void on_child_data(struct retryd_child *child, int fd, const char *data, size_t len,
+			  void *ctx)
 {
-	struct cli_run *r = s->data;
+	struct cli_run *r = ctx;
 
-	(void)b;
-	if (n > 0) {
-		start_idle(r);
-		for (ssize_t i = 0; i < n; i++) {
-			if (r->buf[i] == '\n')
-				err_line_done(r);
-			else if (r->err_len < sizeof(r->err_line) - 1)
-				r->err_line[r->err_len++] = r->buf[i];
-		}
+	(void)child;
+	start_idle(r);
+	if (fd == 1) {
+		retryd_lines_feed(&r->framer, data, len, on_line, r);
 		return;
 	}
-	if (n == 0)
-		return;
-	uv_read_stop(s);
-	err_line_done(r);
-	r->err_eof = true;
-	maybe_done(r);
-}
-
-static void on_written(uv_write_t *req, int status)
-{
-	struct cli_run *r = req->data;
-
-	if (status != 0 && status != UV_ECANCELED)
-		LOG_WARN("writing the prompt to the agent's stdin: %s", uv_strerror(status));
-	/* EOF on the child's stdin: the prompt is complete. */
-	close_handle(r, (uv_handle_t *)&r->in);
-}
-
-static int init_pipe(struct cli_run *r, uv_loop_t *loop, uv_pipe_t *p)
-{
-	int rc = uv_pipe_init(loop, p, 0);
-
-	if (rc == 0) {
-		p->data = r;
-		r->handles++;
+	for (size_t i = 0; i < len; i++) {
+		if (data[i] == '\n')
+			err_line_done(r);
+		else if (r->err_len < sizeof(r->err_line) - 1)
+			r->err_line[r->err_len++] = data[i];
 	}
-	return rc;
 }
 
-/* Spawns argv. Returns 0, or -1 with err (the run then closes itself). */
-static int spawn(struct cli_run *r, struct cli_provider *self, char **argv, char *err,
-		 size_t errlen)
+static void on_child_end(struct retryd_child *child, int fd, int status, void *ctx)
 {
-	uv_process_options_t o;
-	uv_stdio_container_t stdio[3];
+	struct cli_run *r = ctx;
+
+	(void)child;
+	if (fd == 0)
+		LOG_WARN("writing the prompt to the agent's stdin: %s",
+			 retryd_child_strerror(status));
+	else if (fd == 1 && status != UV_EOF)
+		LOG_WARN("reading an agent's stdout: %s", retryd_child_strerror(status));
+	else if (fd == 2)
+		err_line_done(r);
+}
+
+/* Spawns argv; the prompt, when it goes to stdin, is written and the pipe
+ * ended (input: taken). Returns 0, or -1 with err. */
+static int spawn(struct cli_run *r, struct cli_provider *self, char **argv, char *input,
+		 char *err, size_t errlen)
+{
+	struct retryd_child_options o;
 	int rc;
 
 	memset(&o, 0, sizeof(o));
-	memset(stdio, 0, sizeof(stdio));
-	if (init_pipe(r, self->loop, &r->out) != 0 || init_pipe(r, self->loop, &r->err) != 0 ||
-	    (r->has_in && init_pipe(r, self->loop, &r->in) != 0)) {
-		snprintf(err, errlen, "%s: cannot create pipes", self->base.name);
-		return -1;
-	}
-	stdio[0].flags = r->has_in ? UV_CREATE_PIPE | UV_READABLE_PIPE : UV_IGNORE;
-	stdio[0].data.stream = (uv_stream_t *)&r->in;
-	stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-	stdio[1].data.stream = (uv_stream_t *)&r->out;
-	stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-	stdio[2].data.stream = (uv_stream_t *)&r->err;
-	o.exit_cb = on_child_exit;
-	o.file = argv[0];
-	o.args = argv;
+	o.argv = argv;
 	o.env = self->env;
-	o.flags = UV_PROCESS_DETACHED;
-	o.stdio_count = 3;
-	o.stdio = stdio;
-	r->proc.data = r;
-	rc = uv_spawn(self->loop, &r->proc, &o);
-	/* The handle is initialized whether or not the spawn worked. */
-	r->handles++;
+	o.stdio[0] = input != NULL ? RETRYD_CHILD_PIPE : RETRYD_CHILD_IGNORE;
+	o.stdio[1] = RETRYD_CHILD_PIPE;
+	o.stdio[2] = RETRYD_CHILD_PIPE;
+	o.drain_ms = (uint64_t)self->profile->kill_grace_ms;
+	o.on_data = on_child_data;
+	o.on_end = on_child_end;
+	o.on_done = on_child_done;
+	o.ctx = r;
+	rc = retryd_child_spawn(self->loop, &o, &r->child);
 	if (rc != 0) {
-		snprintf(err, errlen, "cannot run %s for provider %s: %s (set providers.%s.command)",
-			 argv[0], self->base.name, uv_strerror(rc), self->base.name);
-		return -1;
+		free(input);
+		return errbuf_set(err, errlen, "cannot run %s for provider %s: %s (set providers.%s.command)",
+				  argv[0], self->base.name, retryd_child_strerror(rc), self->base.name);
 	}
-	r->spawned = true;
-	uv_read_start((uv_stream_t *)&r->out, alloc_cb, on_out);
-	uv_read_start((uv_stream_t *)&r->err, alloc_cb, on_err);
-	if (r->has_in) {
-		uv_buf_t b = uv_buf_init(r->input, (unsigned)strlen(r->input));
-
-		r->write_req.data = r;
-		if (uv_write(&r->write_req, (uv_stream_t *)&r->in, &b, 1, on_written) != 0)
-			close_handle(r, (uv_handle_t *)&r->in);
+	if (input != NULL) {
+		/* EOF after it: the prompt is complete. */
+		retryd_child_write(r->child, input, strlen(input));
+		retryd_child_end_input(r->child);
 	}
 	return 0;
 }
@@ -612,8 +488,8 @@ static char *attempt_prompt(struct cli_provider *self, const struct attempt_ctx 
 	*resume = false;
 	if (ctx->attempt > 0) {
 		if (self->session_id == NULL || self->profile->resume_argv == NULL) {
-			snprintf(err, errlen, "%s: cannot continue in the same context: no session id",
-				 self->base.name);
+			errbuf_set(err, errlen, "%s: cannot continue in the same context: no session id",
+				   self->base.name);
 			return NULL;
 		}
 		*resume = true;
@@ -640,7 +516,7 @@ static char *attempt_prompt(struct cli_provider *self, const struct attempt_ctx 
 	if (prompt == NULL)
 		prompt = strdup("");
 	if (prompt == NULL)
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 	return prompt;
 }
 
@@ -654,7 +530,7 @@ static int cli_start(struct provider *base, const struct attempt_ctx *ctx,
 	struct cli_profile_vars vars = { 0 };
 	char **argv = NULL;
 	bool resume;
-	char *prompt;
+	char *prompt, *input;
 	int rc = -1;
 
 	if (self->run != NULL)
@@ -670,7 +546,7 @@ static int cli_start(struct provider *base, const struct attempt_ctx *ctx,
 	r = calloc(1, sizeof(*r));
 	if (argv == NULL || r == NULL) {
 		if (argv != NULL)
-			snprintf(err, errlen, "out of memory");
+			errbuf_set(err, errlen, "out of memory");
 		free(r);
 		goto out;
 	}
@@ -680,20 +556,16 @@ static int cli_start(struct provider *base, const struct attempt_ctx *ctx,
 	r->idle_ms = ctx->idle_timeout_ms;
 	retryd_lines_init(&r->framer, (size_t)self->profile->max_line_bytes);
 	cli_parser_init(&r->parser, self->profile);
-	r->has_in = self->profile->prompt_stdin;
-	if (r->has_in) {
-		r->input = prompt;
+	input = self->profile->prompt_stdin ? prompt : NULL;
+	if (input != NULL)
 		prompt = NULL;
-	}
-	if (spawn(r, self, argv, err, errlen) != 0) {
-		r->owner = NULL;
-		close_run(r);
-		if (r->handles == 0)
-			free_run(r);
+	if (spawn(r, self, argv, input, err, errlen) != 0) {
+		free_run(r);
 		goto out;
 	}
 	self->run = r;
-	LOG_INFO("%s: pid %d started%s%s", base->name, r->proc.pid, resume ? ", resuming " : "",
+	LOG_INFO("%s: pid %d started%s%s", base->name, retryd_child_pid(r->child),
+		 resume ? ", resuming " : "",
 		 resume ? self->session_id : "");
 	start_idle(r);
 	if (self->profile->timeout_ms > 0)
@@ -715,8 +587,8 @@ static void cli_abort(struct provider *base)
 		return;
 	self->run = NULL;
 	r->owner = NULL;
-	LOG_INFO("%s: aborted; SIGKILL to process group %d", base->name, r->proc.pid);
-	kill_group(r, SIGKILL);
+	LOG_INFO("%s: aborted; SIGKILL to process group %d", base->name, retryd_child_pid(r->child));
+	retryd_child_kill(r->child, SIGKILL);
 	if (!r->closing)
 		close_run(r);
 }
@@ -729,17 +601,12 @@ static void cli_pause(struct provider *base, bool paused)
 	if (r == NULL || r->paused == paused || r->closing)
 		return;
 	r->paused = paused;
-	if (paused) {
+	if (paused)
 		clock_timer_stop(r->clock, &r->idle);
-		clock_timer_stop(r->clock, &r->drain);
-		if (!r->out_eof)
-			uv_read_stop((uv_stream_t *)&r->out);
-	} else {
+	else
 		start_idle(r);
-		start_drain(r);
-		if (!r->out_eof)
-			uv_read_start((uv_stream_t *)&r->out, alloc_cb, on_out);
-	}
+	/* The drain clock pauses with the reading: what the pipe holds is ours. */
+	retryd_child_pause(r->child, paused);
 }
 
 static void free_strings(char **v)
@@ -862,7 +729,7 @@ struct provider *provider_cli_new(uv_loop_t *loop, struct clock *clock, const ch
 	struct cli_provider *self = calloc(1, sizeof(*self));
 
 	if (self == NULL) {
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	self->loop = loop;
@@ -878,7 +745,7 @@ struct provider *provider_cli_new(uv_loop_t *loop, struct clock *clock, const ch
 	self->base.credentials = json_array();
 	self->base.owns_idle_timeout = true;
 	if (self->base.credentials == NULL || build_env(self) != 0) {
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto fail;
 	}
 	return &self->base;

@@ -1,8 +1,8 @@
 /* provider_cli — agent CLIs (Claude Code, Codex, Gemini CLI, pi, or any
  * "exec" profile) as providers: one child process per attempt.
  *
- * Each attempt is uv_spawn'ed from argv (never a shell) in its own process
- * group (UV_PROCESS_DETACHED), with the daemon's cwd and environment plus the
+ * Each attempt is a shared/child: spawned from argv (never a shell) in its
+ * own process group, with the daemon's cwd and environment plus the
  * profile's env; stdin is /dev/null, or the prompt when promptVia is
  * "stdin". Its stdout is framed into lines (maxLineBytes) and read through
  * cli_parser as it streams: text and tool calls go to the sink as they come,
