@@ -429,9 +429,9 @@ START_TEST(test_usage_limit_switches_credential_with_zero_delay)
 	ck_assert_str_eq(types(&f), "message_start:assistant,message_end:assistant,turn_end,"
 			 "retry_fallback_applied,auto_retry_start");
 	/* "a" stays exhausted until the hint (2 h) runs out. */
-	ck_assert_int_eq(f.s.auth.exhausted_until[0], clock_wall_ms(&f.clock) + 2 * 3600 * 1000);
+	ck_assert_int_eq(f.s.fallback.auth.exhausted_until[0], clock_wall_ms(&f.clock) + 2 * 3600 * 1000);
 	clock_fake_settle(&f.clock);
-	ck_assert_str_eq(authstore_current(&f.s.auth), "b");
+	ck_assert_str_eq(authstore_current(&f.s.fallback.auth), "b");
 	fx_release(&f);
 }
 END_TEST
@@ -1084,8 +1084,8 @@ static char *run_output(bool fast)
 	fx_init(&f, "[{\"error\":\"503\"},{\"text\":\"plain \\\"quoted\\\" back\\\\slash "
 		"\\u0001\\u001f\\t tab \\u00e9 \\u2028 \\ud83d\\ude42 </end>\"}]", sets);
 	if (fast) {
-		f.s.cfg.line_buf = line_buf;
-		f.s.cfg.line_done = line_done;
+		f.s.reply.out.line_buf = line_buf;
+		f.s.reply.out.line_done = line_done;
 	}
 	prompt(&f, "go");
 	clock_fake_advance(&f.clock, 10);
