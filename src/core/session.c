@@ -146,6 +146,7 @@ void session_release(struct session *self)
 	if (self->cfg.clock != NULL) {
 		clock_timer_stop(self->cfg.clock, &self->retry_timer);
 		clock_timer_stop(self->cfg.clock, &self->idle_timer);
+		clock_timer_stop(self->cfg.clock, &self->start_failed_timer);
 	}
 	classify_free(self->cfg.classify);
 	policy_release(&self->policy);
@@ -255,10 +256,18 @@ static void on_retry_timer(struct clock_timer *timer, void *ctx)
 			 ? take_queued(self->steering, self->steer_all) : json_array(), false);
 }
 
+/* The provider is running an attempt (not just failed to start one). */
+static bool provider_running(struct session *self)
+{
+	return self->phase == SESSION_ATTEMPT && !clock_timer_active(&self->start_failed_timer);
+}
+
 /* Ends the attempt in flight without a word from the provider. */
 static void stop_attempt(struct session *self)
 {
-	self->cfg.provider->ops->abort(self->cfg.provider);
+	if (provider_running(self))
+		self->cfg.provider->ops->abort(self->cfg.provider);
+	clock_timer_stop(self->cfg.clock, &self->start_failed_timer);
 	clock_timer_stop(self->cfg.clock, &self->idle_timer);
 }
 
@@ -424,6 +433,19 @@ static void on_idle_timeout(struct clock_timer *timer, void *ctx)
 	sink_finish(self, &r);
 }
 
+/* A provider that cannot start is reported on the next loop turn, as one
+ * that fails later is: reporting it from start_attempt would start the next
+ * queued prompt from inside this one, and a long queue would recurse. */
+static void on_start_failed(struct clock_timer *timer, void *ctx)
+{
+	struct session *self = ctx;
+	struct provider_result r = { .stop = STOP_ERROR, .error_message = self->start_error,
+				     .hint_ms = -1 };
+
+	(void)timer;
+	sink_finish(self, &r);
+}
+
 static const struct provider_sink sink_template = {
 	.start = sink_start,
 	.text_start = sink_text_start,
@@ -444,7 +466,6 @@ static void start_attempt(struct session *self)
 		.idle_timeout_ms = self->policy.retry.idle_timeout_ms,
 		.continuation_prompt = policy_string(&self->policy, "continuationPrompt"),
 	};
-	char err[512];
 	struct provider *p = self->cfg.provider;
 
 	sink.ctx = self;
@@ -452,10 +473,9 @@ static void start_attempt(struct session *self)
 	self->reply.delta_updates = strcmp(settings_string(self->cfg.settings, "rpc.messageUpdates",
 							   "full"), "delta") == 0;
 	touch(self);
-	if (p->ops->start(p, &actx, &sink, err, sizeof(err)) != 0) {
-		struct provider_result r = { .stop = STOP_ERROR, .error_message = err, .hint_ms = -1 };
-
-		sink_finish(self, &r);
+	if (p->ops->start(p, &actx, &sink, self->start_error, sizeof(self->start_error)) != 0) {
+		clock_timer_start(self->cfg.clock, &self->start_failed_timer, 0, on_start_failed,
+				  self);
 		return;
 	}
 	if (self->output_paused && p->ops->pause)
@@ -747,7 +767,7 @@ void session_set_output_paused(struct session *self, bool paused)
 	struct provider *p = self->cfg.provider;
 
 	self->output_paused = paused;
-	if (self->phase == SESSION_ATTEMPT && p->ops->pause)
+	if (provider_running(self) && p->ops->pause)
 		p->ops->pause(p, paused);
 }
 

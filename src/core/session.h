@@ -87,6 +87,10 @@ struct session {
 	struct retry_chain chain;
 	struct clock_timer retry_timer;
 	struct clock_timer idle_timer;  /* retry.idleTimeoutMs: no data for that long */
+	/* A provider that could not start is reported from here, on the next
+	 * loop turn (with start_error), so a queue of prompts never recurses. */
+	struct clock_timer start_failed_timer;
+	char start_error[512];
 	struct policy policy;   /* the running chain's snapshot (policy.json NULL when none yet) */
 	unsigned auto_retry_gen;  /* bumped by set_auto_retry */
 	struct retry_budget budget; /* shared by every prompt of the daemon */
