@@ -144,10 +144,11 @@ START_TEST(test_apply_checks_everything_before_changing_anything)
 	char err[256];
 	json_t *bad = json_loads("{\"maxRetries\":9,\"retryablePatterns\":[\"(x\"]}", 0, NULL);
 	json_t *good = json_loads("{\"maxRetries\":9,\"retryablePatterns\":[\"boom\"]}", 0, NULL);
-	json_t *data = NULL;
+	json_t *data = NULL, *not_object = json_string("x");
 	struct classify *c;
 
-	ck_assert_ptr_null(policy_apply(&settings, json_string("x"), false, &data, err, sizeof(err)));
+	ck_assert_ptr_null(policy_apply(&settings, not_object, false, &data, err, sizeof(err)));
+	json_decref(not_object);
 	ck_assert_str_eq(err, "set_retry_policy: field \"policy\" must be an object of retry settings");
 	ck_assert_ptr_null(policy_apply(&settings, bad, false, &data, err, sizeof(err)));
 	ck_assert_ptr_nonnull(strstr(err, "retry.retryablePatterns[0]"));
