@@ -1,7 +1,13 @@
 #include "core/policy.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "base/errbuf.h"
+#include "base/hint.h"
+#include "base/log.h"
+#include "base/utf8.h"
 
 static const char *const known_keys[] = {
 	"enabled", "maxRetries", "baseDelayMs", "maxDelayMs", "respectServerHints", "jitter",
@@ -50,7 +56,7 @@ json_t *policy_resolve(const struct settings *settings, const json_t *override,
 	struct classify *c;
 
 	if (out == NULL) {
-		snprintf(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	/* Only what retryd knows: a newer settings file's extra keys stay in the
@@ -59,12 +65,12 @@ json_t *policy_resolve(const struct settings *settings, const json_t *override,
 		if (known(key))
 			json_object_set_new(out, key, json_deep_copy(v));
 	if (override != NULL && !json_is_object(override)) {
-		snprintf(err, errlen, "retry must be an object of retry settings");
+		errbuf_set(err, errlen, "retry must be an object of retry settings");
 		goto fail;
 	}
 	json_object_foreach((json_t *)override, key, v) {
 		if (!known(key)) {
-			snprintf(err, errlen, "retry.%.60s is not a retry setting", key);
+			errbuf_set(err, errlen, "retry.%.60s is not a retry setting", key);
 			goto fail;
 		}
 		json_object_set_new(out, key, json_deep_copy(v));
@@ -113,15 +119,145 @@ void policy_release(struct policy *self)
 
 int policy_check_prompt_override(const json_t *override, char *err, size_t errlen)
 {
-	if (json_object_get(override, "budget") != NULL) {
-		snprintf(err, errlen, "retry.budget is shared by every prompt of the daemon; "
-			 "set it with set_retry_policy, not per prompt");
-		return -1;
-	}
+	if (json_object_get(override, "budget") != NULL)
+		return errbuf_set(err, errlen, "retry.budget is shared by every prompt of the daemon; "
+				  "set it with set_retry_policy, not per prompt");
 	return 0;
 }
 
 struct classify *policy_classifier(const struct policy *self, struct classify *fallback)
 {
 	return self->classify ? self->classify : fallback;
+}
+
+json_t *policy_for_prompt(const struct settings *settings, const json_t *override,
+			  char *err, size_t errlen)
+{
+	json_t *resolved = policy_resolve(settings, override, err, errlen);
+
+	if (resolved != NULL && policy_check_prompt_override(override, err, errlen) != 0) {
+		json_decref(resolved);
+		return NULL;
+	}
+	return resolved;
+}
+
+void policy_adopt(struct policy *self, json_t *resolved, unsigned auto_retry_gen,
+		  const struct settings *settings, struct classify *daemon_classify)
+{
+	char err[512];
+
+	policy_release(self);
+	if (policy_load(self, resolved, settings_get(settings, "retry"), daemon_classify, err,
+			sizeof(err)) != 0) {
+		LOG_ERROR("retry policy: %s", err);
+		retry_policy_default(&self->retry);
+	}
+	self->auto_retry_gen = auto_retry_gen;
+}
+
+struct retry_policy policy_current(const struct policy *self, unsigned auto_retry_gen,
+				   const struct settings *settings)
+{
+	struct retry_policy p = self->retry;
+
+	if (auto_retry_gen != self->auto_retry_gen)
+		p.enabled = settings_bool(settings, "retry.enabled", true);
+	return p;
+}
+
+void policy_judge(const struct policy *self, struct classify *daemon_classify, const char *error,
+		  const char *no_resume, int64_t hint_ms, bool enabled, int64_t now_ms,
+		  struct policy_verdict *v)
+{
+	struct classify *c = policy_classifier(self, daemon_classify);
+	size_t len = error ? strlen(error) : 0, n;
+
+	memset(v, 0, sizeof(*v));
+	v->error = error;
+	v->hint_ms = -1;
+	if (error == NULL || classify_error(c, error, len) != CLASSIFY_RETRYABLE)
+		return;
+	if (no_resume != NULL && enabled) {
+		/* Never a blind replay: the failure is final, and says why. */
+		n = len + strlen(no_resume) + 32;
+		v->owned = malloc(n);
+		if (v->owned != NULL) {
+			snprintf(v->owned, n, "%s (not retried: %s)", error, no_resume);
+			v->error = v->owned;
+		}
+		return;
+	}
+	v->retryable = true;
+	if (hint_ms < 0 && !hint_parse(error, len, now_ms, &hint_ms))
+		hint_ms = -1;
+	v->hint_ms = hint_ms;
+	if (enabled) {
+		v->usage_limit = classify_is_usage_limit(c, error, len);
+		v->overload = classify_is_overload(c, error, len);
+	}
+}
+
+void policy_verdict_release(struct policy_verdict *v)
+{
+	free(v->owned);
+	v->owned = NULL;
+}
+
+int64_t policy_int(const struct policy *self, const char *key, int64_t fallback)
+{
+	json_t *v = json_object_get(self->json, key);
+
+	return json_is_integer(v) ? json_integer_value(v) : fallback;
+}
+
+const char *policy_string(const struct policy *self, const char *key)
+{
+	return json_string_value(json_object_get(self->json, key));
+}
+
+struct classify *policy_apply(struct settings *settings, const json_t *changes, bool persist,
+			      json_t **data, char *err, size_t errlen)
+{
+	json_t *resolved, *v;
+	struct classify *c;
+	const char *key;
+	char name[128], warn[512] = "", perr[256];
+	bool saved = true;
+
+	*data = NULL;
+	if (!json_is_object(changes)) {
+		errbuf_set(err, errlen, "set_retry_policy: field \"policy\" must be an object of "
+			   "retry settings");
+		return NULL;
+	}
+	resolved = policy_resolve(settings, changes, err, errlen);
+	if (resolved == NULL)
+		return NULL;
+	c = classify_new(resolved, err, errlen);
+	json_decref(resolved);
+	if (c == NULL)
+		return NULL;
+	json_object_foreach((json_t *)changes, key, v) {
+		snprintf(name, sizeof(name), "retry.%s", key);
+		if (!persist)
+			settings_override_value(settings, name, json_deep_copy(v), warn, sizeof(warn));
+		else if (settings_persist(settings, name, json_deep_copy(v), warn, sizeof(warn)) != 0)
+			saved = false;
+	}
+	*data = json_pack("{s:o, s:b}", "policy", policy_resolve(settings, NULL, perr, sizeof(perr)),
+			  "persisted", persist && saved);
+	if (!saved) {
+		LOG_WARN("%s", warn);
+		json_object_set_new(*data, "warning", json_string(utf8_repair(warn)));
+	}
+	return c;
+}
+
+json_t *policy_set_enabled(struct settings *settings, bool enabled, char *err, size_t errlen)
+{
+	if (settings_persist(settings, "retry.enabled", json_boolean(enabled), err, errlen) == 0)
+		return NULL;
+	LOG_WARN("%s", err);
+	return json_pack("{s:b, s:s}", "persisted", 0, "warning", utf8_repair(err));
 }

@@ -9,7 +9,9 @@
 #define RETRYD_POLICY_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/classify.h"
 #include "core/retry.h"
@@ -19,6 +21,7 @@ struct policy {
 	json_t *json;              /* owned: the resolved retry settings */
 	struct retry_policy retry;
 	struct classify *classify; /* owned when the patterns differ from the daemon's, else NULL */
+	unsigned auto_retry_gen;   /* the session's set_auto_retry count when it was accepted */
 };
 
 /* The resolved policy for settings (borrowed) plus override (borrowed, may
@@ -39,7 +42,67 @@ void policy_release(struct policy *self);
 /* A prompt's own retry object may not carry daemon-wide keys (budget). */
 int policy_check_prompt_override(const json_t *override, char *err, size_t errlen);
 
-/* The classifier to use: the snapshot's, else `fallback`. */
+/* The classifier to use: the snapshot's, else `fallback` (both borrowed). */
 struct classify *policy_classifier(const struct policy *self, struct classify *fallback);
+
+/* What a prompt accepted now runs on: policy_resolve() of its own retry
+ * object (borrowed, may be NULL), which may not carry daemon-wide keys. A
+ * new reference, or NULL with err. */
+json_t *policy_for_prompt(const struct settings *settings, const json_t *override,
+			  char *err, size_t errlen);
+
+/* A new chain adopts the snapshot its prompt was accepted with (resolved:
+ * borrowed, a reference is kept), taken when the session's set_auto_retry
+ * count was `auto_retry_gen`. The snapshot was checked at acceptance, so only
+ * memory can fail here: the chain then runs on the default policy. */
+void policy_adopt(struct policy *self, json_t *resolved, unsigned auto_retry_gen,
+		  const struct settings *settings, struct classify *daemon_classify);
+
+/* The chain's retry policy: the snapshot, except that a set_auto_retry
+ * after it was taken (the count differs from `auto_retry_gen`) still turns
+ * retrying off (or on) at the next failure. */
+struct retry_policy policy_current(const struct policy *self, unsigned auto_retry_gen,
+				   const struct settings *settings);
+
+/* What a failed attempt's error means under a chain's policy, decided once. */
+struct policy_verdict {
+	const char *error;  /* the message's errorMessage: the error, or `owned` */
+	bool retryable;     /* worth a retry, before retry_decide's limits */
+	bool usage_limit;   /* these two only when retryable and retrying is on */
+	bool overload;
+	int64_t hint_ms;    /* the server's wait (when retryable), or -1 */
+	char *owned;        /* owned: the error saying why it is not retried, or NULL */
+};
+
+/* Classifies error (borrowed; NULL when the attempt did not fail with one)
+ * with the snapshot's classifier, else daemon_classify (borrowed).
+ * no_resume (borrowed, may be NULL) says why a next attempt could not
+ * continue the context: with retrying on, a retryable error is then final
+ * and its text says why. The wait is the provider's hint_ms, else one
+ * parsed from the error (dates against now_ms). Release with
+ * policy_verdict_release(). */
+void policy_judge(const struct policy *self, struct classify *daemon_classify, const char *error,
+		  const char *no_resume, int64_t hint_ms, bool enabled, int64_t now_ms,
+		  struct policy_verdict *v);
+void policy_verdict_release(struct policy_verdict *v);
+
+/* A number of the snapshot; `fallback` when absent. */
+int64_t policy_int(const struct policy *self, const char *key, int64_t fallback);
+/* A string of the snapshot (borrowed), or NULL. */
+const char *policy_string(const struct policy *self, const char *key);
+
+/* set_retry_policy: checks `changes` (borrowed; retry keys without the
+ * "retry." prefix) as a whole against the settings before anything changes,
+ * then writes each key: to the settings file (persist) or as an override
+ * for this process. Returns the daemon's new classifier (new reference) and
+ * *data (new reference: {"policy": the policy now, "persisted"[, "warning":
+ * why a key could not be saved; it applies all the same]}), or NULL with err. */
+struct classify *policy_apply(struct settings *settings, const json_t *changes, bool persist,
+			      json_t **data, char *err, size_t errlen);
+
+/* set_auto_retry: saves retry.enabled; it applies to this process even when
+ * the file cannot be written. Returns NULL, or then {"persisted":false,
+ * "warning"} (new reference; err holds the warning too). */
+json_t *policy_set_enabled(struct settings *settings, bool enabled, char *err, size_t errlen);
 
 #endif

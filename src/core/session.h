@@ -22,17 +22,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "core/authstore.h"
-#include "core/classify.h"
 #include "base/clock.h"
+#include "base/jsontext.h"
+#include "core/assistant.h"
+#include "core/classify.h"
+#include "core/fallback.h"
 #include "core/journal.h"
 #include "core/policy.h"
-#include "base/jsontext.h"
-#include "provider/provider.h"
 #include "core/retry.h"
 #include "core/settings.h"
+#include "provider/provider.h"
 
-/* event: stolen. */
+/* event: takes ownership. */
 typedef void (*session_emit_fn)(void *ctx, json_t *event);
 /* The buffer the next output line is appended to (borrowed, valid until
  * line_done; NULL when the output is gone), and the call that sends what
@@ -42,7 +43,7 @@ typedef void (*session_line_done_fn)(void *ctx);
 
 struct session_config {
 	struct settings *settings;   /* borrowed */
-	struct classify *classify;   /* stolen: compiled from the settings */
+	struct classify *classify;   /* takes ownership: compiled from the settings */
 	struct clock *clock;         /* borrowed */
 	struct provider *provider;   /* borrowed */
 	const char *model;           /* borrowed (copied) */
@@ -66,7 +67,6 @@ enum session_phase {
 
 struct session {
 	struct session_config cfg;
-	char *model;           /* owned */
 	char *fixed_file;      /* owned: --session FILE, or NULL */
 	char *session_dir;     /* owned, or NULL */
 
@@ -87,25 +87,17 @@ struct session {
 	struct retry_chain chain;
 	struct clock_timer retry_timer;
 	struct clock_timer idle_timer;  /* retry.idleTimeoutMs: no data for that long */
+	/* A provider that could not start is reported from here, on the next
+	 * loop turn (with start_error), so a queue of prompts never recurses. */
+	struct clock_timer start_failed_timer;
+	char start_error[512];
 	struct policy policy;   /* the running chain's snapshot (policy.json NULL when none yet) */
 	unsigned auto_retry_gen;  /* bumped by set_auto_retry */
-	unsigned policy_gen;      /* auto_retry_gen when the snapshot was taken */
 	struct retry_budget budget; /* shared by every prompt of the daemon */
 
-	char *primary_model;    /* owned: the model chosen by --model / set_model */
-	json_t *model_cooldown; /* owned: model id -> wall ms until it may be used again */
-	int overloads;          /* consecutive overload errors on the current model */
-
-	json_t *partial;       /* owned: the assistant message being streamed */
-	struct jsontext_buf text; /* owned: the open text block's text so far */
-	size_t text_idx;       /* contentIndex of the open text block */
-	bool text_utf8;        /* every piece of text was valid UTF-8 (so is their sum) */
-	bool text_synced;      /* the block's "text" already holds the text */
+	struct fallback fallback;   /* the model and credential in use */
+	struct assistant reply;     /* the assistant message being streamed */
 	bool output_paused;
-	bool delta_updates;    /* rpc.messageUpdates "delta", read per attempt */
-	json_t *model_json;    /* owned: session_model()'s answer for its "id", shared */
-
-	struct authstore auth;
 
 	void (*idle_cb)(void *ctx); /* once, when the daemon may exit (drain) */
 	void *idle_ctx;
@@ -121,7 +113,7 @@ void session_release(struct session *self);
  * Returns 0 with *policy (new reference: the snapshot), or -1 with err. */
 int session_accept(struct session *self, int behavior, const json_t *retry, json_t **policy,
 		   char *err, size_t errlen);
-/* Runs (or queues) an accepted prompt; policy: stolen, from session_accept(). */
+/* Runs (or queues) an accepted prompt; policy: takes ownership, from session_accept(). */
 int session_prompt(struct session *self, const char *text, const json_t *images,
 		   int behavior, json_t *policy);
 int session_steer(struct session *self, const char *text, const json_t *images);

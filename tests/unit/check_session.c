@@ -429,9 +429,9 @@ START_TEST(test_usage_limit_switches_credential_with_zero_delay)
 	ck_assert_str_eq(types(&f), "message_start:assistant,message_end:assistant,turn_end,"
 			 "retry_fallback_applied,auto_retry_start");
 	/* "a" stays exhausted until the hint (2 h) runs out. */
-	ck_assert_int_eq(f.s.auth.exhausted_until[0], clock_wall_ms(&f.clock) + 2 * 3600 * 1000);
+	ck_assert_int_eq(f.s.fallback.auth.exhausted_until[0], clock_wall_ms(&f.clock) + 2 * 3600 * 1000);
 	clock_fake_settle(&f.clock);
-	ck_assert_str_eq(authstore_current(&f.s.auth), "b");
+	ck_assert_str_eq(authstore_current(&f.s.fallback.auth), "b");
 	fx_release(&f);
 }
 END_TEST
@@ -834,6 +834,7 @@ struct stub {
 	struct provider base;
 	struct provider_sink sink;
 	int starts, aborts;
+	bool fail_start;         /* start() refuses, as a provider that cannot run does */
 	int attempt;
 	int64_t idle_timeout_ms;
 	char continuation[256];
@@ -844,10 +845,12 @@ static int stub_start(struct provider *base, const struct attempt_ctx *ctx,
 {
 	struct stub *st = (struct stub *)base;
 
-	(void)err;
-	(void)errlen;
-	st->sink = *sink;
 	st->starts++;
+	if (st->fail_start) {
+		snprintf(err, errlen, "stub: cannot start");
+		return -1;
+	}
+	st->sink = *sink;
 	st->attempt = ctx->attempt;
 	st->idle_timeout_ms = ctx->idle_timeout_ms;
 	snprintf(st->continuation, sizeof(st->continuation), "%s",
@@ -1054,6 +1057,84 @@ START_TEST(test_session_stall_timer_still_runs_for_providers_that_do_not_keep_on
 }
 END_TEST
 
+/* Counts the events of one type and clears the log. */
+static size_t count(struct fx *f, const char *type)
+{
+	size_t i, n = 0;
+	json_t *ev;
+
+	json_array_foreach(f->events, i, ev)
+		n += strcmp(json_string_value(json_object_get(ev, "type")), type) == 0;
+	json_array_clear(f->events);
+	return n;
+}
+
+START_TEST(test_provider_failing_at_start_is_reported_on_the_next_loop_turn)
+{
+	struct fx f;
+	struct stub *st = stub_new(true);
+	char err[256];
+
+	fx_init_with(&f, "[]", NULL, &st->base);
+	st->fail_start = true;
+	prompt(&f, "hi");
+	/* Nothing reported from inside the prompt call. */
+	ck_assert_str_eq(types(&f), FIRST_TURN);
+	ck_assert(f.s.busy);
+	/* A command in between sees the run still going, and may queue. */
+	ck_assert_int_eq(submit(&f, "next", BEHAVIOR_FOLLOW_UP, NULL, err, sizeof(err)), 0);
+	clock_run_due(&f.clock);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(find(&f, "message_end"),
+									   "message"), "errorMessage")),
+			 "stub: cannot start");
+	ck_assert_str_eq(types(&f), "message_start:assistant,message_end:assistant,turn_end,"
+			 "turn_start,message_start:user,message_end:user");
+	clock_fake_settle(&f.clock);
+	ck_assert_str_eq(types(&f), "message_start:assistant,message_end:assistant,turn_end,agent_end");
+	ck_assert_int_eq(st->starts, 2);
+	/* An abort while the failure is pending ends the message once. */
+	prompt(&f, "again");
+	types(&f);
+	session_abort(&f.s, NULL);
+	ck_assert_int_eq(st->aborts, 0);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(find(&f, "message_end"),
+									   "message"), "errorMessage")),
+			 "Request was aborted");
+	ck_assert_int_eq(clock_fake_next_in(&f.clock), -1);
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_many_follow_ups_with_a_provider_failing_at_start_do_not_recurse)
+{
+	enum { FOLLOW_UPS = 10000 };
+	struct fx f;
+	struct stub *st = stub_new(true);
+	char err[256];
+
+	fx_init_with(&f, "[]", NULL, &st->base);
+	prompt(&f, "first");
+	for (int i = 0; i < FOLLOW_UPS; i++)
+		ck_assert_int_eq(submit(&f, "more", BEHAVIOR_FOLLOW_UP, NULL, err, sizeof(err)), 0);
+	json_array_clear(f.events);
+	st->fail_start = true;
+	stub_succeed(st);
+	/* One follow-up started (and failed); its report waits for the loop. */
+	ck_assert_int_eq(st->starts, 2);
+	ck_assert_uint_eq(count(&f, "turn_start"), 1);
+	/* Each loop turn reports one failure and starts the next follow-up. */
+	clock_run_due(&f.clock);
+	ck_assert_int_eq(st->starts, 3);
+	ck_assert_uint_eq(json_array_size(f.s.follow_ups), FOLLOW_UPS - 2);
+	ck_assert_uint_eq(count(&f, "turn_end"), 1);
+	clock_fake_settle(&f.clock);
+	ck_assert_int_eq(st->starts, FOLLOW_UPS + 1);
+	ck_assert_uint_eq(count(&f, "agent_end"), 1);
+	ck_assert(!f.s.busy);
+	fx_release(&f);
+}
+END_TEST
+
 /* The fast path of delta-mode text deltas (line_buf/line_done, jsontext)
  * writes the bytes the json path writes: the same run, once each way. */
 static struct jsontext_buf fast_lines;
@@ -1084,8 +1165,8 @@ static char *run_output(bool fast)
 	fx_init(&f, "[{\"error\":\"503\"},{\"text\":\"plain \\\"quoted\\\" back\\\\slash "
 		"\\u0001\\u001f\\t tab \\u00e9 \\u2028 \\ud83d\\ude42 </end>\"}]", sets);
 	if (fast) {
-		f.s.cfg.line_buf = line_buf;
-		f.s.cfg.line_done = line_done;
+		f.s.reply.out.line_buf = line_buf;
+		f.s.reply.out.line_done = line_done;
 	}
 	prompt(&f, "go");
 	clock_fake_advance(&f.clock, 10);
@@ -1164,6 +1245,8 @@ Suite *session_suite(void)
 	tcase_add_test(tc, test_attempt_number_idle_timeout_and_continuation_prompt_reach_the_provider);
 	tcase_add_test(tc, test_session_stall_timer_still_runs_for_providers_that_do_not_keep_one);
 	tcase_add_test(tc, test_every_text_block_keeps_its_text_with_delta_updates);
+	tcase_add_test(tc, test_provider_failing_at_start_is_reported_on_the_next_loop_turn);
+	tcase_add_test(tc, test_many_follow_ups_with_a_provider_failing_at_start_do_not_recurse);
 	suite_add_tcase(s, tc);
 	return s;
 }

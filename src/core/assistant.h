@@ -1,0 +1,67 @@
+/* assistant — the assistant message of one attempt, as it streams.
+ *
+ * It holds the partial message (pi's shape: role, content blocks, api,
+ * provider, model, usage, stopReason, timestamp), the open text block's text
+ * so far, and says each step as an event: message_start when the attempt
+ * first reports, message_update for text_start / text_delta / text_end, and
+ * message_end when it is closed. The text is kept in one growing buffer and
+ * put into the block only when someone will read it, so a long answer is not
+ * copied per chunk. With rpc.messageUpdates "delta" and an output buffer,
+ * each text_delta is written as JSON text straight into that buffer (the
+ * per-chunk hot path). */
+#ifndef RETRYD_ASSISTANT_H
+#define RETRYD_ASSISTANT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/jsontext.h"
+
+struct assistant_output {
+	/* event: takes ownership (never NULL). */
+	void (*emit)(void *ctx, json_t *event);
+	/* Optional (both or neither): the buffer the next output line is
+	 * appended to (borrowed, NULL when the output is gone), and the call
+	 * that sends what was appended. */
+	struct jsontext_buf *(*line_buf)(void *ctx);
+	void (*line_done)(void *ctx);
+	void *ctx;
+};
+
+struct assistant {
+	struct assistant_output out;
+	bool delta_updates;      /* rpc.messageUpdates "delta": no partial in updates */
+	json_t *partial;         /* owned: the open message, or NULL */
+	struct jsontext_buf text; /* owned: the open text block's text so far */
+	size_t text_idx;         /* contentIndex of the open text block */
+	bool text_utf8;          /* every piece was valid UTF-8 (so is their sum) */
+	bool text_synced;        /* the block's "text" already holds the text */
+};
+
+/* out: borrowed (copied). */
+void assistant_init(struct assistant *self, const struct assistant_output *out);
+void assistant_release(struct assistant *self);
+
+bool assistant_is_open(const struct assistant *self);
+/* Opens the message and emits message_start, unless it is open already.
+ * Strings: borrowed (copied). */
+void assistant_open(struct assistant *self, const char *api, const char *provider,
+		    const char *model, int64_t timestamp_ms);
+/* A new text block (the message must be open). */
+void assistant_text_start(struct assistant *self);
+/* text: borrowed, len bytes. Ignored while no message is open. */
+void assistant_text_delta(struct assistant *self, const char *text, size_t len);
+/* Ignored while no message is open. */
+void assistant_text_end(struct assistant *self);
+/* Closes the open message: stopReason, errorMessage (borrowed; NULL leaves
+ * it out), usage; emits message_end. Returns the message (new reference). */
+json_t *assistant_close(struct assistant *self, const char *stop_reason, const char *error,
+			int64_t input_tokens, int64_t output_tokens);
+
+/* get_last_assistant_text's answer for messages (borrowed): {"text": the
+ * text blocks of the last assistant message joined, or null}. New reference. */
+json_t *assistant_last_text(const json_t *messages);
+
+#endif

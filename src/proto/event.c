@@ -1,0 +1,102 @@
+#include "proto/event.h"
+
+json_t *event_agent_start(void)
+{
+	return json_pack("{s:s}", "type", "agent_start");
+}
+
+json_t *event_turn_start(void)
+{
+	return json_pack("{s:s}", "type", "turn_start");
+}
+
+json_t *event_agent_end(json_t *messages)
+{
+	return json_pack("{s:s, s:o}", "type", "agent_end", "messages", messages);
+}
+
+json_t *event_message_start(json_t *message)
+{
+	return json_pack("{s:s, s:O}", "type", "message_start", "message", message);
+}
+
+json_t *event_message_end(json_t *message)
+{
+	return json_pack("{s:s, s:O}", "type", "message_end", "message", message);
+}
+
+json_t *event_text_start(size_t index)
+{
+	return json_pack("{s:s, s:i}", "type", "text_start", "contentIndex", (int)index);
+}
+
+json_t *event_text_delta(size_t index, const char *delta, size_t len)
+{
+	return json_pack("{s:s, s:i, s:s%}", "type", "text_delta", "contentIndex", (int)index,
+			 "delta", delta, len);
+}
+
+json_t *event_text_end(size_t index, json_t *content)
+{
+	return json_pack("{s:s, s:i, s:o}", "type", "text_end", "contentIndex", (int)index,
+			 "content", content);
+}
+
+json_t *event_message_update(json_t *ame, json_t *partial)
+{
+	if (partial == NULL)
+		return json_pack("{s:s, s:o}", "type", "message_update", "assistantMessageEvent", ame);
+	json_object_set(ame, "partial", partial);
+	return json_pack("{s:s, s:O, s:o}", "type", "message_update", "message", partial,
+			 "assistantMessageEvent", ame);
+}
+
+int event_delta_line(struct jsontext_buf *b, size_t index, const char *delta, size_t len)
+{
+	return jsontext_delta_append(b, index, delta, len);
+}
+
+json_t *event_turn_end(json_t *message)
+{
+	return json_pack("{s:s, s:O, s:[]}", "type", "turn_end", "message", message, "toolResults");
+}
+
+json_t *event_auto_retry_start(int attempt, int max_attempts, int64_t delay_ms,
+			       const char *error_message, const char *reason, int64_t hint_ms)
+{
+	json_t *ev = json_pack("{s:s, s:i, s:i, s:I, s:s, s:s}", "type", "auto_retry_start",
+			       "attempt", attempt, "maxAttempts", max_attempts,
+			       "delayMs", (json_int_t)delay_ms, "errorMessage", error_message,
+			       "reason", reason);
+
+	if (ev != NULL && hint_ms >= 0)
+		json_object_set_new(ev, "hintMs", json_integer(hint_ms));
+	return ev;
+}
+
+json_t *event_auto_retry_end(bool success, int attempt, const char *final_error)
+{
+	json_t *ev = json_pack("{s:s, s:b, s:i}", "type", "auto_retry_end", "success", success,
+			       "attempt", attempt);
+
+	if (ev != NULL && final_error != NULL)
+		json_object_set_new(ev, "finalError", json_string(final_error));
+	return ev;
+}
+
+json_t *event_fallback_applied(const char *kind, const char *from, const char *to,
+			       const char *reason)
+{
+	json_t *ev = json_pack("{s:s, s:s, s:s, s:s}", "type", "retry_fallback_applied",
+			       "kind", kind, "from", from, "to", to);
+
+	if (ev != NULL && reason != NULL)
+		json_object_set_new(ev, "reason", json_string(reason));
+	return ev;
+}
+
+json_t *event_notice(const char *level, const char *source, const char *message)
+{
+	return json_pack("{s:s, s:s, s:s, s:s}", "type", "notice", "level", level,
+			 "source", source, "message", message);
+}

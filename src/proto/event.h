@@ -1,0 +1,67 @@
+/* event — every event object the session emits, and the delta line.
+ *
+ * Pure: values in, a json_t (or one line of JSON text) out; no session type.
+ * The shapes are pi's (protocol/README.md section 6, events.schema.json):
+ * key order is part of the output, so each builder fixes it. Every builder
+ * returns a new reference, or NULL when memory ran out (or a string was not
+ * UTF-8, which jansson refuses). */
+#ifndef RETRYD_EVENT_H
+#define RETRYD_EVENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/jsontext.h"
+
+/* {"type":"agent_start"} and {"type":"turn_start"}. */
+json_t *event_agent_start(void);
+json_t *event_turn_start(void);
+/* {"type":"agent_end","messages":[...]}; messages: takes ownership. */
+json_t *event_agent_end(json_t *messages);
+
+/* {"type":"message_start"|"message_end","message":{...}}; message: borrowed
+ * (a reference is kept, so later changes to it show). */
+json_t *event_message_start(json_t *message);
+json_t *event_message_end(json_t *message);
+
+/* The assistantMessageEvents of a streamed text block. */
+json_t *event_text_start(size_t index);
+/* delta: borrowed, len bytes. */
+json_t *event_text_delta(size_t index, const char *delta, size_t len);
+/* content: takes ownership (the block's whole text). */
+json_t *event_text_end(size_t index, json_t *content);
+
+/* {"type":"message_update",["message":partial,]"assistantMessageEvent":ame}.
+ * ame: takes ownership. partial: borrowed, or NULL for rpc.messageUpdates
+ * "delta" (pi repeats the partial twice, as "message" and inside ame, so
+ * full updates grow with the square of the answer). */
+json_t *event_message_update(json_t *ame, json_t *partial);
+
+/* The delta-mode text_delta message_update as one line of JSON text,
+ * newline included, appended to b (borrowed): the bytes jansson would write
+ * for event_message_update(event_text_delta(...), NULL). Returns 0, -1 when
+ * memory ran out, -2 when delta is not UTF-8; b->len is unchanged unless 0. */
+int event_delta_line(struct jsontext_buf *b, size_t index, const char *delta, size_t len);
+
+/* {"type":"turn_end","message":message,"toolResults":[]}; message: borrowed. */
+json_t *event_turn_end(json_t *message);
+
+/* {"type":"auto_retry_start","attempt","maxAttempts","delayMs","errorMessage",
+ * "reason"[,"hintMs"]}: hint_ms < 0 leaves hintMs out. Strings: borrowed. */
+json_t *event_auto_retry_start(int attempt, int max_attempts, int64_t delay_ms,
+			       const char *error_message, const char *reason, int64_t hint_ms);
+/* {"type":"auto_retry_end","success","attempt"[,"finalError"]}: final_error
+ * (borrowed) NULL leaves it out. */
+json_t *event_auto_retry_end(bool success, int attempt, const char *final_error);
+
+/* {"type":"retry_fallback_applied","kind","from","to"[,"reason"]}: kind
+ * "credential" or "model"; reason NULL leaves it out. Strings: borrowed. */
+json_t *event_fallback_applied(const char *kind, const char *from, const char *to,
+			       const char *reason);
+
+/* {"type":"notice","level","source","message"}. Strings: borrowed. */
+json_t *event_notice(const char *level, const char *source, const char *message);
+
+#endif

@@ -1,0 +1,227 @@
+/* The streaming assistant message (src/core/assistant.c): the events of
+ * one attempt's message, with full and delta updates. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "core/assistant.h"
+
+Suite *assistant_suite(void);
+
+static json_t *events;
+static struct jsontext_buf lines;
+static int lines_sent;
+
+static void record(void *ctx, json_t *event)
+{
+	(void)ctx;
+	json_array_append_new(events, event);
+}
+
+static struct jsontext_buf *line_buf(void *ctx)
+{
+	(void)ctx;
+	return &lines;
+}
+
+static void line_done(void *ctx)
+{
+	(void)ctx;
+	lines_sent++;
+}
+
+static void setup(void)
+{
+	events = json_array();
+	memset(&lines, 0, sizeof(lines));
+	lines_sent = 0;
+}
+
+static void teardown(void)
+{
+	json_decref(events);
+	free(lines.data);
+}
+
+static void init(struct assistant *a, bool with_lines)
+{
+	struct assistant_output out = { .emit = record, .ctx = NULL };
+
+	if (with_lines) {
+		out.line_buf = line_buf;
+		out.line_done = line_done;
+	}
+	assistant_init(a, &out);
+}
+
+static json_t *event(size_t i)
+{
+	return json_array_get(events, i);
+}
+
+static const char *type_of(size_t i)
+{
+	json_t *ev = event(i);
+	json_t *ame = json_object_get(ev, "assistantMessageEvent");
+
+	return json_string_value(json_object_get(ame ? ame : ev, "type"));
+}
+
+START_TEST(test_open_says_message_start_once_with_the_identity)
+{
+	struct assistant a;
+	json_t *msg;
+
+	init(&a, false);
+	ck_assert(!assistant_is_open(&a));
+	assistant_open(&a, "openai-completions", "openai", "gpt-x", 1234);
+	assistant_open(&a, "other", "other", "other", 9);
+	ck_assert(assistant_is_open(&a));
+	ck_assert_uint_eq(json_array_size(events), 1);
+	ck_assert_str_eq(type_of(0), "message_start");
+	msg = json_object_get(event(0), "message");
+	ck_assert_str_eq(json_string_value(json_object_get(msg, "role")), "assistant");
+	ck_assert_str_eq(json_string_value(json_object_get(msg, "api")), "openai-completions");
+	ck_assert_str_eq(json_string_value(json_object_get(msg, "provider")), "openai");
+	ck_assert_str_eq(json_string_value(json_object_get(msg, "model")), "gpt-x");
+	ck_assert_int_eq(json_integer_value(json_object_get(msg, "timestamp")), 1234);
+	assistant_release(&a);
+}
+END_TEST
+
+START_TEST(test_full_updates_carry_the_text_so_far)
+{
+	struct assistant a;
+	json_t *partial;
+
+	init(&a, true);
+	assistant_open(&a, "x", "sim", "sim-1", 0);
+	assistant_text_start(&a);
+	assistant_text_delta(&a, "hel", 3);
+	assistant_text_delta(&a, "lo", 2);
+	assistant_text_end(&a);
+	/* Full updates never take the line fast path. */
+	ck_assert_int_eq(lines_sent, 0);
+	ck_assert_str_eq(type_of(1), "text_start");
+	ck_assert_str_eq(type_of(3), "text_delta");
+	partial = json_object_get(event(3), "message");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(
+				 json_object_get(partial, "content"), 0), "text")), "hello");
+	ck_assert_str_eq(type_of(4), "text_end");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(event(4),
+				 "assistantMessageEvent"), "content")), "hello");
+	assistant_release(&a);
+}
+END_TEST
+
+START_TEST(test_delta_updates_write_lines_and_close_keeps_every_block)
+{
+	struct assistant a;
+	json_t *msg, *content;
+
+	init(&a, true);
+	a.delta_updates = true;
+	assistant_open(&a, "x", "sim", "sim-1", 0);
+	for (int b = 0; b < 2; b++) {
+		assistant_text_start(&a);
+		assistant_text_delta(&a, b ? "two" : "one", 3);
+		assistant_text_delta(&a, "!", 1);
+		assistant_text_end(&a);
+	}
+	ck_assert_int_eq(lines_sent, 4);
+	ck_assert_ptr_nonnull(strstr(lines.data, "\"contentIndex\":1,\"delta\":\"two\""));
+	/* No partial in delta updates. */
+	ck_assert_ptr_null(json_object_get(event(1), "message"));
+	msg = assistant_close(&a, "stop", NULL, 7, 5);
+	ck_assert(!assistant_is_open(&a));
+	content = json_object_get(msg, "content");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(content, 0), "text")), "one!");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(content, 1), "text")), "two!");
+	ck_assert_str_eq(type_of(json_array_size(events) - 1), "message_end");
+	json_decref(msg);
+	assistant_release(&a);
+}
+END_TEST
+
+START_TEST(test_text_that_is_not_utf8_is_refused_like_jansson_does)
+{
+	struct assistant a;
+	enum log_level level = log_level;
+	size_t before;
+
+	log_level = LOG_LEVEL_NONE; /* the expected "cannot build" error */
+	init(&a, true);
+	a.delta_updates = true;
+	assistant_open(&a, "x", "sim", "sim-1", 0);
+	assistant_text_start(&a);
+	before = json_array_size(events);
+	assistant_text_delta(&a, "\xff", 1);
+	/* No line, and the json path could not build the event either. */
+	ck_assert_int_eq(lines_sent, 0);
+	ck_assert_uint_eq(lines.len, 0);
+	ck_assert_uint_eq(json_array_size(events), before);
+	assistant_release(&a);
+	log_level = level;
+}
+END_TEST
+
+START_TEST(test_close_records_stop_reason_error_and_usage)
+{
+	struct assistant a;
+	json_t *msg, *usage;
+
+	init(&a, false);
+	assistant_text_delta(&a, "ignored", 7); /* nothing open */
+	assistant_text_end(&a);
+	ck_assert_uint_eq(json_array_size(events), 0);
+	assistant_open(&a, "x", "sim", "sim-1", 0);
+	msg = assistant_close(&a, "error", "503 Service Unavailable", 10, 4);
+	ck_assert_str_eq(json_string_value(json_object_get(msg, "stopReason")), "error");
+	ck_assert_str_eq(json_string_value(json_object_get(msg, "errorMessage")),
+			 "503 Service Unavailable");
+	usage = json_object_get(msg, "usage");
+	ck_assert_int_eq(json_integer_value(json_object_get(usage, "input")), 10);
+	ck_assert_int_eq(json_integer_value(json_object_get(usage, "output")), 4);
+	ck_assert_int_eq(json_integer_value(json_object_get(usage, "totalTokens")), 14);
+	ck_assert_ptr_eq(json_object_get(event(1), "message"), msg);
+	json_decref(msg);
+	assistant_release(&a);
+}
+END_TEST
+
+START_TEST(test_last_text_joins_the_blocks_of_the_last_assistant_message)
+{
+	json_t *messages = json_loads("[{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"old\"}]},"
+				      "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
+				      "{\"type\":\"image\"},{\"type\":\"text\",\"text\":\"b\"}]},"
+				      "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"q\"}]}]",
+				      0, NULL);
+	json_t *empty = json_array();
+	json_t *out = assistant_last_text(messages);
+
+	ck_assert_str_eq(json_string_value(json_object_get(out, "text")), "ab");
+	json_decref(out);
+	out = assistant_last_text(empty);
+	ck_assert(json_is_null(json_object_get(out, "text")));
+	json_decref(out);
+	json_decref(empty);
+	json_decref(messages);
+}
+END_TEST
+
+Suite *assistant_suite(void)
+{
+	Suite *s = suite_create("assistant");
+	TCase *tc = tcase_create("assistant");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_open_says_message_start_once_with_the_identity);
+	tcase_add_test(tc, test_full_updates_carry_the_text_so_far);
+	tcase_add_test(tc, test_delta_updates_write_lines_and_close_keeps_every_block);
+	tcase_add_test(tc, test_text_that_is_not_utf8_is_refused_like_jansson_does);
+	tcase_add_test(tc, test_close_records_stop_reason_error_and_usage);
+	tcase_add_test(tc, test_last_text_joins_the_blocks_of_the_last_assistant_message);
+	suite_add_tcase(s, tc);
+	return s;
+}

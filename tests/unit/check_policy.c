@@ -1,0 +1,212 @@
+/* The retry policy a prompt runs on (src/core/policy.c): resolving and
+ * checking it, adopting a snapshot for a chain, judging an error under it,
+ * and applying set_retry_policy / set_auto_retry to the settings. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "core/policy.h"
+
+Suite *policy_suite(void);
+
+static char dir[64], path[128];
+static struct settings settings;
+static struct classify *daemon_classify;
+
+static void setup(void)
+{
+	char err[256];
+
+	strcpy(dir, "/tmp/retryd-policy-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/settings.json", dir);
+	ck_assert_int_eq(settings_init(&settings, path, err, sizeof(err)), 0);
+	daemon_classify = classify_new(settings_get(&settings, "retry"), err, sizeof(err));
+	ck_assert_ptr_nonnull(daemon_classify);
+}
+
+static void teardown(void)
+{
+	classify_free(daemon_classify);
+	settings_release(&settings);
+	unlink(path);
+	rmdir(dir);
+}
+
+static json_t *for_prompt(const char *override, char *err, size_t errlen)
+{
+	json_t *o = override ? json_loads(override, 0, NULL) : NULL;
+	json_t *p = policy_for_prompt(&settings, o, err, errlen);
+
+	json_decref(o);
+	return p;
+}
+
+START_TEST(test_prompt_policy_is_checked_and_names_the_key)
+{
+	char err[256];
+	json_t *p;
+
+	ck_assert_ptr_null(for_prompt("{\"foo\":1}", err, sizeof(err)));
+	ck_assert_str_eq(err, "retry.foo is not a retry setting");
+	ck_assert_ptr_null(for_prompt("[]", err, sizeof(err)));
+	ck_assert_str_eq(err, "retry must be an object of retry settings");
+	ck_assert_ptr_null(for_prompt("{\"budget\":{\"maxTokens\":5,\"tokenRatio\":1}}", err, sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, "retry.budget is shared by every prompt"));
+	/* A schedule without maxRetries sets it to its length. */
+	p = for_prompt("{\"schedule\":[10,20]}", err, sizeof(err));
+	ck_assert_msg(p != NULL, "%s", err);
+	ck_assert_int_eq(json_integer_value(json_object_get(p, "maxRetries")), 2);
+	json_decref(p);
+}
+END_TEST
+
+START_TEST(test_adopted_snapshot_holds_until_set_auto_retry_changes_it)
+{
+	char err[256];
+	json_t *resolved = for_prompt("{\"maxRetries\":7,\"continuationPrompt\":\"go\"}", err,
+				      sizeof(err));
+	struct policy p;
+	struct retry_policy now;
+
+	memset(&p, 0, sizeof(p));
+	ck_assert_ptr_nonnull(resolved);
+	policy_adopt(&p, resolved, 3, &settings, daemon_classify);
+	json_decref(resolved);
+	ck_assert_int_eq(p.retry.max_retries, 7);
+	ck_assert_int_eq(policy_int(&p, "maxRetries", -1), 7);
+	ck_assert_int_eq(policy_int(&p, "nope", -1), -1);
+	ck_assert_str_eq(policy_string(&p, "continuationPrompt"), "go");
+	/* The patterns are the daemon's: its classifier is shared. */
+	ck_assert_ptr_eq(policy_classifier(&p, NULL), daemon_classify);
+	ck_assert_int_eq(settings_override(&settings, "retry.enabled=false", err, sizeof(err)), 0);
+	now = policy_current(&p, 3, &settings);
+	ck_assert(now.enabled);
+	now = policy_current(&p, 4, &settings);
+	ck_assert(!now.enabled);
+	ck_assert_int_eq(now.max_retries, 7);
+	policy_release(&p);
+}
+END_TEST
+
+START_TEST(test_judge_classifies_once_and_says_why_a_retry_cannot_resume)
+{
+	struct policy p;
+	struct policy_verdict v;
+
+	memset(&p, 0, sizeof(p));
+	policy_judge(&p, daemon_classify, NULL, NULL, -1, true, 0, &v);
+	ck_assert(!v.retryable);
+	ck_assert_ptr_null(v.error);
+	policy_verdict_release(&v);
+
+	policy_judge(&p, daemon_classify, "401 Unauthorized", "gone", -1, true, 0, &v);
+	ck_assert(!v.retryable);
+	ck_assert_str_eq(v.error, "401 Unauthorized");
+	policy_verdict_release(&v);
+
+	policy_judge(&p, daemon_classify, "503 overloaded, try again in 5 seconds", NULL, -1, true,
+		     0, &v);
+	ck_assert(v.retryable);
+	ck_assert(v.overload);
+	ck_assert(!v.usage_limit);
+	ck_assert_int_eq(v.hint_ms, 5000);
+	policy_verdict_release(&v);
+
+	/* The provider's own hint wins over the text. */
+	policy_judge(&p, daemon_classify, "usage limit reached, try again in 5 seconds", NULL, 42,
+		     true, 0, &v);
+	ck_assert(v.usage_limit);
+	ck_assert_int_eq(v.hint_ms, 42);
+	policy_verdict_release(&v);
+
+	policy_judge(&p, daemon_classify, "503 Service Unavailable", "no session id", -1, true, 0,
+		     &v);
+	ck_assert(!v.retryable);
+	ck_assert_str_eq(v.error, "503 Service Unavailable (not retried: no session id)");
+	policy_verdict_release(&v);
+	ck_assert_ptr_null(v.owned);
+
+	/* With retrying off the error keeps its text (it is final anyway). */
+	policy_judge(&p, daemon_classify, "503 Service Unavailable", "no session id", -1, false, 0,
+		     &v);
+	ck_assert(v.retryable);
+	ck_assert_str_eq(v.error, "503 Service Unavailable");
+	ck_assert(!v.overload);
+	policy_verdict_release(&v);
+}
+END_TEST
+
+START_TEST(test_apply_checks_everything_before_changing_anything)
+{
+	char err[256];
+	json_t *bad = json_loads("{\"maxRetries\":9,\"retryablePatterns\":[\"(x\"]}", 0, NULL);
+	json_t *good = json_loads("{\"maxRetries\":9,\"retryablePatterns\":[\"boom\"]}", 0, NULL);
+	json_t *data = NULL, *not_object = json_string("x");
+	struct classify *c;
+
+	ck_assert_ptr_null(policy_apply(&settings, not_object, false, &data, err, sizeof(err)));
+	json_decref(not_object);
+	ck_assert_str_eq(err, "set_retry_policy: field \"policy\" must be an object of retry settings");
+	ck_assert_ptr_null(policy_apply(&settings, bad, false, &data, err, sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, "retry.retryablePatterns[0]"));
+	ck_assert_ptr_null(data);
+	ck_assert_int_eq(settings_int(&settings, "retry.maxRetries", -1), 3);
+	c = policy_apply(&settings, good, false, &data, err, sizeof(err));
+	ck_assert_msg(c != NULL, "%s", err);
+	ck_assert_int_eq(settings_int(&settings, "retry.maxRetries", -1), 9);
+	ck_assert(classify_error(c, "boom", 4) == CLASSIFY_RETRYABLE);
+	ck_assert(json_is_false(json_object_get(data, "persisted")));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(data, "policy"),
+							    "maxRetries")), 9);
+	/* Not persisted: the file was never written. */
+	ck_assert_int_ne(access(path, F_OK), 0);
+	classify_free(c);
+	json_decref(data);
+	json_decref(bad);
+	json_decref(good);
+}
+END_TEST
+
+START_TEST(test_set_enabled_saves_or_says_why_not)
+{
+	char err[512];
+	struct settings unwritable;
+	enum log_level level = log_level;
+	json_t *data;
+
+	ck_assert_ptr_null(policy_set_enabled(&settings, false, err, sizeof(err)));
+	ck_assert(!settings_bool(&settings, "retry.enabled", true));
+	ck_assert_int_eq(access(path, F_OK), 0);
+
+	ck_assert_int_eq(settings_init(&unwritable, "/proc/retryd-no/settings.json", err,
+				       sizeof(err)), 0);
+	log_level = LOG_LEVEL_NONE; /* the expected warning */
+	data = policy_set_enabled(&unwritable, false, err, sizeof(err));
+	log_level = level;
+	ck_assert_ptr_nonnull(data);
+	ck_assert(json_is_false(json_object_get(data, "persisted")));
+	ck_assert_str_eq(json_string_value(json_object_get(data, "warning")), err);
+	/* Applied all the same. */
+	ck_assert(!settings_bool(&unwritable, "retry.enabled", true));
+	json_decref(data);
+	settings_release(&unwritable);
+}
+END_TEST
+
+Suite *policy_suite(void)
+{
+	Suite *s = suite_create("policy");
+	TCase *tc = tcase_create("policy");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_prompt_policy_is_checked_and_names_the_key);
+	tcase_add_test(tc, test_adopted_snapshot_holds_until_set_auto_retry_changes_it);
+	tcase_add_test(tc, test_judge_classifies_once_and_says_why_a_retry_cannot_resume);
+	tcase_add_test(tc, test_apply_checks_everything_before_changing_anything);
+	tcase_add_test(tc, test_set_enabled_saves_or_says_why_not);
+	suite_add_tcase(s, tc);
+	return s;
+}
