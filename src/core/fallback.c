@@ -7,8 +7,6 @@
 #include "proto/event.h"
 
 /* The policy's defaults, for a chain that runs without a snapshot. */
-#define USAGE_LIMIT_COOLDOWN_MS 1800000
-#define FALLBACK_COOLDOWN_MS 60000
 
 int fallback_init(struct fallback *self, const json_t *credentials, const char *model)
 {
@@ -114,8 +112,7 @@ void fallback_plan(struct fallback *self, const struct policy *policy, bool usag
 		   bool overload, int64_t hint_ms, int64_t now_ms, struct fallback_plan *plan)
 {
 	int64_t usage_rest = hint_ms >= 0 ? hint_ms
-					  : policy_int(policy, "usageLimitCooldownMs",
-						       USAGE_LIMIT_COOLDOWN_MS);
+					  : policy_int(policy, "usageLimitCooldownMs");
 
 	memset(plan, 0, sizeof(*plan));
 	plan->kind = RETRY_SWITCH_NONE;
@@ -136,8 +133,7 @@ void fallback_plan(struct fallback *self, const struct policy *policy, bool usag
 		return;
 	json_object_set_new(self->cooldown, self->model,
 			    json_integer(now_ms + (usage_limit ? usage_rest
-						   : policy_int(policy, "fallbackCooldownMs",
-								FALLBACK_COOLDOWN_MS))));
+						   : policy_int(policy, "fallbackCooldownMs"))));
 	plan->reason = usage_limit ? "usage-limit" : "overloaded";
 	plan->kind = RETRY_SWITCH_MODEL;
 }

@@ -9,25 +9,24 @@
 #include "base/log.h"
 #include "base/utf8.h"
 
-static const char *const known_keys[] = {
-	"enabled", "maxRetries", "baseDelayMs", "maxDelayMs", "respectServerHints", "jitter",
-	"jitterSeed", "schedule", "budget", "idleTimeoutMs", "fallbackModels",
-	"fallbackAfterConsecutive", "fallbackCooldownMs", "usageLimitCooldownMs",
-	"retryablePatterns", "nonRetryablePatterns", "contextOverflowPatterns",
-	"usageLimitPatterns", "overloadPatterns", "continuationPrompt", NULL,
-};
-
 static const char *const pattern_keys[] = {
 	"retryablePatterns", "nonRetryablePatterns", "contextOverflowPatterns",
 	"usageLimitPatterns", "overloadPatterns", NULL,
 };
 
+/* A key of the retry object, as the settings table knows it ("retry.<key>"). */
+static bool retry_key(const char *key, char *full, size_t size)
+{
+	int n = snprintf(full, size, "retry.%s", key);
+
+	return n > 0 && (size_t)n < size;
+}
+
 static bool known(const char *key)
 {
-	for (size_t i = 0; known_keys[i] != NULL; i++)
-		if (strcmp(known_keys[i], key) == 0)
-			return true;
-	return false;
+	char full[96];
+
+	return retry_key(key, full, sizeof(full)) && settings_known(full);
 }
 
 /* Whether the user, not the defaults, chose maxRetries. */
@@ -162,7 +161,7 @@ struct retry_policy policy_current(const struct policy *self, unsigned auto_retr
 	struct retry_policy p = self->retry;
 
 	if (auto_retry_gen != self->auto_retry_gen)
-		p.enabled = settings_bool(settings, "retry.enabled", true);
+		p.enabled = settings_get_bool(settings, "retry.enabled");
 	return p;
 }
 
@@ -204,11 +203,14 @@ void policy_verdict_release(struct policy_verdict *v)
 	v->owned = NULL;
 }
 
-int64_t policy_int(const struct policy *self, const char *key, int64_t fallback)
+int64_t policy_int(const struct policy *self, const char *key)
 {
 	json_t *v = json_object_get(self->json, key);
+	char full[96];
 
-	return json_is_integer(v) ? json_integer_value(v) : fallback;
+	if (json_is_integer(v))
+		return json_integer_value(v);
+	return retry_key(key, full, sizeof(full)) ? settings_default_int(full) : 0;
 }
 
 const char *policy_string(const struct policy *self, const char *key)

@@ -87,7 +87,7 @@ void policy_judge(const struct policy *self, struct classify *daemon_classify, c
 void policy_verdict_release(struct policy_verdict *v);
 
 /* A number of the snapshot; `fallback` when absent. */
-int64_t policy_int(const struct policy *self, const char *key, int64_t fallback);
+int64_t policy_int(const struct policy *self, const char *key);
 /* A string of the snapshot (borrowed), or NULL. */
 const char *policy_string(const struct policy *self, const char *key);
 

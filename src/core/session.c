@@ -112,6 +112,14 @@ static void start_new_session(struct session *self)
 	self->name = NULL;
 }
 
+/* The provider's first model: the one a session without --model uses. */
+static const char *first_model(const struct provider *p)
+{
+	const char *id = json_string_value(json_object_get(json_array_get(p->models, 0), "id"));
+
+	return id != NULL ? id : "";
+}
+
 int session_init(struct session *self, const struct session_config *cfg)
 {
 	struct assistant_output out = {
@@ -133,7 +141,7 @@ int session_init(struct session *self, const struct session_config *cfg)
 	if (self->messages == NULL || self->run_messages == NULL || self->steering == NULL ||
 	    self->follow_ups == NULL ||
 	    fallback_init(&self->fallback, cfg->provider->credentials,
-			  cfg->model ? cfg->model : "sim-1") != 0) {
+			  cfg->model ? cfg->model : first_model(cfg->provider)) != 0) {
 		session_release(self);
 		return -1;
 	}
@@ -470,8 +478,8 @@ static void start_attempt(struct session *self)
 
 	sink.ctx = self;
 	self->phase = SESSION_ATTEMPT;
-	self->reply.delta_updates = strcmp(settings_string(self->cfg.settings, "rpc.messageUpdates",
-							   "full"), "delta") == 0;
+	self->reply.delta_updates =
+		strcmp(settings_get_string(self->cfg.settings, "rpc.messageUpdates"), "delta") == 0;
 	touch(self);
 	if (p->ops->start(p, &actx, &sink, self->start_error, sizeof(self->start_error)) != 0) {
 		clock_timer_start(self->cfg.clock, &self->start_failed_timer, 0, on_start_failed,
@@ -638,7 +646,7 @@ json_t *session_state(struct session *self)
 				    json_integer((json_int_t)json_array_size(self->messages)));
 	json_object_set_new_nocheck(st, "pendingMessageCount", json_integer(pending));
 	json_object_set_new_nocheck(st, "autoRetryEnabled",
-				    json_boolean(settings_bool(self->cfg.settings, "retry.enabled", true)));
+				    json_boolean(settings_get_bool(self->cfg.settings, "retry.enabled")));
 	json_object_set_new_nocheck(st, "isRetrying", json_boolean(self->phase == SESSION_BACKOFF));
 	json_object_set_new_nocheck(st, "retryAttempt", json_integer(self->chain.attempt));
 	if (self->file != NULL)

@@ -76,8 +76,10 @@ START_TEST(test_adopted_snapshot_holds_until_set_auto_retry_changes_it)
 	policy_adopt(&p, resolved, 3, &settings, daemon_classify);
 	json_decref(resolved);
 	ck_assert_int_eq(p.retry.max_retries, 7);
-	ck_assert_int_eq(policy_int(&p, "maxRetries", -1), 7);
-	ck_assert_int_eq(policy_int(&p, "nope", -1), -1);
+	ck_assert_int_eq(policy_int(&p, "maxRetries"), 7);
+	/* Absent from the snapshot: the settings table's default. */
+	ck_assert_int_eq(policy_int(&p, "fallbackCooldownMs"),
+			 settings_default_int("retry.fallbackCooldownMs"));
 	ck_assert_str_eq(policy_string(&p, "continuationPrompt"), "go");
 	/* The patterns are the daemon's: its classifier is shared. */
 	ck_assert_ptr_eq(policy_classifier(&p, NULL), daemon_classify);
