@@ -339,8 +339,18 @@ void api_stream_end(struct api_stream *self, struct provider_result *out)
 }
 
 
-int api_quick_keep(const struct jsonscan *js, struct api_quick *q)
+int api_quick_open(struct jsonscan *js, const char *data, size_t len, struct api_quick *q)
 {
+	q->content = q->reason = NULL;
+	q->content_len = q->reason_len = 0;
+	jsonscan_init(js, data, len);
+	return jsonscan_object(js) != 0 ? JSONSCAN_BAIL : 0;
+}
+
+int api_quick_close(struct jsonscan *js, int rc, struct api_quick *q)
+{
+	if (rc != 0 || !jsonscan_end(js))
+		return 0;
 	if (q->content != NULL && jsonscan_in_scratch(js, q->content)) {
 		if (q->content_len > sizeof(q->content_buf))
 			return 0;

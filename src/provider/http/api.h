@@ -176,8 +176,14 @@ void api_stream_begin(struct api_stream *self);
 /* Text deltas, with start/text_start as needed; empty ones are dropped. */
 void api_stream_text(struct api_stream *self, const char *text, size_t len);
 
-/* The strings q points to in js's scratch, copied into q (the scanner is
- * dropped when the reader returns). Returns 1, or 0 when they do not fit. */
-int api_quick_keep(const struct jsonscan *js, struct api_quick *q);
+/* A format's quick reader starts with this: q emptied, js (the reader's
+ * own) set on data[0..len) and inside its top-level object. Returns 0, or
+ * JSONSCAN_BAIL when data is not an object (the reader returns 0). */
+int api_quick_open(struct jsonscan *js, const char *data, size_t len, struct api_quick *q);
+/* ... and ends with this: rc is the loop's last jsonscan_key() result; the
+ * object must have closed with nothing after it. The strings q points to
+ * in js's scratch are copied into q (the scanner is dropped when the reader
+ * returns). Returns 1 (q holds the chunk), or 0 (for jansson). */
+int api_quick_close(struct jsonscan *js, int rc, struct api_quick *q);
 
 #endif

@@ -151,10 +151,7 @@ int api_openai_quick(const char *data, size_t len, struct api_quick *q)
 	size_t klen;
 	int rc;
 
-	q->content = q->reason = NULL;
-	q->content_len = q->reason_len = 0;
-	jsonscan_init(&js, data, len);
-	if (jsonscan_object(&js) != 0)
+	if (api_quick_open(&js, data, len, q) != 0)
 		return 0;
 	while ((rc = jsonscan_key(&js, &key, &klen)) == 1) {
 		if (JSONSCAN_IS(key, klen, "choices")) {
@@ -179,9 +176,7 @@ int api_openai_quick(const char *data, size_t len, struct api_quick *q)
 			return 0;
 		}
 	}
-	if (rc != 0 || !jsonscan_end(&js))
-		return 0;
-	return api_quick_keep(&js, q);
+	return api_quick_close(&js, rc, q);
 }
 
 static int event_tree(struct api_stream *self, const struct sse_event *ev)
