@@ -383,7 +383,7 @@ static int run(struct daemon *d, const struct options *o)
 			return 2;
 		}
 	} else {
-		d->http = http_client_new(d->loop);
+		d->http = http_client_new(d->loop, err, sizeof(err));
 		d->provider = d->http ? provider_http_new(d->http, &d->clock.clock, &d->settings,
 							  o->provider, err, sizeof(err))
 				      : NULL;
@@ -392,7 +392,7 @@ static int run(struct daemon *d, const struct options *o)
 						     o->provider) != NULL;
 
 			/* An unknown name is a usage error; a bad entry, a settings one. */
-			fprintf(stderr, "retryd: %s\n", d->http ? err : "cannot start libcurl");
+			fprintf(stderr, "retryd: %s\n", err);
 			free(dir);
 			return known ? 1 : 2;
 		}
