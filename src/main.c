@@ -413,12 +413,12 @@ static int run(struct daemon *d, const struct options *o)
 			.idle_timeout_ms = (long)settings_get_int(&d->settings, "http.idleTimeoutMs"),
 		};
 
-		d->http = http_client_new(d->loop);
-		if (d->http == NULL)
-			errbuf_set(err, sizeof(err), "cannot start libcurl");
-		else if (hcfg.entry == NULL)
+		/* On failure err says why: libcurl did not load, the name is
+		 * unknown, or its entry is wrong. */
+		d->http = http_client_new(d->loop, err, sizeof(err));
+		if (d->http != NULL && hcfg.entry == NULL)
 			unknown_provider(providers, o->provider, err, sizeof(err));
-		else
+		else if (d->http != NULL)
 			d->provider = provider_http_new(d->http, &d->clock.clock, &hcfg, err, sizeof(err));
 		if (d->provider == NULL) {
 			/* An unknown name is a usage error; a bad entry, a settings one. */

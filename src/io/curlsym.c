@@ -1,38 +1,37 @@
 #include "io/curlsym.h"
 
 #include <dlfcn.h>
-#include <stdio.h>
+
+#include "base/errbuf.h"
 
 static struct curlsym table;
 static int loaded; /* 0 not tried, 1 loaded, -1 failed */
-static char failure[256];
+static char failure[512];
 
 /* POSIX's way to store dlsym()'s void * into a function pointer. */
-#define LOAD(name)                                                              \
-	do {                                                                    \
-		*(void **)(&table.name) = dlsym(lib, "curl_" #name);            \
-		if (table.name == NULL) {                                       \
-			snprintf(failure, sizeof(failure),                      \
-				 "cannot load libcurl: no curl_" #name " in it"); \
-			return -1;                                              \
-		}                                                               \
+#define LOAD(name)                                                                  \
+	do {                                                                        \
+		*(void **)(&out->name) = dlsym(lib, "curl_" #name);                 \
+		if (out->name == NULL) {                                            \
+			why = dlerror();                                            \
+			return errbuf_set(err, errlen, "cannot load libcurl: %s",   \
+					  why ? why : "no curl_" #name " in it");   \
+		}                                                                   \
 	} while (0)
 
-static int load(void)
+int curlsym_open(struct curlsym *out, const char *const *names, char *err, size_t errlen)
 {
-	static const char *const names[] = { "libcurl.so.4", "libcurl.so", NULL };
 	void *lib = NULL;
-	const char *why = "not found";
+	const char *why = "no library name to try";
 
 	for (size_t i = 0; names[i] != NULL && lib == NULL; i++) {
 		lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
 		if (lib == NULL)
 			why = dlerror();
 	}
-	if (lib == NULL) {
-		snprintf(failure, sizeof(failure), "cannot load libcurl: %s", why ? why : "?");
-		return -1;
-	}
+	if (lib == NULL)
+		return errbuf_set(err, errlen, "cannot load libcurl: %s", why ? why : "not found");
+	(void)dlerror(); /* a stale error would be taken for dlsym's */
 	LOAD(global_init);
 	LOAD(global_cleanup);
 	LOAD(multi_init);
@@ -64,11 +63,12 @@ static int load(void)
 
 const struct curlsym *curlsym_load(char *err, size_t errlen)
 {
+	static const char *const names[] = { "libcurl.so.4", "libcurl.so", NULL };
+
 	if (loaded == 0)
-		loaded = load() == 0 ? 1 : -1;
+		loaded = curlsym_open(&table, names, failure, sizeof(failure)) == 0 ? 1 : -1;
 	if (loaded < 0) {
-		if (err != NULL && errlen > 0)
-			snprintf(err, errlen, "%s", failure);
+		errbuf_set(err, errlen, "%s", failure);
 		return NULL;
 	}
 	return &table;

@@ -45,9 +45,17 @@ struct curlsym {
 
 #undef CURLSYM
 
-/* Loads libcurl once per process (later calls return the same table; it
- * stays loaded). Returns NULL with err saying why ("cannot load libcurl:
- * libcurl.so.4: cannot open shared object file ..."). */
+/* Loads libcurl once per process (later calls return the same table, or
+ * the same failure; it stays loaded). Returns NULL with err (may be NULL)
+ * saying why, in the loader's words ("cannot load libcurl: libcurl.so.4:
+ * cannot open shared object file: No such file or directory"). */
 const struct curlsym *curlsym_load(char *err, size_t errlen);
+
+/* What curlsym_load does, without its once-per-process memory: dlopen()s
+ * the first of names (NULL-terminated; borrowed) that loads and fills *out
+ * from it. Returns 0, or -1 with err saying why ("cannot load libcurl:
+ * <dlopen's or dlsym's error>"); *out is then partly filled and not to be
+ * used. A library that loaded stays loaded. */
+int curlsym_open(struct curlsym *out, const char *const *names, char *err, size_t errlen);
 
 #endif

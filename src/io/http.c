@@ -21,8 +21,9 @@
  * could hold a secret: no header, no URL. */
 #include "io/http.h"
 
-#include "io/curlsym.h"
+#include "base/errbuf.h"
 #include "base/log.h"
+#include "io/curlsym.h"
 
 #include <assert.h>
 #include <stddef.h>
@@ -619,23 +620,27 @@ again:
 
 /* --- the API --- */
 
-struct http_client *http_client_new(uv_loop_t *loop)
+struct http_client *http_client_new(uv_loop_t *loop, char *err, size_t errlen)
 {
 	struct http_client *self = calloc(1, sizeof *self);
 
-	if (self == NULL)
+	if (self == NULL) {
+		errbuf_set(err, errlen, "cannot start libcurl: out of memory");
 		return NULL;
-	curl = curlsym_load(NULL, 0);
+	}
+	curl = curlsym_load(err, errlen);
 	if (curl == NULL) {
 		free(self);
 		return NULL;
 	}
 	if (curl->global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		errbuf_set(err, errlen, "cannot start libcurl: curl_global_init failed");
 		free(self);
 		return NULL;
 	}
 	self->multi = curl->multi_init();
 	if (self->multi == NULL) {
+		errbuf_set(err, errlen, "cannot start libcurl: curl_multi_init failed");
 		curl->global_cleanup();
 		free(self);
 		return NULL;
@@ -722,7 +727,7 @@ struct http_request *http_request_start(struct http_client *client, const struct
 	}
 	bad_url = check_url(opts->url);
 	if (bad_url != NULL) {
-		snprintf(err, errlen, "bad URL: %s", bad_url);
+		errbuf_set(err, errlen, "bad URL: %s", bad_url);
 		return NULL;
 	}
 	if (!is_token(method)) {
@@ -826,7 +831,7 @@ struct http_request *http_request_start(struct http_client *client, const struct
 	return req;
 
 fail:
-	snprintf(err, errlen, "%s", why);
+	errbuf_set(err, errlen, "%s", why);
 	if (req != NULL) {
 		curl->easy_cleanup(req->easy);
 		curl->slist_free_all(req->headers);

@@ -56,8 +56,11 @@ struct http_options {
 	long total_timeout_ms;       /* 0: none; keeps running while paused */
 };
 
-/* Returns NULL on failure. */
-struct http_client *http_client_new(uv_loop_t *loop);
+/* Loads libcurl if no client has yet (see curlsym.h). Returns NULL on
+ * failure, with err (may be NULL) saying why, libcurl's load error in the
+ * loader's words ("cannot load libcurl: libcurl.so.4: cannot open shared
+ * object file: No such file or directory"). */
+struct http_client *http_client_new(uv_loop_t *loop, char *err, size_t errlen);
 /* Cancels every request (no callback of theirs runs) and frees the client
  * once its handles are closed; done(ctx) then runs, always from the loop,
  * never from inside this call (done may be NULL). */

@@ -1,7 +1,7 @@
 /* Fuzz target "sse": a streamed HTTP answer, as the HTTP provider sees it —
- * the Server-Sent Events framer (src/sse.c) feeding the OpenAI or Anthropic
- * stream decoder (src/api_openai.c, src/api_anthropic.c), and the same bytes
- * read as an HTTP error body (api_http_error).
+ * the Server-Sent Events framer (provider/http/sse.c) feeding the stream
+ * decoder (provider/http/api.c) with the OpenAI or the Anthropic format,
+ * and the same bytes read as an HTTP error body (api_http_error).
  *
  * Input: byte 0 picks how the body is cut into reads (0: all at once, else
  * pieces of that many bytes, each copied to a buffer of its exact size);
@@ -17,56 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "provider/http/api.h"
 #include "fuzz.h"
+#include "provider/http/api.h"
+#include "provider/http/api_anthropic.h"
+#include "provider/http/api_openai.h"
 #include "provider/http/sse.h"
-
-struct trace {
-	bool started, text_started, text_ended;
-	size_t deltas;
-};
-
-static void on_start(void *ctx)
-{
-	struct trace *t = ctx;
-
-	FUZZ_CHECK(!t->started, "start() twice");
-	t->started = true;
-}
-
-static void on_text_start(void *ctx)
-{
-	struct trace *t = ctx;
-
-	FUZZ_CHECK(t->started, "text_start() before start()");
-	FUZZ_CHECK(!t->text_started, "text_start() twice");
-	t->text_started = true;
-}
-
-static void on_text_delta(void *ctx, const char *text, size_t len)
-{
-	struct trace *t = ctx;
-
-	FUZZ_CHECK(t->text_started && !t->text_ended, "text_delta() outside a text block");
-	FUZZ_CHECK(len > 0, "empty text_delta()");
-	FUZZ_CHECK(fuzz_utf8_valid(text, len), "text_delta() with invalid UTF-8");
-	t->deltas++;
-}
-
-static void on_text_end(void *ctx)
-{
-	struct trace *t = ctx;
-
-	FUZZ_CHECK(t->text_started && !t->text_ended, "text_end() without an open block");
-	t->text_ended = true;
-}
-
-static void on_finish(void *ctx, const struct provider_result *r)
-{
-	(void)ctx;
-	(void)r;
-	FUZZ_CHECK(0, "the decoder called finish()");
-}
+#include "support/recsink.h"
 
 static void check_text(const char *s, size_t cap, const char *what)
 {
@@ -76,18 +32,21 @@ static void check_text(const char *s, size_t cap, const char *what)
 	FUZZ_CHECK(fuzz_utf8_valid(s, n), "%s is not UTF-8: %s", what, s);
 }
 
-static void decode(enum api_kind kind, size_t max_event, size_t piece, const char *body, size_t len)
+static void decode(const struct api_format *format, size_t max_event, size_t piece, const char *body,
+		   size_t len)
 {
-	struct trace t = { 0 };
-	struct provider_sink sink = { on_start, on_text_start, on_text_delta, on_text_end,
-				      on_finish, &t, NULL };
+	struct recsink t;
+	struct provider_sink sink = recsink_sink(&t);
 	struct api_stream st;
 	struct sse_parser p;
 	struct provider_result r;
 	size_t at = 0;
 	int rc = 0;
 
-	api_stream_init(&st, kind, &sink);
+	recsink_init(&t);
+	/* The session builds JSON strings from the deltas. */
+	t.check_delta = fuzz_utf8_valid;
+	api_stream_init(&st, format, &sink);
 	sse_init(&p, max_event);
 	/* As provider_http's on_data: stop at a failure or once the stream is done. */
 	while (at < len && rc == 0 && !api_stream_done(&st)) {
@@ -107,7 +66,12 @@ static void decode(enum api_kind kind, size_t max_event, size_t piece, const cha
 	}
 	api_stream_end(&st, &r);
 	sse_release(&p);
-	FUZZ_CHECK(!t.text_started || t.text_ended, "an open text block was not closed");
+	FUZZ_CHECK(t.misorder == NULL, "%s", t.misorder);
+	FUZZ_CHECK(t.starts <= 1 && t.text_starts <= 1, "more than one start() or text_start()");
+	FUZZ_CHECK(t.text_ends == t.text_starts, "an open text block was not closed");
+	FUZZ_CHECK(t.bad_deltas == 0, "an empty text_delta() or one with invalid UTF-8");
+	FUZZ_CHECK(t.finishes == 0, "the decoder called finish()");
+	recsink_release(&t);
 	FUZZ_CHECK(r.stop <= STOP_ABORTED, "stop reason %d", (int)r.stop);
 	FUZZ_CHECK(r.stop != STOP_ABORTED, "the decoder reported an abort");
 	FUZZ_CHECK((r.stop == STOP_ERROR) == (r.error_message != NULL),
@@ -127,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	body = (const char *)data + 2;
 	len = size - 2;
-	decode((data[1] & 1) ? API_ANTHROPIC : API_OPENAI, (data[1] & 2) ? 256 : 1u << 20, data[0],
+	decode((data[1] & 1) ? &api_anthropic_format : &api_openai_format, (data[1] & 2) ? 256 : 1u << 20, data[0],
 	       body, len);
 	status = 400 + (data[1] >> 2) * 3;
 	api_http_error(status, body, len, out, sizeof(out));

@@ -4,61 +4,14 @@
 #include <string.h>
 
 #include "provider/http/api.h"
+#include "provider/http/api_anthropic.h"
+#include "provider/http/api_formats.h"
+#include "provider/http/api_openai.h"
+#include "support/recsink.h"
 
 Suite *api_suite(void);
 
-/* ---- a recording sink and a decoding harness ------------------------------ */
-
-struct rec {
-	char *log;        /* "start;text_start;delta(Hello);...;text_end;" */
-	size_t len, cap;
-};
-
-static void put(struct rec *r, const char *p, size_t n)
-{
-	if (r->len + n + 1 > r->cap) {
-		r->cap = (r->len + n + 1) * 2;
-		r->log = realloc(r->log, r->cap);
-		ck_assert_ptr_nonnull(r->log);
-	}
-	memcpy(r->log + r->len, p, n);
-	r->len += n;
-	r->log[r->len] = '\0';
-}
-
-static void puts_(struct rec *r, const char *s)
-{
-	put(r, s, strlen(s));
-}
-
-static void on_start(void *ctx)
-{
-	puts_(ctx, "start;");
-}
-
-static void on_text_start(void *ctx)
-{
-	puts_(ctx, "text_start;");
-}
-
-static void on_text_delta(void *ctx, const char *text, size_t len)
-{
-	puts_(ctx, "delta(");
-	put(ctx, text, len);
-	puts_(ctx, ");");
-}
-
-static void on_text_end(void *ctx)
-{
-	puts_(ctx, "text_end;");
-}
-
-static void on_finish(void *ctx, const struct provider_result *result)
-{
-	(void)ctx;
-	(void)result;
-	ck_abort_msg("the decoder must leave finish() to the provider");
-}
+/* ---- a decoding harness -------------------------------------------------- */
 
 struct outcome {
 	char *log;
@@ -72,19 +25,19 @@ struct outcome {
 /* Decodes `len` bytes: first `split` bytes, then the rest `chunk` bytes at a
  * time (0: all at once); each piece is copied to a buffer of its exact size
  * so ASan sees overreads. */
-static struct outcome decode_split(enum api_kind kind, const char *body, size_t len, size_t split,
+static struct outcome decode_split(const struct api_format *format, const char *body, size_t len, size_t split,
 				   size_t chunk)
 {
-	struct rec r = { 0 };
-	struct provider_sink sink = { .start = on_start, .text_start = on_text_start, .text_delta = on_text_delta,
-				      .text_end = on_text_end, .finish = on_finish, .ctx = &r };
+	struct recsink r;
+	struct provider_sink sink = recsink_sink(&r);
 	struct api_stream st;
 	struct sse_parser p;
 	struct provider_result res;
 	struct outcome o = { 0 };
 	size_t at = 0;
 
-	api_stream_init(&st, kind, &sink);
+	recsink_init(&r);
+	api_stream_init(&st, format, &sink);
 	sse_init(&p, 1 << 20);
 	if (chunk == 0)
 		chunk = len ? len : 1;
@@ -101,7 +54,9 @@ static struct outcome decode_split(enum api_kind kind, const char *body, size_t 
 	}
 	api_stream_end(&st, &res);
 	sse_release(&p);
-	o.log = r.log ? r.log : strdup("");
+	ck_assert_msg(r.finishes == 0, "the decoder must leave finish() to the provider");
+	ck_assert_msg(r.misorder == NULL, "%s", r.misorder);
+	o.log = recsink_take_log(&r);
 	o.stop = res.stop;
 	o.has_error = res.error_message != NULL;
 	if (res.error_message != NULL)
@@ -112,14 +67,14 @@ static struct outcome decode_split(enum api_kind kind, const char *body, size_t 
 	return o;
 }
 
-static struct outcome decode_n(enum api_kind kind, const char *body, size_t len, size_t chunk)
+static struct outcome decode_n(const struct api_format *format, const char *body, size_t len, size_t chunk)
 {
-	return decode_split(kind, body, len, 0, chunk);
+	return decode_split(format, body, len, 0, chunk);
 }
 
-static struct outcome decode(enum api_kind kind, const char *body)
+static struct outcome decode(const struct api_format *format, const char *body)
 {
-	return decode_n(kind, body, strlen(body), 0);
+	return decode_n(format, body, strlen(body), 0);
 }
 
 /* ---- wire examples (shapes as the services send them) --------------------- */
@@ -167,7 +122,7 @@ static const char expected_log[] =
 
 START_TEST(test_openai_complete_stream_gives_text_usage_and_stop)
 {
-	struct outcome o = decode(API_OPENAI, oai_full);
+	struct outcome o = decode(&api_openai_format, oai_full);
 
 	ck_assert_str_eq(o.log, expected_log);
 	ck_assert_int_eq(o.stop, STOP_STOP);
@@ -186,7 +141,7 @@ START_TEST(test_openai_stream_split_at_every_byte_gives_the_same_result)
 
 	for (size_t i = 0; i <= n + 1; i++) {
 		/* i == n + 1: one byte at a time. */
-		struct outcome o = i <= n ? decode_split(API_OPENAI, oai_full, n, i, 0) : decode_n(API_OPENAI, oai_full, n, 1);
+		struct outcome o = i <= n ? decode_split(&api_openai_format, oai_full, n, i, 0) : decode_n(&api_openai_format, oai_full, n, 1);
 
 		ck_assert_msg(strcmp(o.log, expected_log) == 0, "split %zu: %s", i, o.log);
 		ck_assert_int_eq(o.stop, STOP_STOP);
@@ -203,7 +158,7 @@ START_TEST(test_openai_stream_cut_anywhere_before_finish_fails_as_truncated)
 	size_t n = sizeof(oai_full) - 1;
 
 	for (size_t cut = 0; cut <= n; cut++) {
-		struct outcome o = decode_n(API_OPENAI, oai_full, cut, 0);
+		struct outcome o = decode_n(&api_openai_format, oai_full, cut, 0);
 
 		if (cut < finish_end) {
 			ck_assert_msg(o.stop == STOP_ERROR, "cut at %zu", cut);
@@ -218,7 +173,7 @@ END_TEST
 
 START_TEST(test_openai_truncated_stream_keeps_text_and_closes_it)
 {
-	struct outcome o = decode(API_OPENAI, OAI_TEXT);
+	struct outcome o = decode(&api_openai_format, OAI_TEXT);
 
 	ck_assert_str_eq(o.log, expected_log);
 	ck_assert_int_eq(o.stop, STOP_ERROR);
@@ -230,7 +185,7 @@ END_TEST
 
 START_TEST(test_openai_empty_body_is_truncated_without_start)
 {
-	struct outcome o = decode(API_OPENAI, "");
+	struct outcome o = decode(&api_openai_format, "");
 
 	ck_assert_str_eq(o.log, "");
 	ck_assert_int_eq(o.stop, STOP_ERROR);
@@ -241,7 +196,7 @@ END_TEST
 
 START_TEST(test_openai_done_alone_completes_the_stream)
 {
-	struct outcome o = decode(API_OPENAI, OAI_TEXT OAI_DONE);
+	struct outcome o = decode(&api_openai_format, OAI_TEXT OAI_DONE);
 
 	ck_assert_str_eq(o.log, expected_log);
 	ck_assert_int_eq(o.stop, STOP_STOP);
@@ -252,7 +207,7 @@ END_TEST
 
 START_TEST(test_openai_finish_without_done_completes_the_stream)
 {
-	struct outcome o = decode(API_OPENAI, OAI_TEXT OAI_FINISH OAI_USAGE);
+	struct outcome o = decode(&api_openai_format, OAI_TEXT OAI_FINISH OAI_USAGE);
 
 	ck_assert_int_eq(o.stop, STOP_STOP);
 	ck_assert(!o.has_error);
@@ -263,7 +218,7 @@ END_TEST
 
 START_TEST(test_openai_text_and_finish_in_one_chunk_keeps_the_text)
 {
-	struct outcome o = decode(API_OPENAI, OAI_CHUNK("{\"content\":\"Hi\"}", "\"length\"") OAI_DONE);
+	struct outcome o = decode(&api_openai_format, OAI_CHUNK("{\"content\":\"Hi\"}", "\"length\"") OAI_DONE);
 
 	ck_assert_str_eq(o.log, "start;text_start;delta(Hi);text_end;");
 	ck_assert_int_eq(o.stop, STOP_LENGTH);
@@ -288,7 +243,7 @@ START_TEST(test_openai_finish_reasons_map_to_stop_reasons)
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct outcome o = decode(API_OPENAI, cases[i].chunk);
+		struct outcome o = decode(&api_openai_format, cases[i].chunk);
 
 		ck_assert_msg(o.stop == cases[i].stop, "case %zu", i);
 		if (cases[i].error)
@@ -302,7 +257,7 @@ END_TEST
 
 START_TEST(test_openai_only_choice_index_0_is_read)
 {
-	struct outcome o = decode(API_OPENAI,
+	struct outcome o = decode(&api_openai_format,
 				  "data: {\"choices\":[{\"index\":1,\"delta\":{\"content\":\"other\"},\"finish_reason\":\"length\"}]}\n\n"
 				  "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"mine\"},\"finish_reason\":null}]}\n\n"
 				  "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n");
@@ -315,7 +270,7 @@ END_TEST
 
 START_TEST(test_openai_tool_call_deltas_carry_no_text)
 {
-	struct outcome o = decode(API_OPENAI,
+	struct outcome o = decode(&api_openai_format,
 				  OAI_CHUNK("{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"index\":0,\"id\":\"call_1\","
 					    "\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"\"}}]}", "null")
 				  OAI_CHUNK("{}", "\"tool_calls\"") OAI_DONE);
@@ -328,7 +283,7 @@ END_TEST
 
 START_TEST(test_openai_error_object_in_stream_fails_with_type_and_message)
 {
-	struct outcome o = decode(API_OPENAI,
+	struct outcome o = decode(&api_openai_format,
 				  OAI_TEXT "data: {\"error\":{\"message\":\"Rate limit reached for gpt-4o\",\"type\":\"requests\","
 				  "\"param\":null,\"code\":\"rate_limit_exceeded\"}}\n\n" OAI_FINISH OAI_DONE);
 
@@ -343,7 +298,7 @@ END_TEST
 
 START_TEST(test_openai_openrouter_error_chunk_with_finish_error_fails_with_message)
 {
-	struct outcome o = decode(API_OPENAI,
+	struct outcome o = decode(&api_openai_format,
 				  "data: {\"id\":\"gen-1\",\"object\":\"chat.completion.chunk\",\"error\":{\"code\":502,"
 				  "\"message\":\"Provider returned error\"},\"choices\":[{\"index\":0,\"delta\":"
 				  "{\"content\":\"\"},\"finish_reason\":\"error\"}]}\n\n" OAI_DONE);
@@ -356,7 +311,7 @@ END_TEST
 
 START_TEST(test_openai_error_without_message_shows_the_error_json)
 {
-	struct outcome o = decode(API_OPENAI, "data: {\"error\":{\"code\":\"server_error\"}}\n\n");
+	struct outcome o = decode(&api_openai_format, "data: {\"error\":{\"code\":\"server_error\"}}\n\n");
 
 	ck_assert_int_eq(o.stop, STOP_ERROR);
 	ck_assert_str_eq(o.error, "{\"code\":\"server_error\"}");
@@ -369,7 +324,7 @@ START_TEST(test_openai_malformed_json_fails_with_jansson_text)
 	static const char bad[] = "{\"choices\":[{\"delta\":{\"content\":\"Hel";
 	json_error_t jerr;
 	char want[256];
-	struct outcome o = decode(API_OPENAI, OAI_TEXT "data: {\"choices\":[{\"delta\":{\"content\":\"Hel\n\n" OAI_DONE);
+	struct outcome o = decode(&api_openai_format, OAI_TEXT "data: {\"choices\":[{\"delta\":{\"content\":\"Hel\n\n" OAI_DONE);
 
 	ck_assert_ptr_null(json_loadb(bad, strlen(bad), 0, &jerr));
 	snprintf(want, sizeof(want), "malformed stream: %s", jerr.text);
@@ -384,7 +339,7 @@ END_TEST
 
 START_TEST(test_openai_json_that_is_not_an_object_is_malformed)
 {
-	struct outcome o = decode(API_OPENAI, "data: [1,2]\n\n" OAI_DONE);
+	struct outcome o = decode(&api_openai_format, "data: [1,2]\n\n" OAI_DONE);
 
 	ck_assert_int_eq(o.stop, STOP_ERROR);
 	ck_assert_str_eq(o.error, "malformed stream: expected a JSON object");
@@ -394,7 +349,7 @@ END_TEST
 
 START_TEST(test_openai_events_after_done_are_ignored)
 {
-	struct outcome o = decode(API_OPENAI, OAI_TEXT OAI_DONE "data: {not json\n\n" OAI_CHUNK("{\"content\":\"late\"}", "null"));
+	struct outcome o = decode(&api_openai_format, OAI_TEXT OAI_DONE "data: {not json\n\n" OAI_CHUNK("{\"content\":\"late\"}", "null"));
 
 	ck_assert_str_eq(o.log, expected_log);
 	ck_assert_int_eq(o.stop, STOP_STOP);
@@ -405,7 +360,7 @@ END_TEST
 
 START_TEST(test_openai_stream_without_usage_reports_zero_tokens)
 {
-	struct outcome o = decode(API_OPENAI, OAI_TEXT OAI_FINISH OAI_DONE);
+	struct outcome o = decode(&api_openai_format, OAI_TEXT OAI_FINISH OAI_DONE);
 
 	ck_assert_int_eq(o.input_tokens, 0);
 	ck_assert_int_eq(o.output_tokens, 0);
@@ -415,7 +370,7 @@ END_TEST
 
 START_TEST(test_openai_comments_and_keepalives_are_ignored)
 {
-	struct outcome o = decode(API_OPENAI, ": OPENROUTER PROCESSING\n\n" OAI_TEXT ": ping\n\n" OAI_FINISH OAI_DONE);
+	struct outcome o = decode(&api_openai_format, ": OPENROUTER PROCESSING\n\n" OAI_TEXT ": ping\n\n" OAI_FINISH OAI_DONE);
 
 	ck_assert_str_eq(o.log, expected_log);
 	ck_assert_int_eq(o.stop, STOP_STOP);
@@ -427,7 +382,7 @@ END_TEST
 
 START_TEST(test_anthropic_complete_stream_gives_text_usage_and_stop)
 {
-	struct outcome o = decode(API_ANTHROPIC, ant_full);
+	struct outcome o = decode(&api_anthropic_format, ant_full);
 
 	ck_assert_str_eq(o.log, expected_log);
 	ck_assert_int_eq(o.stop, STOP_STOP);
@@ -445,7 +400,7 @@ START_TEST(test_anthropic_stream_split_at_every_byte_gives_the_same_result)
 
 	for (size_t i = 0; i <= n + 1; i++) {
 		/* i == n + 1: one byte at a time. */
-		struct outcome o = i <= n ? decode_split(API_ANTHROPIC, ant_full, n, i, 0) : decode_n(API_ANTHROPIC, ant_full, n, 1);
+		struct outcome o = i <= n ? decode_split(&api_anthropic_format, ant_full, n, i, 0) : decode_n(&api_anthropic_format, ant_full, n, 1);
 
 		ck_assert_msg(strcmp(o.log, expected_log) == 0, "split %zu: %s", i, o.log);
 		ck_assert_int_eq(o.stop, STOP_STOP);
@@ -461,7 +416,7 @@ START_TEST(test_anthropic_stream_cut_anywhere_before_message_stop_fails_as_trunc
 	size_t n = sizeof(ant_full) - 1;
 
 	for (size_t cut = 0; cut <= n; cut++) {
-		struct outcome o = decode_n(API_ANTHROPIC, ant_full, cut, 0);
+		struct outcome o = decode_n(&api_anthropic_format, ant_full, cut, 0);
 
 		if (cut < n) {
 			ck_assert_msg(o.stop == STOP_ERROR, "cut at %zu", cut);
@@ -476,7 +431,7 @@ END_TEST
 
 START_TEST(test_anthropic_message_delta_without_message_stop_is_truncated)
 {
-	struct outcome o = decode(API_ANTHROPIC, ANT_TEXT ANT_BLOCK_STOP ANT_MSG_DELTA("end_turn"));
+	struct outcome o = decode(&api_anthropic_format, ANT_TEXT ANT_BLOCK_STOP ANT_MSG_DELTA("end_turn"));
 
 	ck_assert_str_eq(o.log, expected_log);
 	ck_assert_int_eq(o.stop, STOP_ERROR);
@@ -510,7 +465,7 @@ START_TEST(test_anthropic_stop_reasons_map_to_stop_reasons)
 			 ANT_START "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":"
 			 "{\"stop_reason\":\"%s\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":3}}\n\n" ANT_STOP,
 			 cases[i].reason);
-		o = decode(API_ANTHROPIC, body);
+		o = decode(&api_anthropic_format, body);
 		ck_assert_msg(o.stop == cases[i].stop, "case %s", cases[i].reason);
 		if (cases[i].error)
 			ck_assert_str_eq(o.error, cases[i].error);
@@ -524,7 +479,7 @@ END_TEST
 
 START_TEST(test_anthropic_error_event_fails_like_pi)
 {
-	struct outcome o = decode(API_ANTHROPIC, ANT_START ANT_OVERLOADED);
+	struct outcome o = decode(&api_anthropic_format, ANT_START ANT_OVERLOADED);
 
 	ck_assert_str_eq(o.log, "start;");
 	ck_assert_int_eq(o.stop, STOP_ERROR);
@@ -536,7 +491,7 @@ END_TEST
 
 START_TEST(test_anthropic_error_event_mid_text_closes_the_text_and_fails)
 {
-	struct outcome o = decode(API_ANTHROPIC, ANT_TEXT ANT_OVERLOADED ANT_BLOCK_STOP ANT_MSG_DELTA("end_turn") ANT_STOP);
+	struct outcome o = decode(&api_anthropic_format, ANT_TEXT ANT_OVERLOADED ANT_BLOCK_STOP ANT_MSG_DELTA("end_turn") ANT_STOP);
 
 	ck_assert_str_eq(o.log, expected_log);
 	ck_assert_int_eq(o.stop, STOP_ERROR);
@@ -547,7 +502,7 @@ END_TEST
 
 START_TEST(test_anthropic_error_event_with_non_json_data_fails_with_the_text)
 {
-	struct outcome o = decode(API_ANTHROPIC, ANT_START "event: error\ndata: upstream went away\n\n");
+	struct outcome o = decode(&api_anthropic_format, ANT_START "event: error\ndata: upstream went away\n\n");
 
 	ck_assert_int_eq(o.stop, STOP_ERROR);
 	ck_assert_str_eq(o.error, "upstream went away");
@@ -557,7 +512,7 @@ END_TEST
 
 START_TEST(test_anthropic_unnamed_error_data_fails_too)
 {
-	struct outcome o = decode(API_ANTHROPIC,
+	struct outcome o = decode(&api_anthropic_format,
 				  "data: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"Internal server error\"}}\n\n");
 
 	ck_assert_int_eq(o.stop, STOP_ERROR);
@@ -571,7 +526,7 @@ START_TEST(test_anthropic_malformed_json_fails_with_jansson_text)
 	static const char bad[] = "{\"type\":\"content_block_delta\",";
 	json_error_t jerr;
 	char want[256];
-	struct outcome o = decode(API_ANTHROPIC, ANT_TEXT "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\n\n" ANT_STOP);
+	struct outcome o = decode(&api_anthropic_format, ANT_TEXT "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\n\n" ANT_STOP);
 
 	ck_assert_ptr_null(json_loadb(bad, strlen(bad), 0, &jerr));
 	snprintf(want, sizeof(want), "malformed stream: %s", jerr.text);
@@ -584,7 +539,7 @@ END_TEST
 
 START_TEST(test_anthropic_ping_thinking_and_unknown_events_are_ignored)
 {
-	struct outcome o = decode(API_ANTHROPIC,
+	struct outcome o = decode(&api_anthropic_format,
 				  ANT_START ANT_PING
 				  "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
 				  "\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n"
@@ -604,7 +559,7 @@ END_TEST
 
 START_TEST(test_anthropic_two_text_blocks_stream_as_one_text)
 {
-	struct outcome o = decode(API_ANTHROPIC,
+	struct outcome o = decode(&api_anthropic_format,
 				  ANT_START ANT_BLOCK ANT_DELTA("a") ANT_BLOCK_STOP
 				  "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,"
 				  "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
@@ -617,7 +572,7 @@ END_TEST
 
 START_TEST(test_anthropic_events_after_message_stop_are_ignored)
 {
-	struct outcome o = decode(API_ANTHROPIC, ANT_TEXT ANT_BLOCK_STOP ANT_MSG_DELTA("end_turn") ANT_STOP ANT_OVERLOADED "data: {broken\n\n");
+	struct outcome o = decode(&api_anthropic_format, ANT_TEXT ANT_BLOCK_STOP ANT_MSG_DELTA("end_turn") ANT_STOP ANT_OVERLOADED "data: {broken\n\n");
 
 	ck_assert_int_eq(o.stop, STOP_STOP);
 	ck_assert(!o.has_error);
@@ -628,67 +583,66 @@ END_TEST
 
 /* ---- the decoder's contract ------------------------------------------------- */
 
-static void noop(void *ctx)
-{
-	(void)ctx;
-}
-
-static void noop_delta(void *ctx, const char *t, size_t n)
-{
-	(void)ctx;
-	(void)t;
-	(void)n;
-}
-
-static void noop_finish(void *ctx, const struct provider_result *r)
-{
-	(void)ctx;
-	(void)r;
-}
-
 START_TEST(test_external_failure_wins_over_truncation_and_first_failure_wins)
 {
-	struct provider_sink sink = { noop, noop, noop_delta, noop, noop_finish, NULL, NULL };
+	struct recsink r;
+	struct provider_sink sink = recsink_sink(&r);
 	struct api_stream st;
 	struct provider_result res;
 
-	api_stream_init(&st, API_OPENAI, &sink);
+	recsink_init(&r);
+	api_stream_init(&st, &api_openai_format, &sink);
 	api_stream_fail(&st, "connection error: Connection reset by peer");
 	api_stream_fail(&st, "second");
 	ck_assert(api_stream_done(&st));
 	api_stream_end(&st, &res);
 	ck_assert_int_eq(res.stop, STOP_ERROR);
 	ck_assert_str_eq(res.error_message, "connection error: Connection reset by peer");
+	recsink_release(&r);
 }
 END_TEST
 
 START_TEST(test_failure_after_the_terminal_marker_is_ignored)
 {
-	struct provider_sink sink = { noop, noop, noop_delta, noop, noop_finish, NULL, NULL };
+	struct recsink r;
+	struct provider_sink sink = recsink_sink(&r);
 	struct api_stream st;
 	struct provider_result res;
 	struct sse_event done = { "message", 7, "[DONE]", 6 };
 
-	api_stream_init(&st, API_OPENAI, &sink);
+	recsink_init(&r);
+	api_stream_init(&st, &api_openai_format, &sink);
 	ck_assert_int_eq(api_stream_event(&st, &done), 0);
 	ck_assert(api_stream_done(&st));
 	api_stream_fail(&st, "connection error: reset");
 	api_stream_end(&st, &res);
 	ck_assert_int_eq(res.stop, STOP_STOP);
 	ck_assert_ptr_null(res.error_message);
+	recsink_release(&r);
 }
 END_TEST
 
-START_TEST(test_api_kind_names_are_pis)
+START_TEST(test_api_format_names_are_pis)
 {
-	enum api_kind k;
+	ck_assert_ptr_eq(api_formats_find("openai-completions"), &api_openai_format);
+	ck_assert_ptr_eq(api_formats_find("anthropic-messages"), &api_anthropic_format);
+	ck_assert_ptr_null(api_formats_find("openai-responses"));
+	ck_assert_ptr_null(api_formats_find(NULL));
+}
+END_TEST
 
-	ck_assert_int_eq(api_kind_from_name("openai-completions", &k), 0);
-	ck_assert_int_eq(k, API_OPENAI);
-	ck_assert_int_eq(api_kind_from_name("anthropic-messages", &k), 0);
-	ck_assert_int_eq(k, API_ANTHROPIC);
-	ck_assert_int_eq(api_kind_from_name("openai-responses", &k), -1);
-	ck_assert_int_eq(api_kind_from_name(NULL, &k), -1);
+/* What provider_http sends besides the body: the path after the base URL
+ * and the headers that carry the key and the API version. */
+START_TEST(test_api_format_tables_give_path_and_key_headers)
+{
+	ck_assert_str_eq(api_openai_format.path, "/chat/completions");
+	ck_assert_str_eq(api_openai_format.key_header, "Authorization");
+	ck_assert_str_eq(api_openai_format.key_prefix, "Bearer ");
+	ck_assert_ptr_null(api_openai_format.fixed_header);
+	ck_assert_str_eq(api_anthropic_format.path, "/messages");
+	ck_assert_str_eq(api_anthropic_format.key_header, "x-api-key");
+	ck_assert_str_eq(api_anthropic_format.key_prefix, "");
+	ck_assert_str_eq(api_anthropic_format.fixed_header, "anthropic-version: 2023-06-01");
 }
 END_TEST
 
@@ -910,8 +864,8 @@ END_TEST
 START_TEST(test_request_max_tokens_defaults)
 {
 	json_t *messages = load("[{\"role\":\"user\",\"content\":\"plain string content\"}]");
-	json_t *o = api_request(API_OPENAI, messages, "m", 0);
-	json_t *a = api_request(API_ANTHROPIC, messages, "m", 0);
+	json_t *o = api_openai_format.request(messages, "m", 0);
+	json_t *a = api_anthropic_format.request(messages, "m", 0);
 
 	assert_json_eq(o, "{\"model\":\"m\",\"stream\":true,\"stream_options\":{\"include_usage\":true},"
 			  "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"plain string content\"}]}]}");
@@ -996,7 +950,8 @@ Suite *api_suite(void)
 	tcase_add_test(ant, test_anthropic_events_after_message_stop_are_ignored);
 	tcase_add_test(misc, test_external_failure_wins_over_truncation_and_first_failure_wins);
 	tcase_add_test(misc, test_failure_after_the_terminal_marker_is_ignored);
-	tcase_add_test(misc, test_api_kind_names_are_pis);
+	tcase_add_test(misc, test_api_format_names_are_pis);
+	tcase_add_test(misc, test_api_format_tables_give_path_and_key_headers);
 	tcase_add_test(misc, test_http_error_openai_body_gives_status_and_message);
 	tcase_add_test(misc, test_http_error_anthropic_body_gives_status_and_message);
 	tcase_add_test(misc, test_http_error_other_compatible_shapes_give_their_message);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "io/curlsym.h"
 #include "io/http.h"
 
 Suite *http_suite(void);
@@ -437,6 +438,7 @@ static void on_guard(uv_timer_t *t)
 static void setup(void)
 {
 	struct sockaddr_in addr;
+	char err[512] = "";
 
 	fx = calloc(1, sizeof *fx);
 	ck_assert_ptr_nonnull(fx);
@@ -454,8 +456,8 @@ static void setup(void)
 	fx->guard.data = fx;
 	ck_assert_int_eq(uv_timer_init(&fx->loop, &fx->aux), 0);
 	fx->aux.data = fx;
-	fx->client = http_client_new(&fx->loop);
-	ck_assert_ptr_nonnull(fx->client);
+	fx->client = http_client_new(&fx->loop, err, sizeof(err));
+	ck_assert_msg(fx->client != NULL, "%s", err);
 }
 
 static void on_client_closed(void *ctx)
@@ -1127,6 +1129,46 @@ START_TEST(test_sequential_requests_reuse_the_connection)
 }
 END_TEST
 
+/* ---- loading libcurl (curlsym) --------------------------------------------- */
+
+/* What the user sees when libcurl is missing: the loader's own words, not
+ * only "cannot start libcurl". */
+START_TEST(test_curlsym_names_the_loaders_reason_for_a_missing_library)
+{
+	static const char *const names[] = { "libretryd-no-such-curl.so.0", NULL };
+	struct curlsym t;
+	char err[512] = "";
+
+	ck_assert_int_eq(curlsym_open(&t, names, err, sizeof(err)), -1);
+	ck_assert_msg(strncmp(err, "cannot load libcurl: ", 21) == 0, "%s", err);
+	ck_assert_msg(strstr(err, "libretryd-no-such-curl.so.0") != NULL, "%s", err);
+}
+END_TEST
+
+START_TEST(test_curlsym_names_the_missing_symbol_of_a_library_that_is_not_libcurl)
+{
+	static const char *const names[] = { "libc.so.6", NULL };
+	struct curlsym t;
+	char err[512] = "";
+
+	ck_assert_int_eq(curlsym_open(&t, names, err, sizeof(err)), -1);
+	ck_assert_msg(strncmp(err, "cannot load libcurl: ", 21) == 0, "%s", err);
+	ck_assert_msg(strstr(err, "curl_global_init") != NULL, "%s", err);
+}
+END_TEST
+
+START_TEST(test_curlsym_takes_the_first_name_that_loads)
+{
+	static const char *const names[] = { "libretryd-no-such-curl.so.0", "libcurl.so.4", NULL };
+	struct curlsym t;
+	char err[512] = "";
+
+	ck_assert_msg(curlsym_open(&t, names, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_ptr_nonnull(t.free);
+	ck_assert_str_eq(err, "");
+}
+END_TEST
+
 Suite *http_suite(void)
 {
 	Suite *s = suite_create("http");
@@ -1161,6 +1203,11 @@ Suite *http_suite(void)
 	tcase_add_test(tc, test_close_client_inside_data_with_more_bytes_in_the_same_read);
 	tcase_add_test(tc, test_requests_started_inside_data_and_done_run);
 	tcase_add_test(tc, test_sequential_requests_reuse_the_connection);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("libcurl loading");
+	tcase_add_test(tc, test_curlsym_names_the_loaders_reason_for_a_missing_library);
+	tcase_add_test(tc, test_curlsym_names_the_missing_symbol_of_a_library_that_is_not_libcurl);
+	tcase_add_test(tc, test_curlsym_takes_the_first_name_that_loads);
 	suite_add_tcase(s, tc);
 	return s;
 }

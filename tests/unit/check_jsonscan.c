@@ -1,5 +1,5 @@
-/* The in-place chunk readers (src/jsonscan.c, api_openai_quick,
- * api_anthropic_quick) against the jansson decoders they stand in for: every
+/* The in-place chunk readers (provider/http/jsonscan.c, each format's quick
+ * reader: api_openai_quick, api_anthropic_quick) against the jansson decoders they stand in for: every
  * payload goes through both paths of the stream decoder, which must end in
  * the same sink calls and state; and each payload is expected to be read in
  * place, or given to jansson. */
@@ -9,107 +9,67 @@
 #include <string.h>
 
 #include "provider/http/api.h"
+#include "provider/http/api_anthropic.h"
+#include "provider/http/api_openai.h"
 #include "provider/http/jsonscan.h"
+#include "support/recsink.h"
 
 Suite *jsonscan_suite(void);
 
-struct log {
-	char text[16384];
-};
-
-/* Appends s[0..n) and '|', a NUL byte shown as "\\0". */
-static void add(struct log *l, const char *s, size_t n)
+/* Runs the payloads, one SSE event each, through one path (the decoder,
+ * which tries the format's quick reader first, or the format's jansson
+ * reader alone); the log (l: initialised here) ends with the decoder's
+ * state. */
+static void run(const struct api_format *format, bool tree, const char *event,
+		const char *const *data, size_t n, struct recsink *l)
 {
-	size_t have = strlen(l->text);
-
-	for (size_t i = 0; i < n; i++) {
-		ck_assert_uint_lt(have + 4, sizeof(l->text));
-		if (s[i] == '\0') {
-			l->text[have++] = '\\';
-			l->text[have++] = '0';
-		} else {
-			l->text[have++] = s[i];
-		}
-	}
-	l->text[have++] = '|';
-	l->text[have] = '\0';
-}
-
-static void on_start(void *ctx)
-{
-	add(ctx, "start", 5);
-}
-
-static void on_text_start(void *ctx)
-{
-	add(ctx, "text_start", 10);
-}
-
-static void on_text_delta(void *ctx, const char *s, size_t n)
-{
-	add(ctx, "delta:", 6);
-	add(ctx, s, n);
-}
-
-static void on_text_end(void *ctx)
-{
-	add(ctx, "text_end", 8);
-}
-
-static void on_finish(void *ctx, const struct provider_result *r)
-{
-	(void)ctx;
-	(void)r;
-	ck_abort_msg("the decoder called finish()");
-}
-
-/* Runs the payloads, one SSE event each, through one path; the log ends
- * with the decoder's state. */
-static void run(enum api_kind kind, bool tree, const char *event, const char *const *data,
-		size_t n, struct log *l)
-{
-	struct provider_sink sink = { on_start, on_text_start, on_text_delta, on_text_end,
-				      on_finish, l, NULL };
+	struct provider_sink sink = recsink_sink(l);
 	struct api_stream st;
 	char state[API_ERROR_MAX + 128];
+	int len;
 
-	memset(l, 0, sizeof(*l));
-	api_stream_init(&st, kind, &sink);
+	recsink_init(l);
+	api_stream_init(&st, format, &sink);
 	for (size_t i = 0; i < n && !api_stream_done(&st); i++) {
 		struct sse_event ev = { event, strlen(event), data[i], strlen(data[i]) };
 
-		if (kind == API_OPENAI)
-			tree ? api_openai_event_tree(&st, &ev) : api_openai_event(&st, &ev);
+		if (tree)
+			format->event_tree(&st, &ev);
 		else
-			tree ? api_anthropic_event_tree(&st, &ev) : api_anthropic_event(&st, &ev);
+			api_stream_event(&st, &ev);
 	}
-	snprintf(state, sizeof(state), "complete=%d done=%d failed=%d stop=%d in=%lld out=%lld error=%s",
-		 st.complete, st.done, st.failed, (int)st.stop, (long long)st.input_tokens,
-		 (long long)st.output_tokens, st.failed || st.stop == STOP_ERROR ? st.error : "");
-	add(l, state, strlen(state));
+	ck_assert_msg(l->finishes == 0, "the decoder called finish()");
+	len = snprintf(state, sizeof(state), "complete=%d done=%d failed=%d stop=%d in=%lld out=%lld error=%s",
+		       st.complete, st.done, st.failed, (int)st.stop, (long long)st.input_tokens,
+		       (long long)st.output_tokens, st.failed || st.stop == STOP_ERROR ? st.error : "");
+	recsink_note(l, state, (size_t)len);
 }
 
-/* Both paths agree on the sequence; returns the log. */
-static void same(enum api_kind kind, const char *event, const char *const *data, size_t n,
-		 struct log *quick)
+/* Both paths agree on the sequence (NUL bytes included); returns the log
+ * in quick (the caller releases it). */
+static void same(const struct api_format *format, const char *event, const char *const *data,
+		 size_t n, struct recsink *quick)
 {
-	struct log tree;
+	struct recsink tree;
 
-	run(kind, false, event, data, n, quick);
-	run(kind, true, event, data, n, &tree);
-	ck_assert_str_eq(quick->text, tree.text);
+	run(format, false, event, data, n, quick);
+	run(format, true, event, data, n, &tree);
+	ck_assert_msg(quick->len == tree.len && memcmp(quick->log, tree.log, quick->len) == 0,
+		      "in place and jansson differ:\n%s\n%s", quick->log, tree.log);
+	recsink_release(&tree);
 }
 
 /* One payload: both paths agree, and it is read in place or not, as said. */
-static void one(enum api_kind kind, const char *data, bool in_place)
+static void one(const struct api_format *format, const char *data, bool in_place)
 {
 	struct api_quick q;
-	struct log l;
-	int got = kind == API_OPENAI ? api_openai_quick(data, strlen(data), &q)
-				     : api_anthropic_quick(data, strlen(data), &q);
+	struct recsink l;
+	struct sse_event ev = { "message", 7, data, strlen(data) };
+	int got = format->quick(&ev, &q);
 
 	ck_assert_msg(got == in_place, "%s: read in place %d, expected %d", data, got, in_place);
-	same(kind, "message", &data, 1, &l);
+	same(format, "message", &data, 1, &l);
+	recsink_release(&l);
 }
 
 #define CHUNK(choice) \
@@ -128,14 +88,15 @@ START_TEST(test_openai_everyday_chunks_are_read_in_place_to_the_same_result)
 		"{\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":5}}",
 		"[DONE]",
 	};
-	struct log l;
+	struct recsink l;
 
 	for (size_t i = 0; i < 4; i++)
-		one(API_OPENAI, seq[i], true);
-	one(API_OPENAI, seq[4], false);
-	same(API_OPENAI, "message", seq, 6, &l);
-	ck_assert_ptr_nonnull(strstr(l.text, "delta:|Hel|delta:|lo \"w\xC3\xA9\xF0\x9F\x98\x80\n\t/\\|"));
-	ck_assert_ptr_nonnull(strstr(l.text, "complete=1 done=1 failed=0 stop=0 in=3 out=5"));
+		one(&api_openai_format, seq[i], true);
+	one(&api_openai_format, seq[4], false);
+	same(&api_openai_format, "message", seq, 6, &l);
+	ck_assert_ptr_nonnull(strstr(l.log, "delta(Hel);delta(lo \"w\xC3\xA9\xF0\x9F\x98\x80\n\t/\\);"));
+	ck_assert_ptr_nonnull(strstr(l.log, "complete=1 done=1 failed=0 stop=0 in=3 out=5"));
+	recsink_release(&l);
 }
 END_TEST
 
@@ -150,7 +111,7 @@ START_TEST(test_openai_finish_reasons_map_the_same_both_ways)
 		snprintf(data, sizeof(data),
 			 CHUNK("{\"index\":0,\"delta\":{\"content\":\"x\"},\"finish_reason\":\"%s\"}"),
 			 reasons[i]);
-		one(API_OPENAI, data, true);
+		one(&api_openai_format, data, true);
 	}
 }
 END_TEST
@@ -195,7 +156,7 @@ START_TEST(test_openai_unusual_or_broken_chunks_go_to_jansson)
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
-		one(API_OPENAI, cases[i], false);
+		one(&api_openai_format, cases[i], false);
 }
 END_TEST
 
@@ -210,7 +171,7 @@ START_TEST(test_openai_whitespace_nesting_and_literals_are_read_in_place)
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
-		one(API_OPENAI, cases[i], true);
+		one(&api_openai_format, cases[i], true);
 }
 END_TEST
 
@@ -248,7 +209,7 @@ START_TEST(test_openai_long_text_is_read_in_place_unless_its_escapes_overflow_sc
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
 		char *data = long_chunk(cases[i].plain, cases[i].newlines);
 
-		one(API_OPENAI, data, cases[i].in_place);
+		one(&api_openai_format, data, cases[i].in_place);
 		free(data);
 	}
 }
@@ -263,7 +224,7 @@ START_TEST(test_every_byte_in_a_string_reads_as_jansson_reads_it)
 		/* Printable ASCII is read in place ('\\' makes "\\b", an escape);
 		 * the rest (controls, a '"' that ends the string early, a lone
 		 * byte >= 0x80) is refused by both. */
-		one(API_OPENAI, data, c >= 0x20 && c < 0x80 && c != '"');
+		one(&api_openai_format, data, c >= 0x20 && c < 0x80 && c != '"');
 	}
 }
 END_TEST
@@ -294,9 +255,9 @@ START_TEST(test_anthropic_text_deltas_are_read_in_place_other_events_by_jansson)
 	};
 
 	for (size_t i = 0; i < sizeof(in_place) / sizeof(*in_place); i++)
-		one(API_ANTHROPIC, in_place[i], true);
+		one(&api_anthropic_format, in_place[i], true);
 	for (size_t i = 0; i < sizeof(by_jansson) / sizeof(*by_jansson); i++)
-		one(API_ANTHROPIC, by_jansson[i], false);
+		one(&api_anthropic_format, by_jansson[i], false);
 }
 END_TEST
 
@@ -305,10 +266,11 @@ START_TEST(test_anthropic_named_error_event_is_never_read_in_place)
 	static const char *const data[] = {
 		"{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}",
 	};
-	struct log l;
+	struct recsink l;
 
-	same(API_ANTHROPIC, "error", data, 1, &l);
-	ck_assert_ptr_nonnull(strstr(l.text, "failed=1"));
+	same(&api_anthropic_format, "error", data, 1, &l);
+	ck_assert_ptr_nonnull(strstr(l.log, "failed=1"));
+	recsink_release(&l);
 }
 END_TEST
 

@@ -1,10 +1,17 @@
-/* Anthropic messages: request bodies and stream events (see api.h). */
-#include "provider/http/api.h"
+/* Anthropic messages ("anthropic-messages"): request bodies and stream
+ * events (see api_anthropic.h). */
+#include "provider/http/api_anthropic.h"
 
-#include <stdio.h>
 #include <string.h>
 
+#include "base/errbuf.h"
+
 /* ---- events ---------------------------------------------------------------- */
+
+static bool named_error(const struct sse_event *ev)
+{
+	return ev->event_len == 5 && memcmp(ev->event, "error", 5) == 0;
+}
 
 static bool str_eq(const json_t *v, const char *s)
 {
@@ -39,16 +46,16 @@ static void stop_reason(struct api_stream *self, const char *reason, const json_
 		if (json_is_string(why) && json_string_length(why) > 0)
 			api_json_text(why, self->error, sizeof(self->error));
 		else
-			snprintf(self->error, sizeof(self->error), "The model refused to complete the request");
+			errbuf_set(self->error, sizeof(self->error), "The model refused to complete the request");
 	} else if (strcmp(reason, "sensitive") == 0) {
 		self->stop = STOP_ERROR;
-		snprintf(self->error, sizeof(self->error), "The response was flagged by safety filters");
+		errbuf_set(self->error, sizeof(self->error), "The response was flagged by safety filters");
 	} else {
 		char r[64];
 
 		self->stop = STOP_ERROR;
 		api_clean_text(reason, strlen(reason), r, sizeof(r));
-		snprintf(self->error, sizeof(self->error), "Unhandled stop reason: %s", r);
+		errbuf_set(self->error, sizeof(self->error), "Unhandled stop reason: %s", r);
 	}
 }
 
@@ -110,10 +117,7 @@ int api_anthropic_quick(const char *data, size_t len, struct api_quick *q)
 	bool seen_type = false, seen_delta = false, text_delta = false;
 	int rc;
 
-	q->content = q->reason = NULL;
-	q->content_len = q->reason_len = 0;
-	jsonscan_init(&js, data, len);
-	if (jsonscan_object(&js) != 0)
+	if (api_quick_open(&js, data, len, q) != 0)
 		return 0;
 	while ((rc = jsonscan_key(&js, &key, &klen)) == 1) {
 		if (JSONSCAN_IS(key, klen, "type")) {
@@ -131,34 +135,20 @@ int api_anthropic_quick(const char *data, size_t len, struct api_quick *q)
 			return 0;
 		}
 	}
-	if (rc != 0 || !seen_type || !jsonscan_end(&js))
+	if (!seen_type)
 		return 0;
 	if (!text_delta)
 		q->content = NULL;
-	return api_quick_keep(&js, q);
+	return api_quick_close(&js, rc, q);
 }
 
-int api_anthropic_event(struct api_stream *self, const struct sse_event *ev)
+static int event_tree(struct api_stream *self, const struct sse_event *ev)
 {
-	struct api_quick q;
-	bool named_error = ev->event_len == 5 && memcmp(ev->event, "error", 5) == 0;
-
-	if (named_error || !api_anthropic_quick(ev->data, ev->data_len, &q))
-		return api_anthropic_event_tree(self, ev);
-	api_stream_begin(self);
-	if (q.content != NULL)
-		api_stream_text(self, q.content, q.content_len);
-	return 0;
-}
-
-int api_anthropic_event_tree(struct api_stream *self, const struct sse_event *ev)
-{
-	bool named_error = ev->event_len == 5 && memcmp(ev->event, "error", 5) == 0;
 	json_t *root;
 	const json_t *type;
 	int rc = 0;
 
-	if (named_error) {
+	if (named_error(ev)) {
 		/* An error event whose data is not JSON still fails the attempt,
 		 * with its text. */
 		root = json_loadb(ev->data, ev->data_len, JSON_ALLOW_NUL, NULL);
@@ -205,83 +195,44 @@ int api_anthropic_event_tree(struct api_stream *self, const struct sse_event *ev
 
 /* ---- requests -------------------------------------------------------------- */
 
-static bool is_role(const json_t *msg, const char *role)
+static json_t *image_block(const json_t *mime, const json_t *data)
 {
-	const char *r = json_string_value(json_object_get(msg, "role"));
-
-	return r != NULL && strcmp(r, role) == 0;
-}
-
-static bool nonempty_string(const json_t *v)
-{
-	return json_is_string(v) && json_string_length(v) > 0;
-}
-
-/* Content blocks of a message (content: string or array); images only for
- * users. Anthropic refuses empty text blocks, so they are left out. */
-static json_t *content_blocks(const json_t *content, bool images)
-{
-	json_t *blocks = json_array();
-	const json_t *part;
-	size_t i;
-
-	if (blocks == NULL)
-		return NULL;
-	if (nonempty_string(content))
-		json_array_append_new(blocks, json_pack("{s:s, s:O}", "type", "text", "text", content));
-	json_array_foreach(content, i, part) {
-		const char *type = json_string_value(json_object_get(part, "type"));
-		const json_t *text = json_object_get(part, "text");
-		const json_t *data = json_object_get(part, "data");
-		const json_t *mime = json_object_get(part, "mimeType");
-
-		if (type == NULL)
-			continue;
-		if (strcmp(type, "text") == 0 && nonempty_string(text))
-			json_array_append_new(blocks, json_pack("{s:s, s:O}", "type", "text", "text", text));
-		else if (images && strcmp(type, "image") == 0 && nonempty_string(data) &&
-			 nonempty_string(mime))
-			json_array_append_new(blocks, json_pack("{s:s, s:{s:s, s:O, s:O}}", "type", "image",
-								"source", "type", "base64",
-								"media_type", mime, "data", data));
-	}
-	return blocks;
+	return json_pack("{s:s, s:{s:s, s:O, s:O}}", "type", "image", "source", "type", "base64",
+			 "media_type", mime, "data", data);
 }
 
 json_t *api_anthropic_request(const json_t *messages, const char *model, int64_t max_tokens)
 {
 	json_t *out;
-	const json_t *msg;
-	size_t i;
 
-	if (!json_is_array(messages) || model == NULL)
+	if (model == NULL)
 		return NULL;
-	out = json_array();
+	out = api_messages(messages, image_block);
 	if (out == NULL)
 		return NULL;
-	json_array_foreach(messages, i, msg) {
-		const json_t *content = json_object_get(msg, "content");
-		bool user = is_role(msg, "user");
-		json_t *blocks;
-
-		if (!user && !(is_role(msg, "assistant") && !api_assistant_failed(msg)))
-			continue;
-		blocks = content_blocks(content, user);
-		if (blocks == NULL) {
-			json_decref(out);
-			return NULL;
-		}
-		if (json_array_size(blocks) == 0) {
-			json_decref(blocks);
-			continue;
-		}
-		if (json_array_append_new(out, json_pack("{s:s, s:o}", "role", user ? "user" : "assistant",
-							 "content", blocks)) != 0) {
-			json_decref(out);
-			return NULL;
-		}
-	}
 	return json_pack("{s:s, s:I, s:o, s:b}", "model", model, "max_tokens",
 			 (json_int_t)(max_tokens > 0 ? max_tokens : API_ANTHROPIC_DEFAULT_MAX_TOKENS),
 			 "messages", out, "stream", 1);
 }
+
+/* ---- the table --------------------------------------------------------------- */
+
+/* A named error event always goes to event_tree: its data need not be JSON. */
+static int quick(const struct sse_event *ev, struct api_quick *q)
+{
+	if (named_error(ev))
+		return 0;
+	return api_anthropic_quick(ev->data, ev->data_len, q);
+}
+
+const struct api_format api_anthropic_format = {
+	.name = "anthropic-messages",
+	.path = "/messages",
+	.key_header = "x-api-key",
+	.key_prefix = "",
+	.fixed_header = "anthropic-version: 2023-06-01",
+	.request = api_anthropic_request,
+	.quick = quick,
+	.event_tree = event_tree,
+	.finish = NULL,  /* quick reads no stop reason: message_delta goes to jansson */
+};

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "provider/http/api.h"
+#include "provider/http/api_formats.h"
 #include "base/errbuf.h"
 #include "base/hint.h"
 #include "base/log.h"
@@ -30,7 +31,7 @@ struct http_provider {
 	struct clock *clock;
 	long connect_timeout_ms, idle_timeout_ms;
 	char *name, *api_name, *base_url;
-	enum api_kind kind;
+	const struct api_format *format; /* a constant table */
 	json_t *headers;       /* owned: extra "Name": "value" */
 	struct key *keys;
 	size_t nkeys;
@@ -402,19 +403,17 @@ static int build_headers(struct http_provider *self, const struct key *key)
 	/* curl would otherwise wait for "100 Continue" before a large body. */
 	h[n++] = strdup("Expect:");
 	if (key != NULL && key->secret != NULL) {
-		if (self->kind == API_ANTHROPIC) {
-			h[n++] = header_line("x-api-key", key->secret);
-		} else {
-			size_t len = strlen(key->secret) + 32;
+		size_t len = strlen(self->format->key_header) + strlen(self->format->key_prefix) +
+			     strlen(key->secret) + 3;
 
-			h[n] = malloc(len);
-			if (h[n] != NULL)
-				snprintf(h[n], len, "Authorization: Bearer %s", key->secret);
-			n++;
-		}
+		h[n] = malloc(len);
+		if (h[n] != NULL)
+			snprintf(h[n], len, "%s: %s%s", self->format->key_header, self->format->key_prefix,
+				 key->secret);
+		n++;
 	}
-	if (self->kind == API_ANTHROPIC)
-		h[n++] = header_line("anthropic-version", "2023-06-01");
+	if (self->format->fixed_header != NULL)
+		h[n++] = strdup(self->format->fixed_header);
 	json_object_foreach(self->headers, name, v)
 		h[n++] = header_line(name, json_string_value(v));
 	self->header_lines = h;
@@ -439,16 +438,15 @@ static int http_start(struct provider *base, const struct attempt_ctx *ctx,
 	if (self->nkeys > 0 && (key == NULL || key->secret == NULL))
 		return errbuf_set(err, errlen, "No API key for provider %s: %s", self->name,
 			          key ? key->hint : "configure apiKey or apiKeyEnv");
-	body = api_request(self->kind, ctx->messages, ctx->model,
-			   json_integer_value(json_object_get(model, "maxTokens")));
+	body = self->format->request(ctx->messages, ctx->model,
+				     json_integer_value(json_object_get(model, "maxTokens")));
 	self->body = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
 	if (self->body == NULL || build_headers(self, key) != 0) {
 		release_attempt(self);
 		return errbuf_set(err, errlen, "out of memory building the request");
 	}
-	snprintf(url, sizeof(url), "%s%s", self->base_url,
-		 self->kind == API_ANTHROPIC ? "/messages" : "/chat/completions");
+	snprintf(url, sizeof(url), "%s%s", self->base_url, self->format->path);
 	opts.method = "POST";
 	opts.url = url;
 	opts.headers = (const char *const *)self->header_lines;
@@ -462,7 +460,7 @@ static int http_start(struct provider *base, const struct attempt_ctx *ctx,
 	self->hint_ms = -1;
 	self->finishing = false;
 	sse_init(&self->sse, SSE_EVENT_MAX);
-	api_stream_init(&self->stream, self->kind, sink);
+	api_stream_init(&self->stream, self->format, sink);
 	self->req = http_request_start(self->http, &opts, &cbs, err, errlen);
 	if (self->req == NULL) {
 		/* Report it like any transport failure, so it is retried. */
@@ -549,7 +547,8 @@ struct provider *provider_http_new(struct http_client *http, struct clock *clock
 	n = self->base_url ? strlen(self->base_url) : 0;
 	while (n > 0 && self->base_url[n - 1] == '/')
 		self->base_url[--n] = '\0';
-	api_kind_from_name(self->api_name ? self->api_name : "", &self->kind);
+	/* check_config() took only known names. */
+	self->format = api_formats_find(self->api_name);
 	self->headers = json_object_get(cfg, "headers") ? json_deep_copy(json_object_get(cfg, "headers"))
 						       : json_object();
 	self->base.ops = &http_ops;
