@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/builtins.h"
 #include "core/classify.h"
 #include "base/clock.h"
 #include "shared/lines.h"
@@ -267,6 +268,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool journal = false;
 	struct classify *classify;
 	struct session_config cfg;
+	json_t *builtins;
 	struct fx f;
 
 	memset(&f, 0, sizeof(f));
@@ -277,8 +279,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	snprintf(journal_path, sizeof(journal_path), "%s/session.jsonl", fuzz_tmpdir());
 	unlink(settings_path);
 	unlink(journal_path);
-	if (settings_init(&f.settings, settings_path, err, sizeof(err)) != 0)
-		FUZZ_CHECK(0, "settings_init: %s", err);
+	builtins = builtins_settings();
+	if (settings_load(&f.settings, builtins, settings_path, err, sizeof(err)) != 0)
+		FUZZ_CHECK(0, "settings_load: %s", err);
+	json_decref(builtins);
 	for (size_t i = 0; default_sets[i] != NULL; i++)
 		FUZZ_CHECK(settings_override(&f.settings, default_sets[i], err, sizeof(err)) == 0,
 			   "%s", err);

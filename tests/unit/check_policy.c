@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "core/builtins.h"
 #include "core/policy.h"
 
 Suite *policy_suite(void);
@@ -22,7 +23,12 @@ static void setup(void)
 	strcpy(dir, "/tmp/retryd-policy-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/settings.json", dir);
-	ck_assert_int_eq(settings_init(&settings, path, err, sizeof(err)), 0);
+	{
+		json_t *builtins = builtins_settings();
+
+		ck_assert_int_eq(settings_load(&settings, builtins, path, err, sizeof(err)), 0);
+		json_decref(builtins);
+	}
 	daemon_classify = classify_new(settings_get(&settings, "retry"), err, sizeof(err));
 	ck_assert_ptr_nonnull(daemon_classify);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/builtins.h"
 #include "core/classify.h"
 #include "base/clock.h"
 #include "proto/command.h"
@@ -47,7 +48,12 @@ static void fx_init_with(struct fx *f, const char *plan, const char *const *sets
 	strcpy(f->dir, "/tmp/retryd-session-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(f->dir));
 	snprintf(f->path, sizeof(f->path), "%s/settings.json", f->dir);
-	ck_assert_int_eq(settings_init(&f->settings, f->path, err, sizeof(err)), 0);
+	{
+		json_t *builtins = builtins_settings();
+
+		ck_assert_int_eq(settings_load(&f->settings, builtins, f->path, err, sizeof(err)), 0);
+		json_decref(builtins);
+	}
 	for (; sets && *sets; sets++)
 		ck_assert_msg(settings_override(&f->settings, *sets, err, sizeof(err)) == 0, "%s", err);
 	f->classify = classify_new(settings_get(&f->settings, "retry"), err, sizeof(err));
