@@ -15,7 +15,7 @@ with a growth column: "t/N x1.00" is time per unit relative to the smallest N
 Cases (--case):
   startup    spawn -> {"type":"ready"} and spawn -> the response to a
              get_state written right after spawn; idle RSS after it (VmRSS).
-             With the sim provider (no libcurl: src/curlsym.c loads it only
+             With the sim provider (no libcurl: src/io/curlsym.c loads it only
              for HTTP) and with an HTTP provider configured (libcurl loaded
              before ready). pi prints no ready line; its row is spawn ->
              first response.

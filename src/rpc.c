@@ -63,11 +63,26 @@ static json_t *command_list(void)
 	return json_pack("{s:[], s:o}", "commands", "rpcCommands", list);
 }
 
+struct taken {
+	struct rpc *rpc;
+	const struct command *cmd;
+};
+
+/* The message is safely queued or about to run: answer now, before its
+ * run's first event. */
+static void taken_cb(void *ctx)
+{
+	struct taken *t = ctx;
+
+	respond_ok(t->rpc, t->cmd, NULL);
+}
+
 static void dispatch(struct rpc *self, struct command *cmd)
 {
 	struct session *s = self->session;
 	char err[512] = "";
 	json_t *data = NULL;
+	struct taken taken = { self, cmd };
 
 	switch (cmd->type) {
 	case CMD_PROMPT:
@@ -75,16 +90,15 @@ static void dispatch(struct rpc *self, struct command *cmd)
 			respond_error(self, cmd->id, cmd->name, err);
 			return;
 		}
-		/* Accepted: the response goes out before the run's first event. */
-		respond_ok(self, cmd, NULL);
-		if (session_prompt(s, cmd->message, cmd->images, cmd->behavior, data) != 0)
+		/* One answer per command: success from taken_cb, or this error. */
+		if (session_prompt(s, cmd->message, cmd->images, cmd->behavior, data, taken_cb,
+				   &taken) != 0)
 			respond_error(self, cmd->id, cmd->name, "out of memory");
 		return;
 	case CMD_STEER:
 	case CMD_FOLLOW_UP:
-		respond_ok(self, cmd, NULL);
-		if ((cmd->type == CMD_STEER ? session_steer : session_follow_up)(s, cmd->message,
-									     cmd->images) != 0)
+		if ((cmd->type == CMD_STEER ? session_steer : session_follow_up)(
+			    s, cmd->message, cmd->images, taken_cb, &taken) != 0)
 			respond_error(self, cmd->id, cmd->name, "out of memory");
 		return;
 	case CMD_ABORT:

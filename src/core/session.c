@@ -506,18 +506,20 @@ static void begin_run(struct session *self, json_t *item)
 /* A queue item: the user message and the policy snapshot taken now.
  * policy: takes ownership. */
 static int enqueue(struct session *self, json_t *queue, const char *text, const json_t *images,
-		   json_t *policy)
+		   json_t *policy, session_taken_fn taken, void *ctx)
 {
 	json_t *item = json_pack("{s:o, s:o, s:I}", "message", user_message(self, text, images),
 				 "policy", policy, "autoRetryGen", (json_int_t)self->auto_retry_gen);
 
 	if (item == NULL)
 		return -1;
-	if (!self->busy) {
+	if (self->busy && json_array_append_new(queue, item) != 0)
+		return -1;
+	if (taken != NULL)
+		taken(ctx);
+	if (!self->busy)
 		begin_run(self, item);
-		return 0;
-	}
-	return json_array_append_new(queue, item);
+	return 0;
 }
 
 int session_accept(struct session *self, int behavior, const json_t *retry, json_t **policy,
@@ -532,28 +534,30 @@ int session_accept(struct session *self, int behavior, const json_t *retry, json
 }
 
 int session_prompt(struct session *self, const char *text, const json_t *images,
-		   int behavior, json_t *policy)
+		   int behavior, json_t *policy, session_taken_fn taken, void *ctx)
 {
 	return enqueue(self, behavior == BEHAVIOR_STEER ? self->steering : self->follow_ups, text,
-		       images, policy);
+		       images, policy, taken, ctx);
 }
 
 static int enqueue_plain(struct session *self, json_t *queue, const char *text,
-			 const json_t *images)
+			 const json_t *images, session_taken_fn taken, void *ctx)
 {
 	json_t *policy = session_retry_policy(self);
 
-	return policy ? enqueue(self, queue, text, images, policy) : -1;
+	return policy ? enqueue(self, queue, text, images, policy, taken, ctx) : -1;
 }
 
-int session_steer(struct session *self, const char *text, const json_t *images)
+int session_steer(struct session *self, const char *text, const json_t *images,
+		  session_taken_fn taken, void *ctx)
 {
-	return enqueue_plain(self, self->steering, text, images);
+	return enqueue_plain(self, self->steering, text, images, taken, ctx);
 }
 
-int session_follow_up(struct session *self, const char *text, const json_t *images)
+int session_follow_up(struct session *self, const char *text, const json_t *images,
+		      session_taken_fn taken, void *ctx)
 {
-	return enqueue_plain(self, self->follow_ups, text, images);
+	return enqueue_plain(self, self->follow_ups, text, images, taken, ctx);
 }
 
 void session_abort_retry(struct session *self)

@@ -113,11 +113,20 @@ void session_release(struct session *self);
  * Returns 0 with *policy (new reference: the snapshot), or -1 with err. */
 int session_accept(struct session *self, int behavior, const json_t *retry, json_t **policy,
 		   char *err, size_t errlen);
-/* Runs (or queues) an accepted prompt; policy: takes ownership, from session_accept(). */
+/* Called once a message is safely queued or about to run, before the run's
+ * first event: where the caller answers its command (rpc.c), so that an
+ * answer never goes out for a message that is then lost. */
+typedef void (*session_taken_fn)(void *ctx);
+
+/* Runs (or queues) an accepted prompt; policy: takes ownership, from
+ * session_accept(). taken (may be NULL) is called before anything is
+ * emitted; on -1 (out of memory) it was not called and nothing was queued. */
 int session_prompt(struct session *self, const char *text, const json_t *images,
-		   int behavior, json_t *policy);
-int session_steer(struct session *self, const char *text, const json_t *images);
-int session_follow_up(struct session *self, const char *text, const json_t *images);
+		   int behavior, json_t *policy, session_taken_fn taken, void *ctx);
+int session_steer(struct session *self, const char *text, const json_t *images,
+		  session_taken_fn taken, void *ctx);
+int session_follow_up(struct session *self, const char *text, const json_t *images,
+		      session_taken_fn taken, void *ctx);
 /* Cancels everything in flight; *data lists the queued messages it dropped. */
 void session_abort(struct session *self, json_t **data);
 /* Cancels a pending backoff (no event when there is none). */

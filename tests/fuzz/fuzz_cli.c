@@ -1,5 +1,5 @@
 /* Fuzz target "cli": an agent CLI's stdout through its profile's line parser
- * (src/cli_profile.c, src/cli_parser.c). Input: byte 0 picks the built-in
+ * (src/provider/cli/cli_profile.c, src/provider/cli/cli_parser.c). Input: byte 0 picks the built-in
  * profile (claude, codex, gemini, pi), the rest is the CLI's stdout, split at
  * LF as provider_cli splits it.
  *

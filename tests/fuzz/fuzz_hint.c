@@ -1,6 +1,6 @@
 /* Fuzz target "hint": server error text, as the retry coordinator sees it —
- * the retry-hint parser (src/hint.c) and the PCRE2 classifier with the
- * built-in pattern lists (src/classify.c).
+ * the retry-hint parser (src/base/hint.c) and the PCRE2 classifier with the
+ * built-in pattern lists (src/core/classify.c).
  *
  * Input: the error text, raw bytes (not NUL-terminated). */
 #include <stdlib.h>

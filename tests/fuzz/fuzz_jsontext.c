@@ -1,5 +1,5 @@
 /* Fuzz target "jsontext": the hand-written output of the delta hot path
- * (src/jsontext.c) against jansson, and the UTF-8 checks it relies on
+ * (src/base/jsontext.c) against jansson, and the UTF-8 checks it relies on
  * (src/utf8.c).
  *
  * Input: any bytes, taken as one text delta, and (when it parses) as a JSON

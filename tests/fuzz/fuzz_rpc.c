@@ -1,6 +1,6 @@
 /* Fuzz target "rpc": the command stream end to end, without a loop — the
- * line framer (src/framer.c), the command parser (src/command.c), rpc
- * dispatch (src/rpc.c) into a session (src/session.c) with the sim provider
+ * line framer (src/shared/lines.c), the command parser (src/proto/command.c), rpc
+ * dispatch (src/rpc.c) into a session (src/core/session.c) with the sim provider
  * and the retry coordinator on the fake clock, as tests/unit/check_session.c
  * runs them.
  *

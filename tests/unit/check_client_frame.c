@@ -1,5 +1,5 @@
 /* What a line of the daemon is (src/client/frame.c), and message text
- * (src/client/message.c). */
+ * (src/shared/message.c). */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* Masking secrets in place (src/secret.c). */
+/* Masking secrets in place (src/base/secret.c). */
 #include <check.h>
 #include <string.h>
 

@@ -140,7 +140,7 @@ static int submit(struct fx *f, const char *text, int behavior, const char *retr
 
 	json_decref(r);
 	if (rc == 0)
-		rc = session_prompt(&f->s, text, NULL, behavior, policy);
+		rc = session_prompt(&f->s, text, NULL, behavior, policy, NULL, NULL);
 	return rc;
 }
 
@@ -152,6 +152,42 @@ static void prompt(struct fx *f, const char *text)
 }
 
 #define FIRST_TURN "agent_start,turn_start,message_start:user,message_end:user"
+
+/* rpc answers a prompt from the taken callback: it must come once, before
+ * the run's first event when idle, and for a queued follow-up too. */
+struct taken_log {
+	struct fx *f;
+	int calls;
+	size_t events_then;
+};
+
+static void taken_cb(void *ctx)
+{
+	struct taken_log *t = ctx;
+
+	t->calls++;
+	t->events_then = json_array_size(t->f->events);
+}
+
+START_TEST(test_taken_comes_once_before_the_runs_first_event_and_for_a_queued_message)
+{
+	struct fx f;
+	struct taken_log t = { &f, 0, 0 };
+	char err[256];
+	json_t *policy;
+
+	fx_init(&f, "[{\"hang\":true}]", NULL);
+	ck_assert_int_eq(session_accept(&f.s, BEHAVIOR_NONE, NULL, &policy, err, sizeof(err)), 0);
+	ck_assert_int_eq(session_prompt(&f.s, "hi", NULL, BEHAVIOR_NONE, policy, taken_cb, &t), 0);
+	ck_assert_int_eq(t.calls, 1);
+	ck_assert_uint_eq(t.events_then, 0);
+	ck_assert_ptr_nonnull(find(&f, "agent_start"));
+	ck_assert_int_eq(session_follow_up(&f.s, "later", NULL, taken_cb, &t), 0);
+	ck_assert_int_eq(t.calls, 2);
+	ck_assert_uint_eq(json_array_size(f.s.follow_ups), 1);
+	fx_release(&f);
+}
+END_TEST
 
 START_TEST(test_two_overloads_then_answer_follow_the_contract)
 {
@@ -376,7 +412,7 @@ START_TEST(test_steer_during_backoff_goes_before_next_attempt)
 	fx_init(&f, "[{\"error\":\"503\"}]", sets);
 	prompt(&f, "first");
 	clock_fake_settle(&f.clock);
-	ck_assert_int_eq(session_steer(&f.s, "mind the tests", NULL), 0);
+	ck_assert_int_eq(session_steer(&f.s, "mind the tests", NULL, NULL, NULL), 0);
 	types(&f);
 	clock_fake_advance(&f.clock, 10);
 	ck_assert_ptr_nonnull(strstr(types(&f), "turn_start,message_start:user,message_end:user,message_start:assistant"));
@@ -1216,6 +1252,7 @@ Suite *session_suite(void)
 	TCase *tc = tcase_create("lifecycle");
 
 	tcase_add_test(tc, test_two_overloads_then_answer_follow_the_contract);
+	tcase_add_test(tc, test_taken_comes_once_before_the_runs_first_event_and_for_a_queued_message);
 	tcase_add_test(tc, test_delta_fast_path_writes_the_same_bytes_as_the_json_path);
 	tcase_add_test(tc, test_max_exceeded_closes_chain_after_last_turn_then_agent_end);
 	tcase_add_test(tc, test_non_retryable_first_failure_has_no_retry_events);
