@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -158,4 +159,22 @@ char *journal_default_dir(void)
 	if (out != NULL)
 		snprintf(out, n, "%s%s", base, suffix);
 	return out;
+}
+
+char *journal_path(const char *dir, const char *id, int64_t wall_ms)
+{
+	char stamp[32], *path;
+	time_t secs = (time_t)(wall_ms / 1000);
+	struct tm tm;
+	size_t n;
+
+	if (dir == NULL)
+		return NULL;
+	gmtime_r(&secs, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H-%M-%SZ", &tm);
+	n = strlen(dir) + strlen(stamp) + strlen(id) + 10;
+	path = malloc(n);
+	if (path != NULL)
+		snprintf(path, n, "%s/%s_%s.jsonl", dir, stamp, id);
+	return path;
 }

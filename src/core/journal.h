@@ -33,5 +33,8 @@ int journal_append(struct journal *self, const json_t *message, char *err, size_
 /* $XDG_STATE_HOME/retryd/sessions, else ~/.local/state/retryd/sessions; a
  * new string, or NULL when neither variable is set. */
 char *journal_default_dir(void);
+/* "<dir>/<UTC time>_<id>.jsonl" for a session started at wall_ms, as a new
+ * string (the caller frees it); NULL when dir is NULL or memory ran out. */
+char *journal_path(const char *dir, const char *id, int64_t wall_ms);
 
 #endif

@@ -14,6 +14,7 @@
 #include "base/utf8.h"
 #include "proto/command.h"
 #include "proto/event.h"
+#include "proto/message.h"
 
 #define ABORTED_MESSAGE "Request was aborted"
 
@@ -31,20 +32,6 @@ static void emit(struct session *self, json_t *event)
 static int64_t wall_ms(struct session *self)
 {
 	return clock_wall_ms(self->cfg.clock);
-}
-
-static json_t *user_message(struct session *self, const char *text, const json_t *images)
-{
-	json_t *content = json_pack("[{s:s, s:s}]", "type", "text", "text", text);
-	size_t i;
-	json_t *img;
-
-	if (content == NULL)
-		return NULL;
-	json_array_foreach(images, i, img)
-		json_array_append(content, (json_t *)img);
-	return json_pack("{s:s, s:o, s:I}", "role", "user", "content", content,
-			 "timestamp", (json_int_t)wall_ms(self));
 }
 
 static void journal_write(struct session *self, const json_t *message)
@@ -78,33 +65,14 @@ static void drop_last_message(struct session *self)
 		json_array_remove(self->run_messages, r - 1);
 }
 
-static char *session_path(struct session *self)
-{
-	char stamp[32], *path;
-	time_t secs = (time_t)(wall_ms(self) / 1000);
-	struct tm tm;
-	size_t n;
-
-	if (self->fixed_file != NULL)
-		return strdup(self->fixed_file);
-	if (self->session_dir == NULL)
-		return NULL;
-	gmtime_r(&secs, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H-%M-%SZ", &tm);
-	n = strlen(self->session_dir) + strlen(stamp) + strlen(self->id) + 10;
-	path = malloc(n);
-	if (path != NULL)
-		snprintf(path, n, "%s/%s_%s.jsonl", self->session_dir, stamp, self->id);
-	return path;
-}
-
 static void start_new_session(struct session *self)
 {
 	int64_t now = wall_ms(self);
 
 	random_uuid_v7(self->id, now);
 	free(self->file);
-	self->file = session_path(self);
+	self->file = self->fixed_file != NULL ? strdup(self->fixed_file)
+		   : journal_path(self->session_dir, self->id, now);
 	journal_release(&self->journal);
 	journal_init(&self->journal, self->file, self->id, now);
 	json_array_clear(self->messages);
@@ -508,7 +476,7 @@ static void begin_run(struct session *self, json_t *item)
 static int enqueue(struct session *self, json_t *queue, const char *text, const json_t *images,
 		   json_t *policy, session_taken_fn taken, void *ctx)
 {
-	json_t *item = json_pack("{s:o, s:o, s:I}", "message", user_message(self, text, images),
+	json_t *item = json_pack("{s:o, s:o, s:I}", "message", message_user(text, images, wall_ms(self)),
 				 "policy", policy, "autoRetryGen", (json_int_t)self->auto_retry_gen);
 
 	if (item == NULL)
@@ -701,31 +669,7 @@ json_t *session_last_assistant_text(struct session *self)
 
 json_t *session_stats(struct session *self)
 {
-	size_t i, user = 0, assistant = 0;
-	json_int_t in = 0, out = 0;
-	json_t *m;
-	json_t *st;
-
-	json_array_foreach(self->messages, i, m) {
-		const char *role = json_string_value(json_object_get(m, "role"));
-		json_t *usage = json_object_get(m, "usage");
-
-		if (role != NULL && strcmp(role, "user") == 0)
-			user++;
-		else if (role != NULL && strcmp(role, "assistant") == 0)
-			assistant++;
-		in += json_integer_value(json_object_get(usage, "input"));
-		out += json_integer_value(json_object_get(usage, "output"));
-	}
-	st = json_pack("{s:s, s:I, s:I, s:i, s:i, s:I, s:{s:I, s:I, s:i, s:i, s:I}, s:f}",
-		       "sessionId", self->id, "userMessages", (json_int_t)user,
-		       "assistantMessages", (json_int_t)assistant, "toolCalls", 0, "toolResults", 0,
-		       "totalMessages", (json_int_t)json_array_size(self->messages),
-		       "tokens", "input", in, "output", out, "cacheRead", 0, "cacheWrite", 0,
-		       "total", in + out, "cost", 0.0);
-	if (st != NULL && self->file != NULL)
-		json_object_set_new(st, "sessionFile", json_string(self->file));
-	return st;
+	return message_stats(self->messages, self->id, self->file);
 }
 
 json_t *session_models(struct session *self)

@@ -1,0 +1,46 @@
+#include "proto/message.h"
+
+#include <string.h>
+
+json_t *message_user(const char *text, const json_t *images, int64_t timestamp_ms)
+{
+	json_t *content = json_pack("[{s:s, s:s}]", "type", "text", "text", text);
+	size_t i;
+	json_t *img;
+
+	if (content == NULL)
+		return NULL;
+	json_array_foreach(images, i, img)
+		json_array_append(content, (json_t *)img);
+	return json_pack("{s:s, s:o, s:I}", "role", "user", "content", content,
+			 "timestamp", (json_int_t)timestamp_ms);
+}
+
+json_t *message_stats(const json_t *messages, const char *session_id, const char *session_file)
+{
+	size_t i, user = 0, assistant = 0;
+	json_int_t in = 0, out = 0;
+	json_t *m;
+	json_t *st;
+
+	json_array_foreach(messages, i, m) {
+		const char *role = json_string_value(json_object_get(m, "role"));
+		json_t *usage = json_object_get(m, "usage");
+
+		if (role != NULL && strcmp(role, "user") == 0)
+			user++;
+		else if (role != NULL && strcmp(role, "assistant") == 0)
+			assistant++;
+		in += json_integer_value(json_object_get(usage, "input"));
+		out += json_integer_value(json_object_get(usage, "output"));
+	}
+	st = json_pack("{s:s, s:I, s:I, s:i, s:i, s:I, s:{s:I, s:I, s:i, s:i, s:I}, s:f}",
+		       "sessionId", session_id, "userMessages", (json_int_t)user,
+		       "assistantMessages", (json_int_t)assistant, "toolCalls", 0, "toolResults", 0,
+		       "totalMessages", (json_int_t)json_array_size(messages),
+		       "tokens", "input", in, "output", out, "cacheRead", 0, "cacheWrite", 0,
+		       "total", in + out, "cost", 0.0);
+	if (st != NULL && session_file != NULL)
+		json_object_set_new(st, "sessionFile", json_string(session_file));
+	return st;
+}

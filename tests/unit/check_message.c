@@ -1,0 +1,78 @@
+/* proto/message: pi's user message and the stats of a conversation; and the
+ * session file name core/journal gives a session. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/journal.h"
+#include "proto/message.h"
+
+Suite *message_suite(void);
+
+static char *dump(const json_t *v)
+{
+	return json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
+}
+
+START_TEST(test_user_message_has_pis_shape_with_images_after_the_text)
+{
+	json_t *images = json_loads("[{\"type\":\"image\",\"data\":\"AA==\",\"mimeType\":\"image/png\"}]",
+				    0, NULL);
+	json_t *m = message_user("hi", images, 1700000000123);
+	char *s = dump(m);
+
+	ck_assert_str_eq(s, "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"},"
+			    "{\"type\":\"image\",\"data\":\"AA==\",\"mimeType\":\"image/png\"}],"
+			    "\"timestamp\":1700000000123}");
+	free(s);
+	json_decref(m);
+	json_decref(images);
+}
+END_TEST
+
+START_TEST(test_stats_count_roles_and_sum_usage)
+{
+	json_t *msgs = json_loads("[{\"role\":\"user\"},"
+				  "{\"role\":\"assistant\",\"usage\":{\"input\":10,\"output\":3}},"
+				  "{\"role\":\"user\"},"
+				  "{\"role\":\"assistant\",\"usage\":{\"input\":20,\"output\":4}}]", 0, NULL);
+	json_t *st = message_stats(msgs, "abc", "/tmp/x.jsonl");
+	json_t *tokens = json_object_get(st, "tokens");
+
+	ck_assert_int_eq(json_integer_value(json_object_get(st, "userMessages")), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(st, "assistantMessages")), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(st, "totalMessages")), 4);
+	ck_assert_int_eq(json_integer_value(json_object_get(tokens, "input")), 30);
+	ck_assert_int_eq(json_integer_value(json_object_get(tokens, "output")), 7);
+	ck_assert_int_eq(json_integer_value(json_object_get(tokens, "total")), 37);
+	ck_assert_str_eq(json_string_value(json_object_get(st, "sessionId")), "abc");
+	ck_assert_str_eq(json_string_value(json_object_get(st, "sessionFile")), "/tmp/x.jsonl");
+	json_decref(st);
+	st = message_stats(msgs, "abc", NULL);
+	ck_assert_ptr_null(json_object_get(st, "sessionFile"));
+	json_decref(st);
+	json_decref(msgs);
+}
+END_TEST
+
+START_TEST(test_session_file_is_named_by_utc_start_time_and_id)
+{
+	char *p = journal_path("/d", "0190-id", 1700000000123);
+
+	ck_assert_str_eq(p, "/d/2023-11-14T22-13-20Z_0190-id.jsonl");
+	free(p);
+	ck_assert_ptr_null(journal_path(NULL, "id", 0));
+}
+END_TEST
+
+Suite *message_suite(void)
+{
+	Suite *s = suite_create("message");
+	TCase *tc = tcase_create("shapes");
+
+	tcase_add_test(tc, test_user_message_has_pis_shape_with_images_after_the_text);
+	tcase_add_test(tc, test_stats_count_roles_and_sum_usage);
+	tcase_add_test(tc, test_session_file_is_named_by_utc_start_time_and_id);
+	suite_add_tcase(s, tc);
+	return s;
+}
