@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/errbuf.h"
+#include "base/fsutil.h"
 
 int journal_init(struct journal *self, const char *path, const char *id, int64_t wall_ms)
 {
@@ -139,26 +140,7 @@ fail:
 
 char *journal_default_dir(void)
 {
-	const char *state = getenv("XDG_STATE_HOME");
-	const char *home = getenv("HOME");
-	const char *base, *suffix;
-	char *out;
-	size_t n;
-
-	if (state != NULL && state[0] == '/') {
-		base = state;
-		suffix = "/retryd/sessions";
-	} else if (home != NULL && home[0] != '\0') {
-		base = home;
-		suffix = "/.local/state/retryd/sessions";
-	} else {
-		return NULL;
-	}
-	n = strlen(base) + strlen(suffix) + 1;
-	out = malloc(n);
-	if (out != NULL)
-		snprintf(out, n, "%s%s", base, suffix);
-	return out;
+	return fsutil_xdg_path("XDG_STATE_HOME", ".local/state", "/retryd/sessions");
 }
 
 char *journal_path(const char *dir, const char *id, int64_t wall_ms)

@@ -1,6 +1,7 @@
 #include "core/settings.h"
 
 #include "base/errbuf.h"
+#include "base/fsutil.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -534,26 +535,7 @@ fail:
  * counts, as the XDG spec says), else ~/.config/retryd/settings.json, else NULL. */
 static char *default_path(void)
 {
-	const char *xdg = getenv("XDG_CONFIG_HOME");
-	const char *home = getenv("HOME");
-	const char *base, *tail;
-	char *path;
-	size_t len;
-
-	if (xdg != NULL && xdg[0] == '/') {
-		base = xdg;
-		tail = "/retryd/settings.json";
-	} else if (home != NULL && home[0] != '\0') {
-		base = home;
-		tail = "/.config/retryd/settings.json";
-	} else {
-		return NULL;
-	}
-	len = strlen(base) + strlen(tail) + 1;
-	path = malloc(len);
-	if (path != NULL)
-		snprintf(path, len, "%s%s", base, tail);
-	return path;
+	return fsutil_xdg_path("XDG_CONFIG_HOME", ".config", "/retryd/settings.json");
 }
 
 /* Reads the whole file into a new NUL-terminated buffer. -1 with errno set. */
