@@ -15,6 +15,7 @@
 #include "proto/command.h"
 #include "proto/event.h"
 #include "proto/message.h"
+#include "proto/state.h"
 
 #define ABORTED_MESSAGE "Request was aborted"
 
@@ -596,45 +597,24 @@ json_t *session_model(struct session *self)
 
 json_t *session_state(struct session *self)
 {
-	/* Built member by member: json_pack parses its format on every call,
-	 * and get_state is the command a client polls. */
-	json_t *st = json_object();
-	json_int_t pending = (json_int_t)(json_array_size(self->steering) +
-					  json_array_size(self->follow_ups));
+	struct state_view v = {
+		.model = session_model(self),
+		.streaming = self->busy,
+		.steer_all = self->steer_all,
+		.follow_up_all = self->follow_up_all,
+		.session_id = self->id,
+		.message_count = json_array_size(self->messages),
+		.pending_count = json_array_size(self->steering) + json_array_size(self->follow_ups),
+		.auto_retry_enabled = settings_get_bool(self->cfg.settings, "retry.enabled"),
+		.retrying = self->phase == SESSION_BACKOFF,
+		.retry_attempt = self->chain.attempt,
+		.session_file = self->file,
+		.session_name = self->name,
+		.retry_policy = self->busy ? self->policy.json : NULL,
+		.retry_budget = retry_budget_json(&self->budget),
+	};
 
-	if (st == NULL)
-		return NULL;
-	json_object_set_new_nocheck(st, "model", session_model(self));
-	json_object_set_new_nocheck(st, "thinkingLevel", json_string_nocheck("off"));
-	json_object_set_new_nocheck(st, "isStreaming", json_boolean(self->busy));
-	json_object_set_new_nocheck(st, "isCompacting", json_false());
-	json_object_set_new_nocheck(st, "steeringMode",
-				    json_string_nocheck(self->steer_all ? "all" : "one-at-a-time"));
-	json_object_set_new_nocheck(st, "followUpMode",
-				    json_string_nocheck(self->follow_up_all ? "all" : "one-at-a-time"));
-	json_object_set_new_nocheck(st, "sessionId", json_string(self->id));
-	json_object_set_new_nocheck(st, "autoCompactionEnabled", json_false());
-	json_object_set_new_nocheck(st, "messageCount",
-				    json_integer((json_int_t)json_array_size(self->messages)));
-	json_object_set_new_nocheck(st, "pendingMessageCount", json_integer(pending));
-	json_object_set_new_nocheck(st, "autoRetryEnabled",
-				    json_boolean(settings_get_bool(self->cfg.settings, "retry.enabled")));
-	json_object_set_new_nocheck(st, "isRetrying", json_boolean(self->phase == SESSION_BACKOFF));
-	json_object_set_new_nocheck(st, "retryAttempt", json_integer(self->chain.attempt));
-	if (self->file != NULL)
-		json_object_set_new_nocheck(st, "sessionFile", json_string(self->file));
-	if (self->name != NULL)
-		json_object_set_new_nocheck(st, "sessionName", json_string(self->name));
-	/* The snapshot the running chain uses; null when idle. */
-	json_object_set_new_nocheck(st, "retryPolicy", self->busy && self->policy.json
-						       ? json_deep_copy(self->policy.json) : json_null());
-	json_object_set_new_nocheck(st, "retryBudget", retry_budget_json(&self->budget));
-	/* A member whose value could not be made is missing: say so, once. */
-	if (json_object_size(st) < 15) {
-		json_decref(st);
-		return NULL;
-	}
-	return st;
+	return state_json(&v);
 }
 
 json_t *session_retry_policy(struct session *self)
