@@ -1,34 +1,23 @@
 #include "base/hint.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-/* The largest hint returned (~31 700 years): far beyond any wait a caller
- * would honour, yet far from INT64_MAX. */
-#define HINT_MAX_MS INT64_C(1000000000000000)
-/* Intermediate values saturate here, leaving room to subtract `now`. */
-#define SAT_MS INT64_C(1000000000000000000)
-/* Fraction digits kept; later non-zero digits round the kept ones up. */
-#define FRAC_DIGITS_MAX 12
+#include "base/errtext.h"
 
-#define MS_PER_S INT64_C(1000)
-#define MS_PER_MIN INT64_C(60000)
-#define MS_PER_H INT64_C(3600000)
+#define MS_PER_S 1000.0
+#define MS_PER_MIN 60000.0
+#define MS_PER_H 3600000.0
+#define MS_PER_DAY 86400000.0
 
-struct cursor {
-	const char *s;
-	size_t len;
-	size_t i;
-};
+/* Significant digits a decimal keeps: below 2^53, so that digits / 10^k is
+ * one correctly rounded division, the value strtod would give (without its
+ * locale). Longer numbers lose only far-off digits. */
+#define SIG_DIGITS_MAX 15
 
-/* A non-negative decimal, exact enough to round up to whole ms. */
-struct decimal {
-	uint64_t ip;		/* integer part, saturated */
-	uint64_t frac;		/* first fdigits fraction digits */
-	unsigned fdigits;
-};
+/* --- characters (ASCII, as PCRE2 reads \s, \b and caseless letters) --- */
 
-/* ASCII only: error text is not locale text, and <ctype.h> is undefined
- * for negative chars. */
 static int to_lower(int c)
 {
 	return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c;
@@ -45,139 +34,152 @@ static bool is_alpha(int c)
 	return c >= 'a' && c <= 'z';
 }
 
+static bool is_word(int c)
+{
+	return is_alpha(c) || is_digit(c) || c == '_';
+}
+
 static bool is_space(int c)
 {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+	return c == ' ' || (c >= '\t' && c <= '\r');
 }
 
-/* -1 at the end of the buffer. */
-static int peek(const struct cursor *c)
+static bool is_quote(int c)
 {
-	return c->i < c->len ? (unsigned char)c->s[c->i] : -1;
+	return c == '"' || c == '\'';
 }
 
-/* Consumes `lit` (case-insensitive) only if all of it is there. */
-static bool eat(struct cursor *c, const char *lit)
+/* s[i], or -1 past the end. */
+static int at(const char *s, size_t n, size_t i)
 {
-	size_t n = strlen(lit);
+	return i < n ? (unsigned char)s[i] : -1;
+}
 
-	if (c->len - c->i < n)
+/* Consumes lit (case-insensitive) at *i, only if all of it is there. */
+static bool eat(const char *s, size_t n, size_t *i, const char *lit)
+{
+	size_t len = strlen(lit);
+
+	if (*i > n || n - *i < len)
 		return false;
-	for (size_t k = 0; k < n; k++)
-		if (to_lower((unsigned char)c->s[c->i + k]) != to_lower((unsigned char)lit[k]))
+	for (size_t k = 0; k < len; k++)
+		if (to_lower((unsigned char)s[*i + k]) != lit[k])
 			return false;
-	c->i += n;
+	*i += len;
 	return true;
 }
 
-static void skip_spaces(struct cursor *c)
+static void skip_spaces(const char *s, size_t n, size_t *i)
 {
-	while (is_space(peek(c)))
-		c->i++;
+	while (is_space(at(s, n, *i)))
+		(*i)++;
 }
 
-static bool skip_spaces1(struct cursor *c)
+/* `\s+` */
+static bool skip_spaces1(const char *s, size_t n, size_t *i)
 {
-	if (!is_space(peek(c)))
+	if (!is_space(at(s, n, *i)))
 		return false;
-	skip_spaces(c);
+	skip_spaces(s, n, i);
 	return true;
 }
 
-/* `\s*[:=]\s*` */
-static bool eat_separator(struct cursor *c)
+/* Whether a letter starts at s[i] — what "a unit must not be followed by a
+ * letter" means: ASCII letters, and the letters of the common scripts
+ * (Latin, Greek, Cyrillic, Armenian, Hebrew, Arabic, kana, CJK, Hangul,
+ * fullwidth Latin) as the reference's str.isalpha() sees them. */
+static bool letter_at(const char *s, size_t n, size_t i)
 {
-	skip_spaces(c);
-	if (peek(c) != ':' && peek(c) != '=')
+	const unsigned char *u = (const unsigned char *)s + i;
+	uint32_t cp;
+
+	if (i >= n)
 		return false;
-	c->i++;
-	skip_spaces(c);
-	return true;
+	if (u[0] < 0x80)
+		return is_alpha(u[0]);
+	if (u[0] >= 0xc2 && u[0] < 0xe0 && n - i >= 2 && (u[1] & 0xc0) == 0x80)
+		cp = (uint32_t)(u[0] & 0x1f) << 6 | (u[1] & 0x3f);
+	else if (u[0] >= 0xe0 && u[0] < 0xf0 && n - i >= 3 && (u[1] & 0xc0) == 0x80 &&
+		 (u[2] & 0xc0) == 0x80)
+		cp = (uint32_t)(u[0] & 0x0f) << 12 | (uint32_t)(u[1] & 0x3f) << 6 | (u[2] & 0x3f);
+	else
+		return false;
+	return cp == 0xaa || cp == 0xb5 || cp == 0xba ||
+	       (cp >= 0xc0 && cp <= 0x2c1 && cp != 0xd7 && cp != 0xf7) ||
+	       (cp >= 0x370 && cp <= 0x3ff && cp != 0x37e && cp != 0x387) ||
+	       (cp >= 0x400 && cp <= 0x52f && (cp < 0x482 || cp > 0x489)) ||
+	       (cp >= 0x531 && cp <= 0x587) || (cp >= 0x5d0 && cp <= 0x5f2) ||
+	       (cp >= 0x620 && cp <= 0x64a) || (cp >= 0x3041 && cp <= 0x30fa) ||
+	       (cp >= 0x3400 && cp <= 0x4dbf) || (cp >= 0x4e00 && cp <= 0x9fff) ||
+	       (cp >= 0xac00 && cp <= 0xd7a3) || (cp >= 0xff21 && cp <= 0xff3a) ||
+	       (cp >= 0xff41 && cp <= 0xff5a);
 }
 
-static void eat_digits(struct cursor *c, uint64_t *ip)
-{
-	while (is_digit(peek(c))) {
-		unsigned d = (unsigned)(peek(c) - '0');
+/* --- numbers --- */
 
-		*ip = *ip > (UINT64_MAX - 9) / 10 ? UINT64_MAX : *ip * 10 + d;
-		c->i++;
+/* `[0-9]+(?:\.[0-9]+)?` at i: its end, or i when there is none. */
+static size_t scan_number(const char *s, size_t n, size_t i)
+{
+	size_t k = i;
+
+	while (is_digit(at(s, n, k)))
+		k++;
+	if (k == i)
+		return i;
+	if (at(s, n, k) == '.' && is_digit(at(s, n, k + 1))) {
+		k++;
+		while (is_digit(at(s, n, k)))
+			k++;
 	}
+	return k;
 }
 
-/* `\d+` */
-static bool parse_uint(struct cursor *c, struct decimal *d)
+/* The value of the decimal s[a..b) that scan_number found. */
+static double number_value(const char *s, size_t a, size_t b)
 {
-	*d = (struct decimal){ 0 };
-	if (!is_digit(peek(c)))
-		return false;
-	eat_digits(c, &d->ip);
-	return true;
-}
+	uint64_t digits = 0;
+	int sig = 0, exp10 = 0;
+	bool frac = false;
+	double v, p = 1.0;
 
-/* `\d+(\.\d*)?|\.\d+`; nothing is consumed on failure. */
-static bool parse_decimal(struct cursor *c, struct decimal *d)
-{
-	size_t start = c->i;
-	bool any = false;
-	bool sticky = false;
-
-	*d = (struct decimal){ 0 };
-	if (is_digit(peek(c))) {
-		eat_digits(c, &d->ip);
-		any = true;
-	}
-	if (peek(c) == '.') {
-		c->i++;
-		while (is_digit(peek(c))) {
-			unsigned digit = (unsigned)(peek(c) - '0');
-
-			if (d->fdigits < FRAC_DIGITS_MAX) {
-				d->frac = d->frac * 10 + digit;
-				d->fdigits++;
-			} else if (digit != 0) {
-				sticky = true;
-			}
-			c->i++;
-			any = true;
+	for (size_t k = a; k < b; k++) {
+		if (s[k] == '.') {
+			frac = true;
+			continue;
+		}
+		if (sig < SIG_DIGITS_MAX) {
+			digits = digits * 10 + (uint64_t)(s[k] - '0');
+			if (digits > 0)
+				sig++;
+			if (frac)
+				exp10--;
+		} else if (!frac && exp10 < 400) {
+			exp10++;
 		}
 	}
-	if (!any) {
-		c->i = start;
-		return false;
-	}
-	if (sticky)
-		d->frac++;	/* may reach 10^fdigits: still exact below */
-	return true;
+	for (int k = 0; k < (exp10 < 0 ? -exp10 : exp10); k++)
+		p *= 10.0;
+	v = (double)digits;
+	return exp10 < 0 ? v / p : v * p;
 }
 
-/* ceil(d * unit_ms), saturated at SAT_MS. */
-static int64_t decimal_to_ms(const struct decimal *d, int64_t unit_ms)
+/* A non-negative count of ms, rounded as the reference does (int(x + 0.5)),
+ * clamped at HINT_MAX_MS. */
+static int64_t round_ms(double x)
 {
-	uint64_t unit = (uint64_t)unit_ms;
-	uint64_t ms;
-
-	if (d->ip > (uint64_t)SAT_MS / unit)
-		return SAT_MS;
-	ms = d->ip * unit;
-	if (d->fdigits > 0) {
-		uint64_t pow10 = 1;
-
-		for (unsigned k = 0; k < d->fdigits; k++)
-			pow10 *= 10;
-		/* frac <= 10^12 and unit <= 3.6e6: the product fits. */
-		ms += (d->frac * unit + pow10 - 1) / pow10;
-	}
-	return ms > (uint64_t)SAT_MS ? SAT_MS : (int64_t)ms;
+	x += 0.5;
+	if (!(x < (double)HINT_MAX_MS))
+		return HINT_MAX_MS;
+	return x < 1.0 ? 0 : (int64_t)x;
 }
 
-static int64_t add_sat(int64_t a, int64_t b)
+static int64_t clamp_ms(int64_t ms)
 {
-	/* Both in [0, SAT_MS]: the sum cannot overflow. */
-	return a + b > SAT_MS ? SAT_MS : a + b;
+	return ms < 0 ? 0 : ms > HINT_MAX_MS ? HINT_MAX_MS : ms;
 }
 
-/* target - now, for a target within ±SAT_MS and any now. */
+/* target − now, saturated (both are epoch ms from the parsers below, or a
+ * caller's clock). */
 static int64_t until(int64_t target, int64_t now)
 {
 	if (now < 0 && target > INT64_MAX + now)
@@ -187,64 +189,89 @@ static int64_t until(int64_t target, int64_t now)
 	return target - now;
 }
 
-/* --- HTTP-date (RFC 9110 §5.6.7): IMF-fixdate, RFC 850, asctime --- */
+/* --- durations --- */
+
+static const struct {
+	const char *name;
+	double ms;
+} units[] = {
+	/* Longest first: "ms" before "m", "minutes" before "min". */
+	{ "milliseconds", 1 }, { "millisecond", 1 }, { "ms", 1 },
+	{ "seconds", MS_PER_S }, { "second", MS_PER_S }, { "secs", MS_PER_S },
+	{ "sec", MS_PER_S }, { "s", MS_PER_S },
+	{ "minutes", MS_PER_MIN }, { "minute", MS_PER_MIN }, { "mins", MS_PER_MIN },
+	{ "min", MS_PER_MIN }, { "m", MS_PER_MIN },
+	{ "hours", MS_PER_H }, { "hour", MS_PER_H }, { "hrs", MS_PER_H }, { "hr", MS_PER_H },
+	{ "h", MS_PER_H },
+	{ "days", MS_PER_DAY }, { "day", MS_PER_DAY }, { "d", MS_PER_DAY },
+};
+
+/* The duration starting at s[i] (the reference's parse_duration). */
+static bool duration_at(const char *s, size_t n, size_t i, int64_t *ms)
+{
+	double total = 0.0;
+	int parts = 0;
+
+	for (;;) {
+		size_t j = i, end, k;
+		double unit = 0.0;
+
+		if (parts > 0) {
+			while (at(s, n, j) == ' ' || at(s, n, j) == ',' || at(s, n, j) == '\t')
+				j++;
+			(void)eat(s, n, &j, "and ");
+		}
+		end = scan_number(s, n, j);
+		if (end == j)
+			break;
+		k = end;
+		while (at(s, n, k) == ' ')
+			k++;
+		for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
+			size_t e = k;
+
+			if (eat(s, n, &e, units[u].name) && !letter_at(s, n, e)) {
+				unit = units[u].ms;
+				k = e;
+				break;
+			}
+		}
+		if (unit == 0.0)
+			break;
+		total += number_value(s, j, end) * unit;
+		parts++;
+		i = k;
+	}
+	if (parts == 0)
+		return false;
+	*ms = round_ms(total);
+	return true;
+}
+
+bool hint_duration(const char *s, size_t len, int64_t *out_ms)
+{
+	return s != NULL && duration_at(s, len, 0, out_ms);
+}
+
+/* --- dates --- */
 
 static const char *const month_names[12] = {
 	"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
 };
 
-/* Long names first: "Monday" must not stop after "Mon". */
-static const char *const weekday_names[14] = {
-	"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
-	"mon", "tue", "wed", "thu", "fri", "sat", "sun",
-};
-
-static bool parse_weekday(struct cursor *c)
+/* Exactly `count` digits at *i. */
+static bool digits(const char *s, size_t n, size_t *i, int count, int *out)
 {
-	for (size_t k = 0; k < sizeof(weekday_names) / sizeof(weekday_names[0]); k++)
-		if (eat(c, weekday_names[k]))
-			return true;
-	return false;
-}
-
-static bool parse_month(struct cursor *c, int *month)
-{
-	for (int k = 0; k < 12; k++) {
-		if (eat(c, month_names[k])) {
-			*month = k + 1;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* Between min and max digits, and no digit right after them. */
-static bool parse_digits(struct cursor *c, size_t min, size_t max, int *out)
-{
-	size_t n = 0;
 	int v = 0;
 
-	while (n < max && is_digit(peek(c))) {
-		v = v * 10 + (peek(c) - '0');
-		c->i++;
-		n++;
+	for (int k = 0; k < count; k++) {
+		if (!is_digit(at(s, n, *i)))
+			return false;
+		v = v * 10 + (s[*i] - '0');
+		(*i)++;
 	}
-	if (n < min || is_digit(peek(c)))
-		return false;
 	*out = v;
 	return true;
-}
-
-static bool parse_time(struct cursor *c, int *hour, int *min, int *sec)
-{
-	return parse_digits(c, 2, 2, hour) && eat(c, ":") &&
-	       parse_digits(c, 2, 2, min) && eat(c, ":") &&
-	       parse_digits(c, 2, 2, sec);
-}
-
-static bool is_leap(int64_t y)
-{
-	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 }
 
 /* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
@@ -261,251 +288,672 @@ static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
 	return era * 146097 + doe - 719468;
 }
 
-static bool parse_http_date(struct cursor *c, int64_t *epoch_ms)
+/* A calendar time as the reference's datetime() accepts it, in epoch ms. */
+static bool civil_ms(int y, int mo, int d, int h, int mi, int sec, int64_t *out)
 {
 	static const int mdays[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	int year, month, day, hour, min, sec;
+	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 
-	if (!parse_weekday(c))
+	if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] + (mo == 2 && leap) ||
+	    h > 23 || mi > 59 || sec > 59)
 		return false;
-	if (eat(c, ",")) {
-		skip_spaces(c);
-		if (!parse_digits(c, 1, 2, &day))
+	*out = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * INT64_C(60000) +
+	       sec * INT64_C(1000);
+	return true;
+}
+
+/* `HH:MM:SS` */
+static bool clock_time(const char *s, size_t n, size_t *i, int *h, int *mi, int *sec)
+{
+	return digits(s, n, i, 2, h) && eat(s, n, i, ":") && digits(s, n, i, 2, mi) &&
+	       eat(s, n, i, ":") && digits(s, n, i, 2, sec);
+}
+
+/* The whole of s[0..n) is an IMF-fixdate, "Sun, 06 Nov 1994 08:49:37 GMT"
+ * (any three letters for the day name). */
+static bool parse_http_date(const char *s, size_t n, int64_t *out)
+{
+	size_t i = 0;
+	int day, month = 0, year, h, mi, sec;
+
+	for (int k = 0; k < 3; k++, i++)
+		if (!is_alpha(at(s, n, i)))
 			return false;
-		if (eat(c, "-")) {
-			/* RFC 850: "Sunday, 06-Nov-94 08:49:37 GMT". A fixed
-			 * pivot instead of "50 years ahead" is good until 2070. */
-			if (!parse_month(c, &month) || !eat(c, "-") ||
-			    !parse_digits(c, 2, 2, &year))
-				return false;
-			year += year < 70 ? 2000 : 1900;
+	if (!eat(s, n, &i, ","))
+		return false;
+	skip_spaces(s, n, &i);
+	if (!digits(s, n, &i, 1, &day))
+		return false;
+	if (is_digit(at(s, n, i)))
+		day = day * 10 + (s[i++] - '0');
+	if (!skip_spaces1(s, n, &i))
+		return false;
+	for (int k = 0; k < 12 && month == 0; k++)
+		if (eat(s, n, &i, month_names[k]))
+			month = k + 1;
+	if (month == 0 || !skip_spaces1(s, n, &i) || !digits(s, n, &i, 4, &year) ||
+	    !skip_spaces1(s, n, &i) || !clock_time(s, n, &i, &h, &mi, &sec))
+		return false;
+	skip_spaces(s, n, &i);
+	return eat(s, n, &i, "gmt") && i == n && civil_ms(year, month, day, h, mi, sec, out);
+}
+
+/* The whole of s[0..n) is an RFC 3339 time, "2025-06-01T12:00:30Z",
+ * fractions of a second ignored. */
+static bool parse_rfc3339(const char *s, size_t n, int64_t *out)
+{
+	size_t i = 0;
+	int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 1;
+	int64_t ms;
+
+	if (!digits(s, n, &i, 4, &y) || !eat(s, n, &i, "-") || !digits(s, n, &i, 2, &mo) ||
+	    !eat(s, n, &i, "-") || !digits(s, n, &i, 2, &d))
+		return false;
+	if (!eat(s, n, &i, "t") && !eat(s, n, &i, " "))
+		return false;
+	if (!clock_time(s, n, &i, &h, &mi, &sec))
+		return false;
+	if (at(s, n, i) == '.' && is_digit(at(s, n, i + 1))) {
+		i++;
+		while (is_digit(at(s, n, i)))
+			i++;
+	}
+	if (!eat(s, n, &i, "z")) {
+		if (at(s, n, i) != '+' && at(s, n, i) != '-')
+			return false;
+		sign = s[i++] == '-' ? -1 : 1;
+		if (!digits(s, n, &i, 2, &oh))
+			return false;
+		(void)eat(s, n, &i, ":");
+		if (!digits(s, n, &i, 2, &om))
+			return false;
+	}
+	if (i != n || !civil_ms(y, mo, d, h, mi, sec, &ms))
+		return false;
+	*out = ms - sign * (int64_t)(oh * 60 + om) * 60000;
+	return true;
+}
+
+/* --- headers --- */
+
+/* A header value, stripped; an integer value is written out. */
+struct hval {
+	const char *s;
+	size_t n;
+	char num[24];
+};
+
+static void strip(struct hval *v)
+{
+	while (v->n > 0 && is_space((unsigned char)v->s[0])) {
+		v->s++;
+		v->n--;
+	}
+	while (v->n > 0 && is_space((unsigned char)v->s[v->n - 1]))
+		v->n--;
+}
+
+static bool name_is(const char *key, const char *lname)
+{
+	size_t k = 0;
+
+	for (; key[k] != '\0' && lname[k] != '\0'; k++)
+		if (to_lower((unsigned char)key[k]) != lname[k])
+			return false;
+	return key[k] == lname[k];
+}
+
+/* The value of header lname (lower case; names compare case-insensitively,
+ * a later duplicate wins), stripped. */
+static bool header_get(const json_t *headers, const char *lname, struct hval *out)
+{
+	const char *key;
+	json_t *v;
+	bool found = false;
+
+	json_object_foreach((json_t *)headers, key, v) {
+		if (!name_is(key, lname))
+			continue;
+		if (json_is_string(v)) {
+			out->s = json_string_value(v);
+			out->n = json_string_length(v);
+		} else if (json_is_integer(v)) {
+			int len = snprintf(out->num, sizeof(out->num), "%lld",
+					   (long long)json_integer_value(v));
+
+			out->s = out->num;
+			out->n = len > 0 ? (size_t)len : 0;
 		} else {
-			/* IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT" */
-			if (!skip_spaces1(c) || !parse_month(c, &month) ||
-			    !skip_spaces1(c) || !parse_digits(c, 4, 4, &year))
-				return false;
+			continue;
 		}
-		if (!skip_spaces1(c) || !parse_time(c, &hour, &min, &sec) ||
-		    !skip_spaces1(c) || !eat(c, "GMT"))
-			return false;
-	} else {
-		/* asctime: "Sun Nov  6 08:49:37 1994" */
-		if (!skip_spaces1(c) || !parse_month(c, &month) || !skip_spaces1(c) ||
-		    !parse_digits(c, 1, 2, &day) || !skip_spaces1(c) ||
-		    !parse_time(c, &hour, &min, &sec) || !skip_spaces1(c) ||
-		    !parse_digits(c, 4, 4, &year))
-			return false;
+		found = true;
 	}
-	if (day < 1 || day > mdays[month - 1] + (month == 2 && is_leap(year)) ||
-	    hour > 23 || min > 59 || sec > 60)
+	if (found)
+		strip(out);
+	return found;
+}
+
+static bool header_is_zero(const json_t *headers, const char *lname)
+{
+	struct hval v;
+
+	return header_get(headers, lname, &v) && v.n == 1 && v.s[0] == '0';
+}
+
+/* The whole value is a decimal. */
+static bool whole_number(const struct hval *v, double *out)
+{
+	if (v->n == 0 || scan_number(v->s, v->n, 0) != v->n)
 		return false;
-	*epoch_ms = ((days_from_civil(year, month, day) * 24 + hour) * 60 + min) * 60 * MS_PER_S +
-		    sec * MS_PER_S;
+	*out = number_value(v->s, 0, v->n);
 	return true;
 }
 
-/* --- the rules, each parsing what follows its keyword --- */
-
-/* retry-after-ms: N */
-static bool rule_retry_after_ms(struct cursor *c, int64_t now, int64_t *ms)
+/* x-ratelimit-reset-requests / -tokens: the exhausted one, else the longer. */
+static bool ratelimit_reset(const json_t *headers, int64_t *out)
 {
-	struct decimal d;
-
-	(void)now;
-	if (!eat_separator(c) || !parse_decimal(c, &d))
-		return false;
-	*ms = decimal_to_ms(&d, 1);
-	return true;
-}
-
-/* retry-after: N | <HTTP-date>. The number must be the whole token
- * (`[^\s,;]+`), so "5s" or "soon" is no hint. */
-static bool rule_retry_after(struct cursor *c, int64_t now, int64_t *ms)
-{
-	struct decimal d;
-	size_t value;
-	int64_t date_ms;
-	int next;
-
-	if (!eat_separator(c))
-		return false;
-	value = c->i;
-	if (parse_decimal(c, &d)) {
-		next = peek(c);
-		if (next == -1 || is_space(next) || next == ',' || next == ';') {
-			*ms = decimal_to_ms(&d, MS_PER_S);
-			return true;
-		}
-		c->i = value;
-	}
-	if (!parse_http_date(c, &date_ms))
-		return false;
-	*ms = until(date_ms, now);
-	return true;
-}
-
-/* reset after 1h2m3.5s — h and m optional, s required. Taking h and m
- * greedily gives the regex's answer: backtracking over them cannot help,
- * since their digits are followed by a letter that is not 's'. */
-static bool rule_reset_after(struct cursor *c, int64_t now, int64_t *ms)
-{
-	struct decimal h = { 0 }, m = { 0 }, s;
-	size_t mark = c->i;
-
-	(void)now;
-	if (parse_uint(c, &h) && eat(c, "h")) {
-		mark = c->i;
-	} else {
-		h = (struct decimal){ 0 };
-		c->i = mark;
-	}
-	if (parse_uint(c, &m) && eat(c, "m")) {
-		mark = c->i;
-	} else {
-		m = (struct decimal){ 0 };
-		c->i = mark;
-	}
-	if (!parse_decimal(c, &s) || !eat(c, "s"))
-		return false;
-	*ms = add_sat(add_sat(decimal_to_ms(&h, MS_PER_H), decimal_to_ms(&m, MS_PER_MIN)),
-		      decimal_to_ms(&s, MS_PER_S));
-	return true;
-}
-
-/* N immediately followed by "ms" or "s" (no word boundary, as upstream). */
-static bool parse_ms_or_s(struct cursor *c, int64_t *ms)
-{
-	struct decimal d;
-
-	if (!parse_decimal(c, &d))
-		return false;
-	if (eat(c, "ms"))
-		*ms = decimal_to_ms(&d, 1);
-	else if (eat(c, "s"))
-		*ms = decimal_to_ms(&d, MS_PER_S);
-	else
-		return false;
-	return true;
-}
-
-/* Please retry in 1.5s | 500ms */
-static bool rule_please_retry(struct cursor *c, int64_t now, int64_t *ms)
-{
-	(void)now;
-	return parse_ms_or_s(c, ms);
-}
-
-/* "retryDelay": "3s" */
-static bool rule_retry_delay(struct cursor *c, int64_t now, int64_t *ms)
-{
-	(void)now;
-	skip_spaces(c);
-	return eat(c, "\"") && parse_ms_or_s(c, ms) && eat(c, "\"");
-}
-
-/* try again in ~N unit, the unit a whole word. */
-static bool rule_try_again(struct cursor *c, int64_t now, int64_t *ms)
-{
-	static const struct {
-		const char *name;
-		int64_t ms;
-	} units[] = {
-		{ "ms", 1 },
-		{ "s", MS_PER_S }, { "sec", MS_PER_S }, { "secs", MS_PER_S },
-		{ "second", MS_PER_S }, { "seconds", MS_PER_S },
-		{ "m", MS_PER_MIN }, { "min", MS_PER_MIN }, { "mins", MS_PER_MIN },
-		{ "minute", MS_PER_MIN }, { "minutes", MS_PER_MIN },
-		{ "h", MS_PER_H }, { "hr", MS_PER_H }, { "hrs", MS_PER_H },
-		{ "hour", MS_PER_H }, { "hours", MS_PER_H },
+	static const char *const kinds[2][2] = {
+		{ "x-ratelimit-reset-requests", "x-ratelimit-remaining-requests" },
+		{ "x-ratelimit-reset-tokens", "x-ratelimit-remaining-tokens" },
 	};
-	struct decimal d;
-	size_t word, wlen;
-	int next;
+	bool found = false, best_zero = false;
+	int64_t best = 0;
 
-	(void)now;
-	if (!skip_spaces1(c))
-		return false;
-	eat(c, "~");
-	skip_spaces(c);
-	if (!parse_decimal(c, &d))
-		return false;
-	skip_spaces(c);
-	word = c->i;
-	while (is_alpha(peek(c)))
-		c->i++;
-	wlen = c->i - word;
-	next = peek(c);
-	if (wlen == 0 || is_digit(next) || next == '_')
-		return false;
-	for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++) {
-		struct cursor u = { c->s, word + wlen, word };
+	for (size_t k = 0; k < 2; k++) {
+		struct hval v;
+		int64_t ms;
+		bool zero;
 
-		if (strlen(units[k].name) == wlen && eat(&u, units[k].name)) {
-			*ms = decimal_to_ms(&d, units[k].ms);
+		if (!header_get(headers, kinds[k][0], &v) || !duration_at(v.s, v.n, 0, &ms))
+			continue;
+		zero = header_is_zero(headers, kinds[k][1]);
+		if (!found || (zero && !best_zero) || (zero == best_zero && ms > best)) {
+			best = ms;
+			best_zero = zero;
+			found = true;
+		}
+	}
+	if (found)
+		*out = best;
+	return found;
+}
+
+/* anthropic-ratelimit-<kind>-reset whose -remaining is "0": the latest. */
+static bool anthropic_reset(const json_t *headers, int64_t now, int64_t *out)
+{
+	static const char prefix[] = "anthropic-ratelimit-";
+	static const char suffix[] = "-reset";
+	const size_t pn = sizeof(prefix) - 1, sn = sizeof(suffix) - 1;
+	const char *key;
+	json_t *v;
+	bool found = false;
+	int64_t best = 0;
+
+	json_object_foreach((json_t *)headers, key, v) {
+		char name[128];
+		size_t kn = strlen(key);
+		struct hval val;
+		int64_t t;
+		bool ok = kn > pn + sn && kn < sizeof(name) - 16;
+
+		(void)v;
+		for (size_t k = 0; ok && k < kn; k++) {
+			name[k] = (char)to_lower((unsigned char)key[k]);
+			if (k >= pn && k < kn - sn && !(is_alpha(name[k]) || name[k] == '-'))
+				ok = false;
+		}
+		if (!ok || memcmp(name, prefix, pn) != 0 || memcmp(name + kn - sn, suffix, sn) != 0)
+			continue;
+		name[kn] = '\0';
+		/* The first of the names that differ only in case stands for all. */
+		{
+			const char *k2;
+			json_t *v2;
+			bool earlier = false;
+
+			json_object_foreach((json_t *)headers, k2, v2) {
+				(void)v2;
+				if (k2 == key)
+					break;
+				earlier = earlier || name_is(k2, name);
+			}
+			if (earlier)
+				continue;
+		}
+		if (!header_get(headers, name, &val) || !parse_rfc3339(val.s, val.n, &t))
+			continue;
+		memcpy(name + kn - sn, "-remaining", sizeof("-remaining"));
+		if (!header_is_zero(headers, name))
+			continue;
+		if (!found || until(t, now) > best) {
+			best = until(t, now);
+			found = true;
+		}
+	}
+	if (found)
+		*out = best;
+	return found;
+}
+
+bool hint_in_headers(const json_t *headers, int64_t now_ms, int64_t *out_ms)
+{
+	struct hval v;
+	double x;
+	int64_t t, ms, now = now_ms;
+
+	if (!json_is_object(headers))
+		return false;
+	if (now == 0 && header_get(headers, "date", &v) && !parse_http_date(v.s, v.n, &now))
+		now = 0;
+	if (header_get(headers, "retry-after-ms", &v) && whole_number(&v, &x)) {
+		*out_ms = round_ms(x);
+		return true;
+	}
+	if (header_get(headers, "retry-after", &v)) {
+		if (whole_number(&v, &x)) {
+			*out_ms = round_ms(x * MS_PER_S);
 			return true;
 		}
+		if (parse_http_date(v.s, v.n, &t) && now != 0) {
+			*out_ms = clamp_ms(until(t, now));
+			return true;
+		}
+	}
+	if (ratelimit_reset(headers, &ms)) {
+		*out_ms = ms;
+		return true;
+	}
+	if (now != 0 && anthropic_reset(headers, now, &ms)) {
+		*out_ms = clamp_ms(ms);
+		return true;
 	}
 	return false;
 }
 
-/* x-ratelimit-reset-ms: N — an epoch in ms above 1e12, else a delay. */
-static bool rule_ratelimit_reset_ms(struct cursor *c, int64_t now, int64_t *ms)
-{
-	struct decimal d;
-	int64_t v;
+/* --- text: typed fields --- */
 
-	if (!eat_separator(c) || !parse_decimal(c, &d))
+/* `["']?\s*(?:[:=]>?|,)\s*\[?\s*["']?` — each optional part taken when
+ * there, which is the regex's only way to reach a number after it. */
+static bool separator(const char *s, size_t n, size_t *i)
+{
+	size_t k = *i;
+
+	if (is_quote(at(s, n, k)))
+		k++;
+	skip_spaces(s, n, &k);
+	if (at(s, n, k) == ':' || at(s, n, k) == '=') {
+		k++;
+		if (at(s, n, k) == '>')
+			k++;
+	} else if (at(s, n, k) == ',') {
+		k++;
+	} else {
 		return false;
-	/* ceil(N) > 1e12 exactly when N > 1e12. */
-	v = decimal_to_ms(&d, 1);
-	*ms = v > INT64_C(1000000000000) ? until(v, now) : v;
+	}
+	skip_spaces(s, n, &k);
+	if (at(s, n, k) == '[')
+		k++;
+	skip_spaces(s, n, &k);
+	if (is_quote(at(s, n, k)))
+		k++;
+	*i = k;
 	return true;
 }
 
-/* x-ratelimit-reset: N — epoch seconds above 1e9, else a delay in s. */
-static bool rule_ratelimit_reset(struct cursor *c, int64_t now, int64_t *ms)
+/* `[_-]?` */
+static void opt_dash(const char *s, size_t n, size_t *i)
 {
-	struct decimal d;
-	int64_t v;
+	if (at(s, n, *i) == '_' || at(s, n, *i) == '-')
+		(*i)++;
+}
 
-	if (!eat_separator(c) || !parse_decimal(c, &d))
+/* The value of a typed field starting at p, as [*a, *b). */
+typedef bool field_fn(const char *s, size_t n, size_t p, size_t *a, size_t *b);
+
+/* retry[_-]?after[_-]?ms SEP N */
+static bool field_retry_after_ms(const char *s, size_t n, size_t p, size_t *a, size_t *b)
+{
+	size_t i = p;
+
+	if (!eat(s, n, &i, "retry"))
 		return false;
-	v = decimal_to_ms(&d, MS_PER_S);
-	*ms = v > INT64_C(1000000000000) ? until(v, now) : v;
+	opt_dash(s, n, &i);
+	if (!eat(s, n, &i, "after"))
+		return false;
+	opt_dash(s, n, &i);
+	if (!eat(s, n, &i, "ms") || !separator(s, n, &i))
+		return false;
+	*a = i;
+	*b = scan_number(s, n, i);
+	return *b > i;
+}
+
+/* retryDelay["']?\s*[:=]\s*["']N s["'] */
+static bool field_retry_delay(const char *s, size_t n, size_t p, size_t *a, size_t *b)
+{
+	size_t i = p;
+
+	if (!eat(s, n, &i, "retrydelay"))
+		return false;
+	if (is_quote(at(s, n, i)))
+		i++;
+	skip_spaces(s, n, &i);
+	if (at(s, n, i) != ':' && at(s, n, i) != '=')
+		return false;
+	i++;
+	skip_spaces(s, n, &i);
+	if (!is_quote(at(s, n, i)))
+		return false;
+	*a = ++i;
+	*b = scan_number(s, n, i);
+	i = *b;
+	return *b > *a && eat(s, n, &i, "s") && is_quote(at(s, n, i));
+}
+
+/* resets?_in_seconds SEP N */
+static bool field_resets_in_seconds(const char *s, size_t n, size_t p, size_t *a, size_t *b)
+{
+	size_t i = p;
+
+	if (!eat(s, n, &i, "reset"))
+		return false;
+	(void)eat(s, n, &i, "s");
+	if (!eat(s, n, &i, "_in_seconds") || !separator(s, n, &i))
+		return false;
+	*a = i;
+	*b = scan_number(s, n, i);
+	return *b > i;
+}
+
+/* retry[_-]?after SEP N(?![0-9.]|\s*[a-z]) — a bare number of seconds. */
+static bool field_retry_after(const char *s, size_t n, size_t p, size_t *a, size_t *b)
+{
+	size_t i = p, k;
+
+	if (!eat(s, n, &i, "retry"))
+		return false;
+	opt_dash(s, n, &i);
+	if (!eat(s, n, &i, "after") || !separator(s, n, &i))
+		return false;
+	*a = i;
+	*b = scan_number(s, n, i);
+	if (*b == i || is_digit(at(s, n, *b)) || at(s, n, *b) == '.')
+		return false;
+	k = *b;
+	skip_spaces(s, n, &k);
+	return !is_alpha(at(s, n, k));
+}
+
+/* x-ratelimit-reset-(?:requests|tokens) SEP ([0-9][0-9.hms]*) */
+static bool field_ratelimit_reset(const char *s, size_t n, size_t p, size_t *a, size_t *b)
+{
+	size_t i = p;
+	int c;
+
+	if (!eat(s, n, &i, "x-ratelimit-reset-"))
+		return false;
+	if (!eat(s, n, &i, "requests") && !eat(s, n, &i, "tokens"))
+		return false;
+	if (!separator(s, n, &i) || !is_digit(at(s, n, i)))
+		return false;
+	*a = i;
+	while ((c = to_lower(at(s, n, i))) != -1 &&
+	       (is_digit(c) || c == '.' || c == 'h' || c == 'm' || c == 's'))
+		i++;
+	*b = i;
 	return true;
 }
 
 static const struct {
-	const char *keyword;
-	bool (*parse)(struct cursor *c, int64_t now, int64_t *ms);
-} rules[] = {
-	{ "retry-after-ms", rule_retry_after_ms },
-	{ "retry-after", rule_retry_after },
-	{ "reset after ", rule_reset_after },
-	{ "please retry in ", rule_please_retry },
-	{ "\"retryDelay\":", rule_retry_delay },
-	{ "try again in", rule_try_again },
-	{ "x-ratelimit-reset-ms", rule_ratelimit_reset_ms },
-	{ "x-ratelimit-reset", rule_ratelimit_reset },
+	field_fn *match;
+	double unit_ms;		/* 0: the value is a duration */
+} fields[] = {
+	{ field_retry_after_ms, 1 },
+	{ field_retry_delay, MS_PER_S },
+	{ field_resets_in_seconds, MS_PER_S },
+	{ field_retry_after, MS_PER_S },
+	{ field_ratelimit_reset, 0 },
 };
 
-bool hint_parse(const char *text, size_t len, int64_t now_epoch_ms, int64_t *out_ms)
-{
-	if (text == NULL)
-		return false;
-	/* A rule holds at the first occurrence of its keyword whose value
-	 * parses; a later rule is tried only when an earlier one holds
-	 * nowhere. */
-	for (size_t r = 0; r < sizeof(rules) / sizeof(rules[0]); r++) {
-		for (size_t at = 0; at < len; at++) {
-			struct cursor c = { text, len, at };
-			int64_t ms;
+/* --- text: phrases --- */
 
-			if (!eat(&c, rules[r].keyword) || !rules[r].parse(&c, now_epoch_ms, &ms))
-				continue;
-			*out_ms = ms < 0 ? 0 : ms > HINT_MAX_MS ? HINT_MAX_MS : ms;
+/* A phrase starting at p (after `\b`), ending where the duration must be. */
+typedef bool phrase_fn(const char *s, size_t n, size_t p, size_t *end);
+
+/* (?<!will )(?<!'ll )\b(?:try\s+again|retry)\s+(?:in|after)\s+
+ * (?:~\s*|about\s+|approximately\s+)? */
+static bool phrase_try_again(const char *s, size_t n, size_t p, size_t *end)
+{
+	size_t i = p, k;
+
+	if (p >= 5) {
+		k = p - 5;
+		if (eat(s, n, &k, "will "))
+			return false;
+	}
+	if (p >= 4) {
+		k = p - 4;
+		if (eat(s, n, &k, "'ll "))
+			return false;
+	}
+	if (!(eat(s, n, &i, "try") && skip_spaces1(s, n, &i) && eat(s, n, &i, "again"))) {
+		i = p;
+		if (!eat(s, n, &i, "retry"))
+			return false;
+	}
+	if (!skip_spaces1(s, n, &i))
+		return false;
+	k = i;
+	if (!(eat(s, n, &k, "in") && skip_spaces1(s, n, &k))) {
+		k = i;
+		if (!(eat(s, n, &k, "after") && skip_spaces1(s, n, &k)))
+			return false;
+	}
+	/* The optional (?:~\s*|about\s+|approximately\s+), taken when there. */
+	i = k;
+	if (eat(s, n, &k, "~")) {
+		skip_spaces(s, n, &k);
+		i = k;
+	} else if (eat(s, n, &k, "about") && skip_spaces1(s, n, &k)) {
+		i = k;
+	} else {
+		k = i;
+		if (eat(s, n, &k, "approximately") && skip_spaces1(s, n, &k))
+			i = k;
+	}
+	*end = i;
+	return true;
+}
+
+/* \bresets?\s+(?:in|after)\s+ */
+static bool phrase_reset(const char *s, size_t n, size_t p, size_t *end)
+{
+	size_t i = p, k;
+
+	if (!eat(s, n, &i, "reset"))
+		return false;
+	(void)eat(s, n, &i, "s");
+	if (!skip_spaces1(s, n, &i))
+		return false;
+	k = i;
+	if (!(eat(s, n, &k, "in") && skip_spaces1(s, n, &k))) {
+		k = i;
+		if (!(eat(s, n, &k, "after") && skip_spaces1(s, n, &k)))
+			return false;
+	}
+	*end = k;
+	return true;
+}
+
+/* \bwait\s+(?:for\s+)?(?:about\s+)?(?=[0-9]) */
+static bool phrase_wait(const char *s, size_t n, size_t p, size_t *end)
+{
+	size_t i = p, k;
+
+	if (!eat(s, n, &i, "wait") || !skip_spaces1(s, n, &i))
+		return false;
+	k = i;
+	if (eat(s, n, &k, "for") && skip_spaces1(s, n, &k))
+		i = k;
+	k = i;
+	if (eat(s, n, &k, "about") && skip_spaces1(s, n, &k))
+		i = k;
+	if (!is_digit(at(s, n, i)))
+		return false;
+	*end = i;
+	return true;
+}
+
+static phrase_fn *const phrases[] = { phrase_try_again, phrase_reset, phrase_wait };
+
+/* The first match of phrase f at or after `from` (where `\b` holds). */
+static bool find_phrase(phrase_fn *f, const char *s, size_t n, size_t from, size_t *start,
+			size_t *end)
+{
+	for (size_t p = from; p < n; p++) {
+		if (p > 0 && is_word((unsigned char)s[p - 1]))
+			continue;
+		if (f(s, n, p, end)) {
+			*start = p;
 			return true;
 		}
 	}
 	return false;
+}
+
+/* "|1755615600": ten digits after a bar, then no word character. */
+static bool epoch_after_bar(const char *s, size_t n, int64_t *epoch_s)
+{
+	for (size_t p = 0; p + 11 <= n; p++) {
+		int64_t v = 0;
+		size_t k;
+
+		if (s[p] != '|')
+			continue;
+		for (k = p + 1; k < p + 11 && is_digit((unsigned char)s[k]); k++)
+			v = v * 10 + (s[k] - '0');
+		if (k == p + 11 && !is_word(at(s, n, k))) {
+			*epoch_s = v;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool hint_in_text(const char *text, size_t len, int64_t now_ms, int64_t *out_ms)
+{
+	bool found = false;
+	size_t best_start = 0;
+	int64_t best = 0, epoch_s;
+
+	if (text == NULL)
+		return false;
+	for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++) {
+		for (size_t p = 0; p < len; p++) {
+			size_t a, b;
+			int64_t ms;
+
+			if (!fields[f].match(text, len, p, &a, &b))
+				continue;
+			/* Only the field's first occurrence counts. */
+			if (fields[f].unit_ms == 0) {
+				if (!duration_at(text, b, a, &ms))
+					break;
+			} else {
+				ms = round_ms(number_value(text, a, b) * fields[f].unit_ms);
+			}
+			*out_ms = ms;
+			return true;
+		}
+	}
+	for (size_t k = 0; k < sizeof(phrases) / sizeof(phrases[0]); k++) {
+		size_t from = 0, start, end;
+		int64_t ms;
+
+		while (find_phrase(phrases[k], text, len, from, &start, &end)) {
+			if (duration_at(text, len, end, &ms)) {
+				if (!found || start < best_start) {
+					best_start = start;
+					best = ms;
+					found = true;
+				}
+				break;
+			}
+			from = end;
+		}
+	}
+	if (found) {
+		*out_ms = best;
+		return true;
+	}
+	if (now_ms != 0 && epoch_after_bar(text, len, &epoch_s)) {
+		*out_ms = clamp_ms(until(epoch_s * 1000, now_ms));
+		return true;
+	}
+	return false;
+}
+
+/* --- raw text --- */
+
+/* "name: value" as the HTTP provider writes one header: the value after the
+ * colon, stripped, or false when the text is not that header. */
+static bool header_line(const char *s, size_t n, const char *lname, struct hval *v)
+{
+	size_t i = 0;
+
+	if (!eat(s, n, &i, lname))
+		return false;
+	skip_spaces(s, n, &i);
+	if (at(s, n, i) != ':')
+		return false;
+	v->s = s + i + 1;
+	v->n = n - i - 1;
+	strip(v);
+	return true;
+}
+
+/* The forms the HTTP provider's header lines need beyond hint_in_text. */
+static bool header_line_hint(const char *s, size_t n, int64_t now, int64_t *out)
+{
+	struct hval v;
+	double x;
+	int64_t t;
+
+	if (header_line(s, n, "retry-after", &v) && parse_http_date(v.s, v.n, &t) && now != 0) {
+		*out = clamp_ms(until(t, now));
+		return true;
+	}
+	if (header_line(s, n, "x-ratelimit-reset-ms", &v) && whole_number(&v, &x)) {
+		t = round_ms(x);
+		*out = t > INT64_C(1000000000000) ? (now != 0 ? clamp_ms(until(t, now)) : -1) : t;
+		return *out >= 0;
+	}
+	if (header_line(s, n, "x-ratelimit-reset", &v) && whole_number(&v, &x)) {
+		t = round_ms(x * MS_PER_S);
+		*out = t > INT64_C(1000000000000) ? (now != 0 ? clamp_ms(until(t, now)) : -1) : t;
+		return *out >= 0;
+	}
+	return false;
+}
+
+bool hint_parse(const char *text, size_t len, int64_t now_epoch_ms, int64_t *out_ms)
+{
+	size_t cap = len < ERRTEXT_MAX ? len : ERRTEXT_MAX;
+	char *buf;
+	size_t n;
+	bool found;
+	int64_t ms = 0;
+
+	if (text == NULL || len == 0)
+		return false;
+	buf = malloc(cap);
+	if (buf == NULL)
+		return false;
+	n = errtext_normalize(buf, text, len, NULL, 0);
+	found = hint_in_text(buf, n, now_epoch_ms, &ms) ||
+		header_line_hint(buf, n, now_epoch_ms, &ms);
+	free(buf);
+	if (found)
+		*out_ms = ms;
+	return found;
 }

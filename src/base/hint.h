@@ -1,25 +1,63 @@
-/* hint — the wait a server asked for, parsed from an error's text.
+/* hint — the wait a server stated, in its headers or in its error text.
  *
- * Pure. Recognised, first match wins, in this order (case-insensitive):
- *   retry-after-ms: N | retry-after-ms=N                     → N ms
- *   retry-after: N (seconds, may be fractional) | retry-after: <HTTP-date>
- *   reset after 1h2m3s (each of h and m optional; s may be fractional)
- *   Please retry in 1.5s | Please retry in 500ms
- *   "retryDelay": "3s" | "retryDelay": "250ms"
- *   try again in ~N ms|s|sec|secs|seconds|m|min|mins|minutes|h|hr|hrs|hours
- *   x-ratelimit-reset-ms: N  (an epoch in ms when N > 1e12, else a delay in ms)
- *   x-ratelimit-reset: N     (epoch seconds when N > 1e9, else a delay in s)
- * An epoch or HTTP-date in the past gives 0. */
+ * Pure; the grammar of issue 12's reference classifier (RULES.md §4). All
+ * names and words are matched case-insensitively (ASCII).
+ *
+ * Headers (hint_in_headers), first that yields wins:
+ *   1. retry-after-ms: N                          → N ms
+ *   2. retry-after: N (decimal seconds) | <IMF-fixdate> (date − now)
+ *   3. x-ratelimit-reset-requests / -tokens: a duration ("6m0s", "1s",
+ *      "20ms"); the one whose x-ratelimit-remaining-* is "0", else the longer
+ *   4. anthropic-ratelimit-<kind>-reset: RFC 3339, for the kinds whose
+ *      anthropic-ratelimit-<kind>-remaining is "0": the latest − now
+ *   "now" is now_ms, else the response's own Date header; none: 2 and 4 skip.
+ * Text (hint_in_text), first that yields wins:
+ *   1. typed fields, in this order, each at its first occurrence:
+ *      retry-after-ms (ms), "retryDelay": "37s", resets_in_seconds (s),
+ *      retry-after: N (s, a bare number), x-ratelimit-reset-requests|tokens
+ *      (duration); separators `:` `=` `=>` `,`, an optional `[` and quotes
+ *   2. the earliest phrase followed by a duration: "try again in|after",
+ *      "retry in|after" (not after "will " or "'ll "), "reset(s) in|after",
+ *      "wait (for) (about) N…". A client's own countdown ("Retrying in 4s")
+ *      is no hint.
+ *   3. "|<10-digit epoch>" → epoch − now, only when now_ms is known.
+ * A duration is one or more <decimal><spaces?><unit> parts separated by
+ * spaces, commas or "and" ("9m38.016s", "2 days 17 hours 14 minutes"),
+ * units ms, s, sec(s), second(s), m, min(s), minute(s), h, hr(s), hour(s),
+ * d, day(s), millisecond(s); a unit followed by a letter is none. The sum is
+ * rounded to the nearest ms. Results are >= 0 (a time in the past gives 0)
+ * and clamped at HINT_MAX_MS.
+ *
+ * now_ms is epoch milliseconds, 0 when unknown. */
 #ifndef RETRYD_HINT_H
 #define RETRYD_HINT_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* text: borrowed, `len` bytes, need not be NUL-terminated.
- * now_epoch_ms: wall-clock time, for dates and epochs.
- * Returns true and sets *out_ms (>= 0, rounded up to whole ms) on a hint. */
+/* ~31 700 years: far beyond any wait a caller would honour. */
+#define HINT_MAX_MS INT64_C(1000000000000000)
+
+/* headers: borrowed object, header name (any case) → string value; NULL or
+ * not an object gives no hint. Returns true and sets *out_ms on a hint. */
+bool hint_in_headers(const json_t *headers, int64_t now_ms, int64_t *out_ms);
+
+/* text: borrowed, `len` bytes, already in errtext's normal form (see
+ * base/errtext.h). Returns true and sets *out_ms on a hint. */
+bool hint_in_text(const char *text, size_t len, int64_t now_ms, int64_t *out_ms);
+
+/* A wait stated in a raw error text (borrowed, `len` bytes, need not be
+ * NUL-terminated): normalised as errtext does, then hint_in_text. A text
+ * that none of those forms matches may still be a header line as the HTTP
+ * provider writes it: "retry-after: <IMF-fixdate>", "x-ratelimit-reset-ms: N"
+ * (epoch ms above 1e12, else a delay), "x-ratelimit-reset: N" (epoch seconds
+ * above 1e9, else seconds). Returns true and sets *out_ms on a hint. */
 bool hint_parse(const char *text, size_t len, int64_t now_epoch_ms, int64_t *out_ms);
+
+/* The duration at s[0..len) (leading text not skipped), in ms, rounded;
+ * false when s does not start with one. */
+bool hint_duration(const char *s, size_t len, int64_t *out_ms);
 
 #endif

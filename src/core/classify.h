@@ -1,35 +1,91 @@
-/* classify — is a failed attempt's error message worth retrying?
+/* classify — what a failed attempt's error means for the retry: retry it,
+ * stop, shrink the context, or switch credential or model.
  *
- * Pure: compiled PCRE2 pattern lists in, a verdict out. Patterns are compiled
- * once (caseless, UTF, JIT where available) from the `retry` settings object.
- * Order of the checks: context overflow (never retried) → non-retryable →
- * retryable → otherwise not retryable. */
+ * Pure: compiled PCRE2 patterns and the typed facts a provider knows (HTTP
+ * status, the error body, the response headers) in, a verdict with the rule
+ * that decided it out. The decision table (issue 12; docs of the reference
+ * classifier, RULES.md), first rule that holds wins:
+ *   1. context overflow: status 413; a typed overflow value
+ *      (`context_length_exceeded`, `request_too_large`, ...); the overflow
+ *      wordings;
+ *   2. usage limit: status 402; a typed usage value (`insufficient_quota`,
+ *      `billing_error`, ...); a zero quota; credit/billing/daily/plan
+ *      wordings; quota wordings unless a per-minute window is named;
+ *   3. never retried: status 401 403 404 405 407 410; typed auth/permission/
+ *      not-found/content-policy values; the wordings of those;
+ *   4. retried: status 408 409 425 429 or 5xx but 501 505; typed rate-limit/
+ *      server/overload values; rate-limit and capacity wordings; transient
+ *      wordings (5xx, transport, stall, agent-CLI notices) unless the error is
+ *      a generic bad request. A stated wait of 15 min or more makes it a
+ *      usage limit instead (rule "long-wait>=900000ms:<rule>");
+ *   5. otherwise not retried (rule: the bad-request evidence, or "default").
+ * A status is a status only where it stands as one ("HTTP 400", "status code
+ * 429", "400 Bad Request", a leading "503 ...", "code": 429), never a number
+ * followed by a unit ("400ms", "500 tokens", "port 5003"). `overload` is set on
+ * a retryable verdict when the model or a shared pool is saturated (529, a
+ * typed overload, the overload wordings); 503 alone is not.
+ *
+ * The patterns are built in. The five `retry` settings lists extend them: each
+ * is checked first within its step, its rule "settings:<list>[i]":
+ * contextOverflowPatterns (step 1), usageLimitPatterns (2),
+ * nonRetryablePatterns (3), retryablePatterns and then overloadPatterns (4;
+ * an overload pattern also sets `overload`). All are compiled once per
+ * classifier, caseless and UTF, JIT where available.
+ *
+ * Only the first ERRTEXT_MAX (64 KiB) bytes of message + body are read
+ * (base/errtext.h). The classifier keeps one match block and one text buffer:
+ * a classifier is for one thread. */
 #ifndef RETRYD_CLASSIFY_H
 #define RETRYD_CLASSIFY_H
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum classify_verdict {
 	CLASSIFY_RETRYABLE,
 	CLASSIFY_NOT_RETRYABLE,
 	CLASSIFY_CONTEXT_OVERFLOW,
+	/* Spent credit, billing, a daily or plan quota, or a wait of 15 min or
+	 * more: switch credential or model, else stop. */
+	CLASSIFY_USAGE_LIMIT,
 };
 
 struct classify;
 
-/* The built-in lists, as a new reference:
- * {"retryablePatterns":[...], "nonRetryablePatterns":[...],
- *  "contextOverflowPatterns":[...], "usageLimitPatterns":[...],
- *  "overloadPatterns":[...]}.
+/* What is known about one failure. Everything is borrowed. */
+struct classify_input {
+	const char *text;	/* the error message, `len` bytes; NULL only with 0 */
+	size_t len;
+	int status;		/* HTTP status, 0 when unknown */
+	const char *body;	/* the raw response body, `body_len` bytes, or NULL */
+	size_t body_len;
+	const json_t *headers;	/* object: header name (any case) → string, or NULL */
+	int64_t now_ms;		/* epoch ms, 0 when unknown */
+};
+
+struct classify_result {
+	enum classify_verdict verdict;
+	bool overload;		/* only on CLASSIFY_RETRYABLE */
+	int64_t hint_ms;	/* the server's stated wait (any verdict), -1 none */
+	/* The rule that decided: "http-status:429", "anthropic-type:overloaded_error",
+	 * "text:usageLimitPatterns[4]", "settings:retryablePatterns[0]",
+	 * "long-wait>=900000ms:http-status:429", "default", ... */
+	char rule[96];
+};
+
+/* The five settings lists, empty, as a new reference:
+ * {"retryablePatterns":[], "nonRetryablePatterns":[],
+ *  "contextOverflowPatterns":[], "usageLimitPatterns":[], "overloadPatterns":[]}.
+ * The built-in patterns are not settings; these lists only extend them.
  * core/builtins.c hands this object to settings as the built-in "retry"
- * layer; classify_new falls back to it for a list the settings lack. */
+ * layer. */
 json_t *classify_defaults(void);
 
-/* Compiles the five lists from `retry` (borrowed; the settings' "retry"
- * object, may be NULL). A list missing from `retry` falls back to its
- * default. Returns NULL and fills err with e.g.
+/* Compiles the built-in patterns and the five lists of `retry` (borrowed;
+ * the settings' "retry" object, may be NULL; a missing list is empty).
+ * Returns NULL and fills err with e.g.
  * "retry.retryablePatterns[2] \"(oops\": missing closing parenthesis at offset 5"
  * when a pattern does not compile or a list is not an array of strings. */
 struct classify *classify_new(const json_t *retry, char *err, size_t errlen);
@@ -39,13 +95,23 @@ struct classify *classify_new(const json_t *retry, char *err, size_t errlen);
 struct classify *classify_ref(struct classify *self);
 void classify_free(struct classify *self);
 
-/* message: borrowed, `len` bytes, need not be NUL-terminated. */
+/* Decides `in` into `out` (the table above). Allocates nothing. */
+void classify_decide(const struct classify *self, const struct classify_input *in,
+		     struct classify_result *out);
+
+/* The verdict of classify_decide for a message alone (borrowed, `len` bytes,
+ * need not be NUL-terminated). */
 enum classify_verdict classify_error(const struct classify *self, const char *message, size_t len);
+/* classify_error(...) == CLASSIFY_USAGE_LIMIT. */
 bool classify_is_usage_limit(const struct classify *self, const char *message, size_t len);
-/* The model is overloaded (what retry.fallbackAfterConsecutive counts). */
+/* The model is overloaded (what retry.fallbackAfterConsecutive counts): the
+ * `overload` of classify_decide for the message alone. */
 bool classify_is_overload(const struct classify *self, const char *message, size_t len);
 
-/* "retryable", "not-retryable", "context-overflow". */
+/* "retryable", "not-retryable", "context-overflow", "usage-limit". */
 const char *classify_verdict_name(enum classify_verdict verdict);
+/* The protocol's errorClass: "retryable", "non_retryable",
+ * "context_overflow", "usage_limit". */
+const char *classify_class_name(enum classify_verdict verdict);
 
 #endif

@@ -250,6 +250,20 @@ def hint_seeds():
         "400 prompt is too long: 210000 tokens > 200000 maximum",
         "401 Incorrect API key provided: ***.", "stream stall: no data for 500 ms",
         "retry-after: 1.0000000000000000000001", "retry-after-ms: 99999999999999999999999",
+        # issue 12: the reference classifier's grammar
+        "Please try again in 9m38.016s.", "Your limit will reset after 12h34m16s",
+        "Your quota resets in 5 days 22 hours 3 minutes", "Claude AI usage limit reached|1755615600",
+        '{"error":{"type":"usage_limit_reached","resets_in_seconds":3600}}',
+        "x-ratelimit-reset-tokens: 6m0s, x-ratelimit-remaining-tokens: 0",
+        '429 RESOURCE_EXHAUSTED {"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":'
+        '[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":'
+        '"GenerateRequestsPerMinutePerProjectPerModel"}]},{"@type":'
+        '"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}]}}',
+        "Too many tokens, please wait before trying again.",
+        "API Error: 529 {\\\"type\\\":\\\"overloaded_error\\\"}",
+        "\u273b 529 Overloaded \u00b7 Retrying in 4s \u00b7 attempt 6/10",
+        "Error: 400 invalid_request_error: model capacity exceeded, try again in 400ms",
+        "connect ECONNREFUSED 127.0.0.1 port 5003", "Please wait for about 30 seconds",
     ]
     for i, t in enumerate(texts):
         put("hint", "%02d" % i, t)

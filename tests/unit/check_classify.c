@@ -6,6 +6,11 @@
 
 Suite *classify_suite(void);
 
+/* Wed, 21 Oct 2015 07:28:00 GMT */
+#define NOW_MS INT64_C(1445412480000)
+
+#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
 static struct classify *cls;
 
 static void setup(void)
@@ -22,20 +27,689 @@ static void teardown(void)
 	cls = NULL;
 }
 
-static enum classify_verdict verdict_of(const struct classify *c, const char *message)
+/* One failure as a provider reports it, and the decision it must get (the
+ * reference classifier's, tests/fixtures/errors and RULES.md). */
+struct row {
+	const char *name;
+	const char *text;
+	int status;
+	const char *body;
+	const char *headers;	/* a JSON object text */
+	int64_t now;
+	enum classify_verdict verdict;
+	bool overload;
+	int64_t hint;
+	const char *rule;
+};
+
+static void decide_row(const struct classify *c, const struct row *r, struct classify_result *out)
 {
-	return classify_error(c, message, strlen(message));
+	json_error_t jerr;
+	json_t *headers = NULL;
+	struct classify_input in = {
+		.text = r->text,
+		.len = strlen(r->text),
+		.status = r->status,
+		.body = r->body,
+		.body_len = r->body != NULL ? strlen(r->body) : 0,
+		.now_ms = r->now,
+	};
+
+	if (r->headers != NULL) {
+		headers = json_loads(r->headers, 0, &jerr);
+		ck_assert_msg(headers != NULL, "%s: %s", r->name, jerr.text);
+	}
+	in.headers = headers;
+	memset(out, 0x5a, sizeof(*out));
+	classify_decide(c, &in, out);
+	json_decref(headers);
 }
 
-static enum classify_verdict verdict(const char *message)
+static void check_row(const struct classify *c, const struct row *r)
 {
-	return verdict_of(cls, message);
+	struct classify_result out;
+
+	decide_row(c, r, &out);
+	ck_assert_msg(out.verdict == r->verdict, "%s: %s, not %s (rule %s)", r->name,
+		      classify_class_name(out.verdict), classify_class_name(r->verdict), out.rule);
+	ck_assert_msg(strcmp(out.rule, r->rule) == 0, "%s: rule %s, not %s", r->name, out.rule,
+		      r->rule);
+	ck_assert_msg(out.overload == r->overload, "%s: overload %d", r->name, out.overload);
+	ck_assert_msg(out.hint_ms == r->hint, "%s: hint %lld, not %lld", r->name,
+		      (long long)out.hint_ms, (long long)r->hint);
 }
 
-static bool is_usage(const struct classify *c, const char *message)
+static const struct row step1_overflow[] = {
+	{
+		.name = "overflow status 413",
+		.text = "Request Entity Too Large",
+		.status = 413,
+		.verdict = CLASSIFY_CONTEXT_OVERFLOW,
+		.hint = -1,
+		.rule = "http-status:413",
+	},
+	{
+		.name = "overflow status 413 in text",
+		.text = "HTTP 413: upload refused",
+		.verdict = CLASSIFY_CONTEXT_OVERFLOW,
+		.hint = -1,
+		.rule = "http-status:413",
+	},
+	{
+		.name = "overflow typed openai",
+		.text = "Error code: 400",
+		.status = 400,
+		.body = "{\"error\":{\"message\":\"too many\",\"type\":\"invalid_request_error"
+		  "\",\"code\":\"context_length_exceeded\"}}",
+		.verdict = CLASSIFY_CONTEXT_OVERFLOW,
+		.hint = -1,
+		.rule = "openai-code:context_length_exceeded",
+	},
+	{
+		.name = "overflow typed anthropic",
+		.text = "request failed",
+		.body = "{\"type\":\"error\",\"error\":{\"type\":\"request_too_large\",\"messag"
+		  "e\":\"Request exceeds the maximum size\"}}",
+		.verdict = CLASSIFY_CONTEXT_OVERFLOW,
+		.hint = -1,
+		.rule = "anthropic-type:request_too_large",
+	},
+	{
+		.name = "overflow text anthropic",
+		.text = "prompt is too long: 213462 tokens > 200000 maximum",
+		.verdict = CLASSIFY_CONTEXT_OVERFLOW,
+		.hint = -1,
+		.rule = "text:contextOverflowPatterns[0]",
+	},
+	{
+		.name = "overflow llama.cpp as 500",
+		.text = "500 the request exceeds the available context size, try increasing it",
+		.status = 500,
+		.verdict = CLASSIFY_CONTEXT_OVERFLOW,
+		.hint = -1,
+		.rule = "text:contextOverflowPatterns[3]",
+	},
+	{
+		.name = "overflow gemini token count",
+		.text = "The input token count (1196265) exceeds the maximum number of tokens a"
+		  "llowed (1048575).",
+		.status = 400,
+		.verdict = CLASSIFY_CONTEXT_OVERFLOW,
+		.hint = -1,
+		.rule = "text:contextOverflowPatterns[7]",
+	},
+	{
+		.name = "overflow xai prompt length",
+		.text = "This model's maximum prompt length is 131072 but the request contains "
+		  "132000 tokens.",
+		.status = 400,
+		.verdict = CLASSIFY_CONTEXT_OVERFLOW,
+		.hint = -1,
+		.rule = "text:contextOverflowPatterns[6]",
+	},
+	{
+		.name = "overflow codex out of room",
+		.text = "Codex ran out of room in the model's context window. Start a new threa"
+		  "d.",
+		.verdict = CLASSIFY_CONTEXT_OVERFLOW,
+		.hint = -1,
+		.rule = "text:contextOverflowPatterns[3]",
+	},
+	{
+		.name = "overflow per-minute limit smaller than request",
+		.text = "Request too large for gpt-4 in organization org-x on tokens per min (T"
+		  "PM): Limit 10000, Requested 12000.",
+		.status = 429,
+		.verdict = CLASSIFY_CONTEXT_OVERFLOW,
+		.hint = -1,
+		.rule = "text:contextOverflowPatterns[9]",
+	},
+};
+
+static const struct row step2_usage[] = {
+	{
+		.name = "usage status 402",
+		.text = "Payment Required",
+		.status = 402,
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = -1,
+		.rule = "http-status:402",
+	},
+	{
+		.name = "usage typed insufficient_quota",
+		.text = "429 You exceeded your current quota",
+		.status = 429,
+		.body = "{\"error\":{\"type\":\"insufficient_quota\",\"code\":\"insufficient_qu"
+		  "ota\"}}",
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = -1,
+		.rule = "openai-code:insufficient_quota",
+	},
+	{
+		.name = "usage typed billing_error",
+		.text = "400",
+		.body = "{\"type\":\"error\",\"error\":{\"type\":\"billing_error\",\"message\":"
+		  "\"x\"}}",
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = -1,
+		.rule = "anthropic-type:billing_error",
+	},
+	{
+		.name = "usage limit zero",
+		.text = "429 RESOURCE_EXHAUSTED Quota exceeded for metric: generate_content_fre"
+		  "e_tier_requests, limit: 0",
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = -1,
+		.rule = "text:limitZeroPatterns[0]",
+	},
+	{
+		.name = "usage credit balance",
+		.text = "Your credit balance is too low to access the Anthropic API.",
+		.status = 400,
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = -1,
+		.rule = "text:usageLimitPatterns[0]",
+	},
+	{
+		.name = "usage limit wording",
+		.text = "Claude AI usage limit reached|1755615600",
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = -1,
+		.rule = "text:usageLimitPatterns[1]",
+	},
+	{
+		.name = "usage limit epoch with now",
+		.text = "Claude AI usage limit reached|1755615600",
+		.now = INT64_C(1755600000000),
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = 15600000,
+		.rule = "text:usageLimitPatterns[1]",
+	},
+	{
+		.name = "usage daily quota",
+		.text = "You have exceeded your daily quota of requests",
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = -1,
+		.rule = "text:usageLimitPatterns[2]",
+	},
+	{
+		.name = "usage per day",
+		.text = "429 Quota exceeded for metric generativelanguage.googleapis.com/genera"
+		  "te_requests_per_model_per_day",
+		.status = 429,
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = -1,
+		.rule = "text:usageLimitPatterns[3]",
+	},
+	{
+		.name = "usage plan window",
+		.text = "You've reached your 5-hour limit.",
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = -1,
+		.rule = "text:usageLimitPatterns[4]",
+	},
+	{
+		.name = "usage billing state",
+		.text = "Your billing account is not active",
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = -1,
+		.rule = "text:usageLimitPatterns[5]",
+	},
+	{
+		.name = "usage quota words",
+		.text = "You exceeded your current quota, please check your plan and billing de"
+		  "tails.",
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = -1,
+		.rule = "text:quotaWordPatterns[0]",
+	},
+	{
+		.name = "usage upgrade",
+		.text = "Please upgrade to a paid plan to continue.",
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = -1,
+		.rule = "text:quotaWordPatterns[1]",
+	},
+};
+
+static const struct row quota_windows[] = {
+	{
+		.name = "per-minute gemini quota",
+		.text = "429 RESOURCE_EXHAUSTED. {\"error\":{\"code\":429,\"message\":\"You exc"
+		  "eeded your current quota. Quota exceeded for metric: generate_content_"
+		  "free_tier_requests, limit: 15, model: gemini-2.0-flash. Please retry i"
+		  "n 37.5s.\",\"status\":\"RESOURCE_EXHAUSTED\",\"details\":[{\"@type\":"
+		  "\"type.googleapis.com/google.rpc.QuotaFailure\",\"violations\":[{\"quo"
+		  "taId\":\"GenerateRequestsPerMinutePerProjectPerModel-FreeTier\"}]},{\""
+		  "@type\":\"type.googleapis.com/google.rpc.RetryInfo\",\"retryDelay\":\""
+		  "37s\"}]}}",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = 37000,
+		.rule = "http-status:429",
+	},
+	{
+		.name = "per-day gemini quota",
+		.text = "429 RESOURCE_EXHAUSTED. {\"error\":{\"code\":429,\"message\":\"You exc"
+		  "eeded your current quota.\",\"status\":\"RESOURCE_EXHAUSTED\",\"detail"
+		  "s\":[{\"@type\":\"type.googleapis.com/google.rpc.QuotaFailure\",\"viol"
+		  "ations\":[{\"quotaId\":\"GenerateRequestsPerDayPerProjectPerModel-Free"
+		  "Tier\"}]}]}}",
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = -1,
+		.rule = "text:usageLimitPatterns[3]",
+	},
+	{
+		.name = "per-minute quota words",
+		.text = "You exceeded your current quota of requests per minute.",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "text:rateLimitPatterns[2]",
+	},
+};
+
+static const struct row step3_never[] = {
+	{
+		.name = "never status 401",
+		.text = "Unauthorized",
+		.status = 401,
+		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.hint = -1,
+		.rule = "http-status:401",
+	},
+	{
+		.name = "never first status in order",
+		.text = "HTTP 404 from proxy after HTTP 403",
+		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.hint = -1,
+		.rule = "http-status:404",
+	},
+	{
+		.name = "never typed anthropic auth",
+		.text = "error",
+		.body = "{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"mes"
+		  "sage\":\"invalid x-api-key\"}}",
+		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.hint = -1,
+		.rule = "anthropic-type:authentication_error",
+	},
+	{
+		.name = "never typed google",
+		.text = "Error",
+		.body = "{\"error\":{\"message\":\"denied\",\"status\":\"PERMISSION_DENIED\"}}",
+		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.hint = -1,
+		.rule = "google-status:PERMISSION_DENIED",
+	},
+	{
+		.name = "never typed bedrock header",
+		.text = "request failed",
+		.headers = "{\"x-amzn-ErrorType\": \"AccessDeniedException:http://internal.amazon."
+		  "com/coral/\"}",
+		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.hint = -1,
+		.rule = "bedrock:AccessDeniedException",
+	},
+	{
+		.name = "never invalid key",
+		.text = "Incorrect API key provided: sk-xxx.",
+		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.hint = -1,
+		.rule = "text:nonRetryablePatterns[1]",
+	},
+	{
+		.name = "never content policy",
+		.text = "Your request was rejected as a result of our safety system.",
+		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.hint = -1,
+		.rule = "text:nonRetryablePatterns[6]",
+	},
+	{
+		.name = "never tls",
+		.text = "unable to get local issuer certificate",
+		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.hint = -1,
+		.rule = "text:nonRetryablePatterns[7]",
+	},
+	{
+		.name = "never beats retryable",
+		.text = "401 Unauthorized: request timeout",
+		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.hint = -1,
+		.rule = "http-status:401",
+	},
+};
+
+static const struct row step4_retry[] = {
+	{
+		.name = "retry status 429",
+		.text = "Too Many Requests",
+		.status = 429,
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "http-status:429",
+	},
+	{
+		.name = "retry status 529 overload",
+		.text = "API Error: 529 Overloaded",
+		.verdict = CLASSIFY_RETRYABLE,
+		.overload = true,
+		.hint = -1,
+		.rule = "http-status:529",
+	},
+	{
+		.name = "retry 503 alone is no overload",
+		.text = "503 Service Unavailable",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "http-status:503",
+	},
+	{
+		.name = "retry cloudflare 524",
+		.text = "error code: 524",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "http-status:524",
+	},
+	{
+		.name = "retry html 502",
+		.text = "502 <html><head><title>502 Bad Gateway</title></head></html>",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "http-status:502",
+	},
+	{
+		.name = "retry typed rate_limit_error",
+		.text = "error",
+		.body = "{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message"
+		  "\":\"x\"}}",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "anthropic-type:rate_limit_error",
+	},
+	{
+		.name = "retry typed overloaded_error",
+		.text = "error",
+		.body = "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message"
+		  "\":\"Overloaded\"}}",
+		.verdict = CLASSIFY_RETRYABLE,
+		.overload = true,
+		.hint = -1,
+		.rule = "anthropic-type:overloaded_error",
+	},
+	{
+		.name = "retry typed bedrock throttle header",
+		.text = "request failed",
+		.headers = "{\"x-amzn-ErrorType\": \"ThrottlingException:http://internal.amazon.co"
+		  "m/coral/\"}",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "bedrock:ThrottlingException",
+	},
+	{
+		.name = "retry typed google unavailable",
+		.text = "error",
+		.body = "{\"error\":{\"message\":\"The model is overloaded.\",\"status\":\"UNAV"
+		  "AILABLE\"}}",
+		.verdict = CLASSIFY_RETRYABLE,
+		.overload = true,
+		.hint = -1,
+		.rule = "google-status:UNAVAILABLE",
+	},
+	{
+		.name = "retry typed in python repr",
+		.text = "litellm.RateLimitError: {'error': {'code': 'rate_limit_exceeded'}}",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "openai-code:rate_limit_exceeded",
+	},
+	{
+		.name = "retry rate limit words",
+		.text = "Rate limit reached for requests",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "text:rateLimitPatterns[0]",
+	},
+	{
+		.name = "retry bedrock too many tokens",
+		.text = "Too many tokens, please wait before trying again.",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "text:rateLimitPatterns[1]",
+	},
+	{
+		.name = "retry capacity",
+		.text = "Selected model is at capacity. Please try a different model.",
+		.verdict = CLASSIFY_RETRYABLE,
+		.overload = true,
+		.hint = -1,
+		.rule = "text:rateLimitPatterns[3]",
+	},
+	{
+		.name = "retry 400 next to 429 words",
+		.text = "400 invalid_request_error: model capacity exceeded",
+		.verdict = CLASSIFY_RETRYABLE,
+		.overload = true,
+		.hint = -1,
+		.rule = "text:rateLimitPatterns[3]",
+	},
+	{
+		.name = "retry 400 next to a 429 status",
+		.text = "Error: 400 {\"error\":{\"type\":\"invalid_request_error\"}} then HTTP "
+		  "429 Too Many Requests",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "http-status:429",
+	},
+	{
+		.name = "retry internal error words",
+		.text = "An internal server error occurred.",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "text:transientPatterns[0]",
+	},
+	{
+		.name = "retry asks",
+		.text = "Please try again later.",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "text:transientPatterns[1]",
+	},
+	{
+		.name = "retry timeout",
+		.text = "Request timed out.",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "text:transientPatterns[2]",
+	},
+	{
+		.name = "retry etimedout",
+		.text = "connect ETIMEDOUT 104.18.6.192:443",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "text:transientPatterns[3]",
+	},
+	{
+		.name = "retry actively refused",
+		.text = "No connection could be made because the target machine actively refuse"
+		  "d it.",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "text:transientPatterns[3]",
+	},
+	{
+		.name = "retry socket closed",
+		.text = "The socket connection was closed unexpectedly.",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "text:transientPatterns[4]",
+	},
+	{
+		.name = "retry codex reconnecting",
+		.text = "Reconnecting... 2/5",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "text:transientPatterns[5]",
+	},
+	{
+		.name = "retry no unit status",
+		.text = "Rate limited: try again in 400ms",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = 400,
+		.rule = "text:rateLimitPatterns[0]",
+	},
+	{
+		.name = "retry port is no status",
+		.text = "connect ECONNREFUSED 127.0.0.1 port 5003",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "text:transientPatterns[3]",
+	},
+	{
+		.name = "retry tokens is no status",
+		.text = "Too many requests: 500 tokens over the window",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "text:rateLimitPatterns[1]",
+	},
+	{
+		.name = "retry client countdown",
+		.text = "529 Overloaded · Retrying in 4s · attempt 6/10",
+		.verdict = CLASSIFY_RETRYABLE,
+		.overload = true,
+		.hint = -1,
+		.rule = "http-status:529",
+	},
+	{
+		.name = "retry short wait",
+		.text = "429 Too Many Requests: try again in 14m",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = 840000,
+		.rule = "http-status:429",
+	},
+};
+
+static const struct row long_waits[] = {
+	{
+		.name = "long wait usage",
+		.text = "429 Too Many Requests: try again in 4h12m",
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = 15120000,
+		.rule = "long-wait>=900000ms:http-status:429",
+	},
+	{
+		.name = "long wait threshold",
+		.text = "429 Too Many Requests: try again in 15m",
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = 900000,
+		.rule = "long-wait>=900000ms:http-status:429",
+	},
+	{
+		.name = "long wait from header",
+		.text = "Too Many Requests",
+		.status = 429,
+		.headers = "{\"retry-after\": \"86400\"}",
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = 86400000,
+		.rule = "long-wait>=900000ms:http-status:429",
+	},
+};
+
+static const struct row step5_else[] = {
+	{
+		.name = "bad mutes timeout",
+		.text = "400 Bad Request: read timeout in field",
+		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.hint = -1,
+		.rule = "http-status:400",
+	},
+	{
+		.name = "else status 400",
+		.text = "Bad Request",
+		.status = 400,
+		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.hint = -1,
+		.rule = "http-status:400",
+	},
+	{
+		.name = "else typed invalid_request",
+		.text = "error",
+		.body = "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"me"
+		  "ssage\":\"max_tokens: too big\"}}",
+		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.hint = -1,
+		.rule = "anthropic-type:invalid_request_error",
+	},
+	{
+		.name = "else text bad request",
+		.text = "malformed JSON in request",
+		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.hint = -1,
+		.rule = "text:badRequestPatterns[0]",
+	},
+	{
+		.name = "else 501",
+		.text = "501 Not Implemented",
+		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.hint = -1,
+		.rule = "default",
+	},
+	{
+		.name = "else default",
+		.text = "the model produced something odd",
+		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.hint = -1,
+		.rule = "default",
+	},
+	{
+		.name = "else empty",
+		.text = "",
+		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.hint = -1,
+		.rule = "default",
+	},
+};
+
+START_TEST(test_step1_context_overflow_decides_first)
 {
-	return classify_is_usage_limit(c, message, strlen(message));
+	check_row(cls, &step1_overflow[_i]);
 }
+END_TEST
+
+START_TEST(test_step2_spent_quota_credit_or_billing_is_a_usage_limit)
+{
+	check_row(cls, &step2_usage[_i]);
+}
+END_TEST
+
+START_TEST(test_per_minute_quota_is_a_rate_limit_per_day_a_usage_limit)
+{
+	check_row(cls, &quota_windows[_i]);
+}
+END_TEST
+
+START_TEST(test_step3_auth_permission_policy_are_never_retried)
+{
+	check_row(cls, &step3_never[_i]);
+}
+END_TEST
+
+START_TEST(test_step4_rate_limit_overload_5xx_transport_are_retried)
+{
+	check_row(cls, &step4_retry[_i]);
+}
+END_TEST
+
+START_TEST(test_a_stated_wait_of_15_minutes_or_more_is_a_usage_limit)
+{
+	check_row(cls, &long_waits[_i]);
+}
+END_TEST
+
+START_TEST(test_step5_anything_else_is_not_retried_and_named)
+{
+	check_row(cls, &step5_else[_i]);
+}
+END_TEST
 
 /* A classifier from a JSON text, which must compile. */
 static struct classify *classify_from(const char *json)
@@ -67,314 +741,77 @@ static void expect_new_error(const char *json, const char *expected)
 	ck_assert_str_eq(err, expected);
 }
 
-/* Does `pattern`, alone in list `key` (every other list emptied), match? */
-static bool pattern_matches(const char *key, const char *pattern, const char *sample)
+static void check_text(const struct classify *c, const char *text, enum classify_verdict verdict,
+		       bool overload, const char *rule)
 {
-	json_t *retry = json_pack("{s:[], s:[], s:[], s:[], s:[]}", "retryablePatterns",
-				  "nonRetryablePatterns", "contextOverflowPatterns",
-				  "usageLimitPatterns", "overloadPatterns");
-	bool non_retryable = strcmp(key, "nonRetryablePatterns") == 0;
-	char err[256] = "";
-	struct classify *c;
-	bool matched;
+	const struct row r = { .name = text, .text = text, .verdict = verdict,
+			       .overload = overload, .hint = -1, .rule = rule };
 
-	json_array_append_new(json_object_get(retry, key), json_string(pattern));
-	/* Alone, a non-retryable match looks like no match at all; a
-	 * catch-all retryable list tells the two apart. */
-	if (non_retryable)
-		json_array_append_new(json_object_get(retry, "retryablePatterns"), json_string(""));
-	c = classify_new(retry, err, sizeof(err));
-	json_decref(retry);
-	ck_assert_msg(c != NULL, "%s", err);
-	if (strcmp(key, "usageLimitPatterns") == 0)
-		matched = classify_is_usage_limit(c, sample, strlen(sample));
-	else if (strcmp(key, "overloadPatterns") == 0)
-		matched = classify_is_overload(c, sample, strlen(sample));
-	else if (non_retryable)
-		matched = classify_error(c, sample, strlen(sample)) == CLASSIFY_NOT_RETRYABLE;
-	else
-		matched = classify_error(c, sample, strlen(sample)) != CLASSIFY_NOT_RETRYABLE;
-	classify_free(c);
-	return matched;
+	check_row(c, &r);
 }
 
-/* Each default pattern of `key` must match its own sample, and the full
- * defaults must give `expected` for it (or see a usage limit). Samples
- * follow the defaults' order and must be as many, so a new default needs
- * a sample. */
-static void check_each_default(const char *key, const char *const *samples, size_t nsamples,
-			       enum classify_verdict expected)
+START_TEST(test_settings_lists_extend_their_step_and_are_checked_first)
 {
-	json_t *defaults = classify_defaults();
-	json_t *list = json_object_get(defaults, key);
-	bool usage = strcmp(key, "usageLimitPatterns") == 0;
-
-	ck_assert_ptr_nonnull(list);
-	ck_assert_uint_eq(json_array_size(list), nsamples);
-	for (size_t i = 0; i < nsamples; i++) {
-		const char *pattern = json_string_value(json_array_get(list, i));
-
-		ck_assert_msg(pattern_matches(key, pattern, samples[i]),
-			      "%s /%s/ does not match \"%s\"", key, pattern, samples[i]);
-		if (usage)
-			ck_assert_msg(is_usage(cls, samples[i]), "\"%s\" is not a usage limit",
-				      samples[i]);
-		else
-			ck_assert_msg(verdict(samples[i]) == expected, "\"%s\" is %s, not %s",
-				      samples[i], classify_verdict_name(verdict(samples[i])),
-				      classify_verdict_name(expected));
-	}
-	json_decref(defaults);
-}
-
-#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
-
-START_TEST(test_every_default_retryable_pattern_matches_a_real_message)
-{
-	static const char *const samples[] = {
-		"overloaded_error: Overloaded",
-		"rate_limit_error: Rate limit exceeded, slow down",
-		"You have reached your usage limit for this period",
-		"Too Many Requests",
-		"429 {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\"}}",
-		"503 Service Unavailable",
-		"api_error: Internal server error",
-		"internal_error: something went wrong on our side",
-		"Connection error.",
-		"Connection refused (os error 111)",
-		"SocketError: other side closed",
-		"TypeError: fetch failed",
-		"upstream connect error or disconnect/reset before headers. reset reason: overflow",
-		"disconnect/reset before headers",
-		"NetworkError when attempting to fetch resource.",
-		"Error: socket hang up",
-		"Request timed out.",
-		"Request timeout after 600000ms",
-		"terminated",
-		"Server requested a retry delay of 18000s, above the cap",
-		"stream stall: no data for 60s",
-		"stream disconnected before completion: error sending request for url",
-		"We're currently experiencing high demand, which may cause temporary errors.",
-		"Selected model is at capacity. Please try a different model.",
-		"read ECONNRESET",
-		"agent exited without a result (exit 1): Segmentation fault",
-	};
-
-	check_each_default("retryablePatterns", samples, NELEMS(samples), CLASSIFY_RETRYABLE);
-}
-END_TEST
-
-START_TEST(test_every_default_non_retryable_pattern_matches_a_real_message)
-{
-	static const char *const samples[] = {
-		"401 {\"type\":\"error\"}",
-		"Incorrect API key provided: invalid_api_key",
-		"Unauthorized",
-		"Forbidden",
-		"Permission denied for this model",
-		"authentication_error: invalid x-api-key",
-		"invalid_request_error: max_tokens: 9999999 > 64000",
-		"Bad Request",
-	};
-
-	check_each_default("nonRetryablePatterns", samples, NELEMS(samples),
-			   CLASSIFY_NOT_RETRYABLE);
-}
-END_TEST
-
-START_TEST(test_every_default_context_overflow_pattern_matches_a_real_message)
-{
-	static const char *const samples[] = {
-		"prompt is too long: 213462 tokens > 200000 maximum",
-		"Your input exceeds the context window of this model",
-		"This model's maximum context length is 128000 tokens.",
-		"context_length_exceeded",
-		"Request contains too many tokens",
-		"Input is too long for requested model.",
-		"Please reduce the length of the messages or completion.",
-		"Request too large for model",
-		"Payload Too Large",
-		"HTTP 413",
-		"400 status code (no body)",
-	};
-
-	check_each_default("contextOverflowPatterns", samples, NELEMS(samples),
-			   CLASSIFY_CONTEXT_OVERFLOW);
-}
-END_TEST
-
-START_TEST(test_every_default_overload_pattern_matches_and_is_retryable)
-{
-	static const char *const samples[] = {
-		"overloaded_error: Overloaded",
-		"529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\"}}",
-		"The service is temporarily unavailable (Service Unavailable)",
-		"The server is currently over capacity",
-		"Model capacity exceeded for gemini-2.5-pro",
-	};
-	json_t *defaults = classify_defaults();
-	json_t *list = json_object_get(defaults, "overloadPatterns");
-	size_t i;
-
-	ck_assert_uint_eq(json_array_size(list), NELEMS(samples));
-	for (i = 0; i < NELEMS(samples); i++) {
-		const char *pattern = json_string_value(json_array_get(list, i));
-
-		ck_assert_msg(pattern_matches("overloadPatterns", pattern, samples[i]),
-			      "/%s/ does not match \"%s\"", pattern, samples[i]);
-		ck_assert(classify_is_overload(cls, samples[i], strlen(samples[i])));
-	}
-	/* A rate limit is not an overload of the model. */
-	ck_assert(!classify_is_overload(cls, "429 Rate limit reached", 22));
-	json_decref(defaults);
-}
-END_TEST
-
-START_TEST(test_every_default_usage_limit_pattern_matches_a_real_message)
-{
-	static const char *const samples[] = {
-		"You've hit your usage limit. Upgrade to Pro",
-		"{\"error\":{\"type\":\"usage_limit_reached\"}}",
-		"error code: limit_reached",
-		"Quota exceeded for quota metric 'Generate Content requests'",
-		"Monthly quota reached",
-		"RESOURCE_EXHAUSTED",
-		"You have exhausted your capacity on this model",
-		"Your quota will reset after 18h31m10s",
-		"429 You exceeded your current quota, please check your plan and billing details.",
-		"{\"error\":{\"code\":\"insufficient_quota\"}}",
-	};
-
-	check_each_default("usageLimitPatterns", samples, NELEMS(samples), CLASSIFY_RETRYABLE);
-}
-END_TEST
-
-START_TEST(test_status_5xx_and_429_match_only_as_whole_numbers)
-{
-	static const char *const retryable[] = {
-		"429", "500", "502", "503", "504", "HTTP 500", "status=502,", "(504)",
-		"error 503: try later",
-	};
-	static const char *const not_retryable[] = {
-		"max_tokens must be <= 1500", "port 5003", "id 15029", "req_4290",
-		"5000 tokens", "1429", "501 Not Implemented", "tokens 50400",
-	};
-
-	for (size_t i = 0; i < NELEMS(retryable); i++)
-		ck_assert_msg(verdict(retryable[i]) == CLASSIFY_RETRYABLE, "\"%s\"", retryable[i]);
-	for (size_t i = 0; i < NELEMS(not_retryable); i++)
-		ck_assert_msg(verdict(not_retryable[i]) == CLASSIFY_NOT_RETRYABLE, "\"%s\"",
-			      not_retryable[i]);
-}
-END_TEST
-
-START_TEST(test_status_4xx_is_non_retryable_only_as_whole_number)
-{
-	ck_assert_int_eq(verdict("401 timeout"), CLASSIFY_NOT_RETRYABLE);
-	ck_assert_int_eq(verdict("request 4010 timeout"), CLASSIFY_RETRYABLE);
-	ck_assert_int_eq(verdict("timeout after 14000ms"), CLASSIFY_RETRYABLE);
-	ck_assert_int_eq(verdict("timeout, retry 4040"), CLASSIFY_RETRYABLE);
-}
-END_TEST
-
-START_TEST(test_context_overflow_beats_retryable)
-{
-	ck_assert_int_eq(verdict("429 Too Many Requests: prompt is too long"),
-			 CLASSIFY_CONTEXT_OVERFLOW);
-	ck_assert_int_eq(verdict("503 payload too large"), CLASSIFY_CONTEXT_OVERFLOW);
-}
-END_TEST
-
-START_TEST(test_context_overflow_beats_non_retryable)
-{
-	ck_assert_int_eq(verdict("400 invalid_request_error: prompt is too long: 210000 tokens"),
-			 CLASSIFY_CONTEXT_OVERFLOW);
-}
-END_TEST
-
-START_TEST(test_non_retryable_beats_retryable)
-{
-	ck_assert_int_eq(verdict("401 Unauthorized: request timeout"), CLASSIFY_NOT_RETRYABLE);
-	ck_assert_int_eq(verdict("overloaded, but your invalid_api_key"), CLASSIFY_NOT_RETRYABLE);
-	ck_assert_int_eq(verdict("403 Forbidden (upstream 503)"), CLASSIFY_NOT_RETRYABLE);
-}
-END_TEST
-
-START_TEST(test_no_body_overflow_is_anchored_at_start)
-{
-	ck_assert_int_eq(verdict("413 status code (no body)"), CLASSIFY_CONTEXT_OVERFLOW);
-	ck_assert_int_eq(verdict("400  (no body)"), CLASSIFY_CONTEXT_OVERFLOW);
-	/* 400 elsewhere in the text is only a bad request. */
-	ck_assert_int_eq(verdict("proxy: 400 status code (no body)"), CLASSIFY_NOT_RETRYABLE);
-}
-END_TEST
-
-START_TEST(test_unknown_or_empty_message_is_not_retryable)
-{
-	ck_assert_int_eq(verdict("the model produced something odd"), CLASSIFY_NOT_RETRYABLE);
-	ck_assert_int_eq(classify_error(cls, "", 0), CLASSIFY_NOT_RETRYABLE);
-	ck_assert_int_eq(classify_error(cls, NULL, 0), CLASSIFY_NOT_RETRYABLE);
-	ck_assert(!classify_is_usage_limit(cls, NULL, 0));
-}
-END_TEST
-
-START_TEST(test_matching_ignores_case)
-{
-	ck_assert_int_eq(verdict("SERVICE UNAVAILABLE"), CLASSIFY_RETRYABLE);
-	ck_assert_int_eq(verdict("Fetch Failed"), CLASSIFY_RETRYABLE);
-	ck_assert_int_eq(verdict("PROMPT IS TOO LONG"), CLASSIFY_CONTEXT_OVERFLOW);
-	ck_assert(is_usage(cls, "QUOTA_EXCEEDED"));
-}
-END_TEST
-
-START_TEST(test_usage_limit_is_separate_from_transient_errors)
-{
-	ck_assert(!is_usage(cls, "503 Service Unavailable"));
-	ck_assert(!is_usage(cls, "429 Rate limit reached"));
-	ck_assert(is_usage(cls, "429 usage_limit_reached"));
-}
-END_TEST
-
-START_TEST(test_custom_list_replaces_only_its_default)
-{
-	struct classify *c = classify_from("{\"retryablePatterns\": [\"banana\", \"k(iw)+i\"]}");
-
-	ck_assert_int_eq(verdict_of(c, "banana split"), CLASSIFY_RETRYABLE);
-	ck_assert_int_eq(verdict_of(c, "KIWIWI"), CLASSIFY_RETRYABLE);
-	ck_assert_int_eq(verdict_of(c, "503 Service Unavailable"), CLASSIFY_NOT_RETRYABLE);
-	/* The other lists keep their defaults. */
-	ck_assert_int_eq(verdict_of(c, "401 banana"), CLASSIFY_NOT_RETRYABLE);
-	ck_assert_int_eq(verdict_of(c, "banana prompt is too long"),
-			 CLASSIFY_CONTEXT_OVERFLOW);
-	ck_assert(is_usage(c, "quota exceeded"));
-	classify_free(c);
-}
-END_TEST
-
-START_TEST(test_empty_non_retryable_list_lets_retryable_win)
-{
-	struct classify *c = classify_from("{\"nonRetryablePatterns\": []}");
-
-	ck_assert_int_eq(verdict_of(c, "401 request timeout"), CLASSIFY_RETRYABLE);
-	classify_free(c);
-}
-END_TEST
-
-START_TEST(test_all_lists_from_settings_object)
-{
-	struct classify *c = classify_from("{\"retryablePatterns\":[\"flaky\"],"
+	struct classify *c = classify_from("{\"retryablePatterns\":[\"flaky\", \"k(iw)+i\"],"
 					   "\"nonRetryablePatterns\":[\"fatal\"],"
 					   "\"contextOverflowPatterns\":[\"too big\"],"
 					   "\"usageLimitPatterns\":[\"broke\"],"
+					   "\"overloadPatterns\":[\"swamped\"],"
 					   "\"maxRetries\": 3}");
 
-	ck_assert_int_eq(verdict_of(c, "flaky"), CLASSIFY_RETRYABLE);
-	ck_assert_int_eq(verdict_of(c, "flaky fatal"), CLASSIFY_NOT_RETRYABLE);
-	ck_assert_int_eq(verdict_of(c, "flaky fatal too big"), CLASSIFY_CONTEXT_OVERFLOW);
-	ck_assert_int_eq(verdict_of(c, "prompt is too long"), CLASSIFY_NOT_RETRYABLE);
-	ck_assert(is_usage(c, "broke"));
-	ck_assert(!is_usage(c, "usage limit"));
+	check_text(c, "flaky", CLASSIFY_RETRYABLE, false, "settings:retryablePatterns[0]");
+	check_text(c, "KIWIWI", CLASSIFY_RETRYABLE, false, "settings:retryablePatterns[1]");
+	/* Before the built-in rules of the step, even a status. */
+	check_text(c, "HTTP 429 flaky", CLASSIFY_RETRYABLE, false, "settings:retryablePatterns[0]");
+	/* A settings list does not lift its text out of an earlier step. */
+	check_text(c, "flaky fatal", CLASSIFY_NOT_RETRYABLE, false, "settings:nonRetryablePatterns[0]");
+	check_text(c, "401 fatal", CLASSIFY_NOT_RETRYABLE, false, "settings:nonRetryablePatterns[0]");
+	check_text(c, "flaky fatal too big", CLASSIFY_CONTEXT_OVERFLOW, false,
+		   "settings:contextOverflowPatterns[0]");
+	check_text(c, "broke, try again later", CLASSIFY_USAGE_LIMIT, false,
+		   "settings:usageLimitPatterns[0]");
+	/* An overload pattern is retried and counts as overload. */
+	check_text(c, "swamped", CLASSIFY_RETRYABLE, true, "settings:overloadPatterns[0]");
+	check_text(c, "HTTP 429: swamped", CLASSIFY_RETRYABLE, true, "settings:overloadPatterns[0]");
+	/* A settings retryable pattern is not muted by a bad request. */
+	check_text(c, "400 Bad Request: flaky", CLASSIFY_RETRYABLE, false,
+		   "settings:retryablePatterns[0]");
+	/* The built-in patterns stay. */
+	check_text(c, "prompt is too long", CLASSIFY_CONTEXT_OVERFLOW, false,
+		   "text:contextOverflowPatterns[0]");
+	check_text(c, "503 Service Unavailable", CLASSIFY_RETRYABLE, false, "http-status:503");
 	classify_free(c);
+}
+END_TEST
+
+START_TEST(test_defaults_are_five_empty_settings_lists)
+{
+	static const char *const keys[] = {
+		"retryablePatterns", "nonRetryablePatterns", "contextOverflowPatterns",
+		"usageLimitPatterns", "overloadPatterns",
+	};
+	json_t *a = classify_defaults();
+	json_t *b = classify_defaults();
+	char err[256] = "";
+	struct classify *c;
+
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_ne(a, b);
+	ck_assert_uint_eq(json_object_size(a), NELEMS(keys));
+	for (size_t k = 0; k < NELEMS(keys); k++) {
+		json_t *list = json_object_get(a, keys[k]);
+
+		ck_assert_msg(json_is_array(list) && json_array_size(list) == 0, "%s", keys[k]);
+	}
+	ck_assert(json_equal(a, b));
+	/* Passed back in, they behave as no settings at all. */
+	c = classify_new(a, err, sizeof(err));
+	ck_assert_msg(c != NULL, "%s", err);
+	check_text(c, "503 Service Unavailable", CLASSIFY_RETRYABLE, false, "http-status:503");
+	check_text(c, "port 5003", CLASSIFY_NOT_RETRYABLE, false, "default");
+	classify_free(c);
+	json_decref(a);
+	json_decref(b);
 }
 END_TEST
 
@@ -388,6 +825,8 @@ START_TEST(test_bad_pattern_error_names_key_index_pattern_and_offset)
 	expect_new_error("{\"contextOverflowPatterns\": [\"x\", \"a{2,1}\"]}",
 			 "retry.contextOverflowPatterns[1] \"a{2,1}\": numbers out of order in {} "
 			 "quantifier at offset 5");
+	expect_new_error("{\"overloadPatterns\": [\"(\"]}",
+			 "retry.overloadPatterns[0] \"(\": missing closing parenthesis at offset 1");
 }
 END_TEST
 
@@ -432,6 +871,74 @@ START_TEST(test_error_text_is_truncated_to_the_buffer)
 }
 END_TEST
 
+/* The old entry points, for the text alone. */
+START_TEST(test_old_entry_points_wrap_the_decision)
+{
+	static const char usage[] = "You've hit your usage limit. Upgrade to Pro";
+
+	ck_assert_int_eq(classify_error(cls, "503 Service Unavailable", 23), CLASSIFY_RETRYABLE);
+	ck_assert_int_eq(classify_error(cls, "401 Unauthorized", 16), CLASSIFY_NOT_RETRYABLE);
+	ck_assert_int_eq(classify_error(cls, "prompt is too long", 18), CLASSIFY_CONTEXT_OVERFLOW);
+	/* A usage limit is not retryable as such: it switches or stops. */
+	ck_assert_int_eq(classify_error(cls, usage, strlen(usage)), CLASSIFY_USAGE_LIMIT);
+	ck_assert(classify_is_usage_limit(cls, usage, strlen(usage)));
+	ck_assert(!classify_is_usage_limit(cls, "429 Rate limit reached", 22));
+	ck_assert(classify_is_overload(cls, "overloaded_error: Overloaded", 28));
+	ck_assert(classify_is_overload(cls, "529 {\"type\":\"error\"}", 20));
+	/* A rate limit is not an overload of the model, nor is 503 alone. */
+	ck_assert(!classify_is_overload(cls, "429 Rate limit reached", 22));
+	ck_assert(!classify_is_overload(cls, "503 Service Unavailable", 23));
+	/* Overload only on a retryable verdict. */
+	ck_assert(!classify_is_overload(cls, "overloaded, but your invalid_api_key", 36));
+}
+END_TEST
+
+START_TEST(test_unknown_or_empty_message_is_not_retryable)
+{
+	ck_assert_int_eq(classify_error(cls, "the model produced something odd", 32),
+			 CLASSIFY_NOT_RETRYABLE);
+	ck_assert_int_eq(classify_error(cls, "", 0), CLASSIFY_NOT_RETRYABLE);
+	ck_assert_int_eq(classify_error(cls, NULL, 0), CLASSIFY_NOT_RETRYABLE);
+	ck_assert(!classify_is_usage_limit(cls, NULL, 0));
+	ck_assert(!classify_is_overload(cls, NULL, 0));
+}
+END_TEST
+
+START_TEST(test_matching_ignores_case)
+{
+	check_text(cls, "SERVICE UNAVAILABLE", CLASSIFY_RETRYABLE, false, "text:transientPatterns[0]");
+	check_text(cls, "Fetch Failed", CLASSIFY_RETRYABLE, false, "text:transientPatterns[3]");
+	check_text(cls, "PROMPT IS TOO LONG", CLASSIFY_CONTEXT_OVERFLOW, false,
+		   "text:contextOverflowPatterns[0]");
+	check_text(cls, "QUOTA_EXCEEDED", CLASSIFY_NOT_RETRYABLE, false, "default");
+	check_text(cls, "{\"TYPE\": \"OVERLOADED_ERROR\"}", CLASSIFY_RETRYABLE, true,
+		   "anthropic-type:overloaded_error");
+}
+END_TEST
+
+START_TEST(test_caller_status_is_the_only_status)
+{
+	const struct row with = { .name = "status 503 given", .text = "HTTP 401", .status = 503,
+				  .verdict = CLASSIFY_RETRYABLE, .hint = -1,
+				  .rule = "http-status:503" };
+	/* Outside 100-599 it is no status: the text's count. */
+	const struct row bogus = { .name = "status 600 given", .text = "HTTP 401", .status = 600,
+				   .verdict = CLASSIFY_NOT_RETRYABLE, .hint = -1,
+				   .rule = "http-status:401" };
+
+	check_row(cls, &with);
+	check_row(cls, &bogus);
+}
+END_TEST
+
+START_TEST(test_json_escaped_in_json_is_read_as_json)
+{
+	check_text(cls, "Error: {\\\"error\\\":{\\\"type\\\":\\\"overloaded_error\\\"}}",
+		   CLASSIFY_RETRYABLE, true, "anthropic-type:overloaded_error");
+	check_text(cls, "line one\\nHTTP 503\\tx", CLASSIFY_RETRYABLE, false, "http-status:503");
+}
+END_TEST
+
 START_TEST(test_message_length_is_honoured_without_nul)
 {
 	static const char text[] = "HTTP 5031 terminated";
@@ -455,6 +962,33 @@ START_TEST(test_message_length_is_honoured_without_nul)
 }
 END_TEST
 
+START_TEST(test_body_is_read_after_the_message)
+{
+	const struct row r = {
+		.name = "body only",
+		.text = "request failed",
+		.body = "{\"error\":{\"code\":\"insufficient_quota\"}}",
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = -1,
+		.rule = "openai-code:insufficient_quota",
+	};
+	struct classify_input in = { .text = "Service", .len = 7, .body = "Unavailable",
+				     .body_len = 11 };
+	struct classify_result out;
+
+	check_row(cls, &r);
+	/* Message and body are separate words. */
+	classify_decide(cls, &in, &out);
+	ck_assert_str_eq(out.rule, "text:transientPatterns[0]");
+	in.text = "Service Un";
+	in.len = 10;
+	in.body = "available";
+	in.body_len = 9;
+	classify_decide(cls, &in, &out);
+	ck_assert_str_eq(out.rule, "default");
+}
+END_TEST
+
 START_TEST(test_embedded_nul_does_not_end_the_message)
 {
 	static const char after_nul[] = "error\0\0503 Service Unavailable";
@@ -472,48 +1006,35 @@ START_TEST(test_invalid_utf8_message_is_still_classified)
 	static const char bad[] = "\xff\xfe\xc3 503 Service Unavailable \xe2\x82";
 
 	ck_assert_int_eq(classify_error(cls, bad, sizeof(bad) - 1), CLASSIFY_RETRYABLE);
-	ck_assert_int_eq(verdict("Überlastet — overloaded"), CLASSIFY_RETRYABLE);
+	check_text(cls, "Überlastet — overloaded", CLASSIFY_RETRYABLE, true,
+		   "text:rateLimitPatterns[3]");
+	/* A leading status after a multi-byte sign (PCRE2 10.42's JIT missed
+	 * it in invalid-UTF mode). */
+	check_text(cls, "✻ 529 Overloade", CLASSIFY_RETRYABLE, true, "http-status:529");
 }
 END_TEST
 
-START_TEST(test_defaults_are_a_fresh_object_of_five_string_arrays)
+START_TEST(test_only_the_first_64_kib_are_read)
 {
-	static const char *const keys[] = {
-		"retryablePatterns", "nonRetryablePatterns", "contextOverflowPatterns",
-		"usageLimitPatterns", "overloadPatterns",
-	};
-	json_t *a = classify_defaults();
-	json_t *b = classify_defaults();
+	size_t n = 70 * 1024;
+	char *big = malloc(n);
+	struct classify_input in = { .text = big, .len = n };
+	struct classify_result out;
 
-	ck_assert_ptr_nonnull(a);
-	ck_assert_ptr_ne(a, b);
-	ck_assert_uint_eq(json_object_size(a), NELEMS(keys));
-	for (size_t k = 0; k < NELEMS(keys); k++) {
-		json_t *list = json_object_get(a, keys[k]);
-		size_t i;
-		json_t *item;
-
-		ck_assert_msg(json_is_array(list) && json_array_size(list) > 0, "%s", keys[k]);
-		json_array_foreach(list, i, item)
-			ck_assert(json_is_string(item));
-	}
-	ck_assert(json_equal(a, b));
-	json_decref(a);
-	json_decref(b);
-}
-END_TEST
-
-START_TEST(test_defaults_passed_back_in_behave_as_defaults)
-{
-	json_t *defaults = classify_defaults();
-	char err[256] = "";
-	struct classify *c = classify_new(defaults, err, sizeof(err));
-
-	json_decref(defaults);
-	ck_assert_msg(c != NULL, "%s", err);
-	ck_assert_int_eq(verdict_of(c, "503 Service Unavailable"), CLASSIFY_RETRYABLE);
-	ck_assert_int_eq(verdict_of(c, "port 5003"), CLASSIFY_NOT_RETRYABLE);
-	classify_free(c);
+	ck_assert_ptr_nonnull(big);
+	memset(big, 'x', n);
+	memcpy(big, "HTTP 503 ", 9);
+	memcpy(big + n - 19, " prompt is too long", 19);
+	classify_decide(cls, &in, &out);
+	ck_assert_str_eq(out.rule, "http-status:503");
+	/* A body past the cap is not read either. */
+	in.text = "ok";
+	in.len = 2;
+	in.body = big;
+	in.body_len = n;
+	classify_decide(cls, &in, &out);
+	ck_assert_str_eq(out.rule, "http-status:503");
+	free(big);
 }
 END_TEST
 
@@ -523,49 +1044,62 @@ START_TEST(test_free_null_is_a_no_op)
 }
 END_TEST
 
-START_TEST(test_verdict_names)
+START_TEST(test_verdict_and_class_names)
 {
 	ck_assert_str_eq(classify_verdict_name(CLASSIFY_RETRYABLE), "retryable");
 	ck_assert_str_eq(classify_verdict_name(CLASSIFY_NOT_RETRYABLE), "not-retryable");
 	ck_assert_str_eq(classify_verdict_name(CLASSIFY_CONTEXT_OVERFLOW), "context-overflow");
+	ck_assert_str_eq(classify_verdict_name(CLASSIFY_USAGE_LIMIT), "usage-limit");
+	ck_assert_str_eq(classify_class_name(CLASSIFY_RETRYABLE), "retryable");
+	ck_assert_str_eq(classify_class_name(CLASSIFY_NOT_RETRYABLE), "non_retryable");
+	ck_assert_str_eq(classify_class_name(CLASSIFY_CONTEXT_OVERFLOW), "context_overflow");
+	ck_assert_str_eq(classify_class_name(CLASSIFY_USAGE_LIMIT), "usage_limit");
 }
 END_TEST
 
 Suite *classify_suite(void)
 {
 	Suite *s = suite_create("classify");
+	TCase *table = tcase_create("table");
 	TCase *tc = tcase_create("classify");
 
+	tcase_add_checked_fixture(table, setup, teardown);
+	tcase_add_loop_test(table, test_step1_context_overflow_decides_first, 0,
+			    NELEMS(step1_overflow));
+	tcase_add_loop_test(table, test_step2_spent_quota_credit_or_billing_is_a_usage_limit, 0,
+			    NELEMS(step2_usage));
+	tcase_add_loop_test(table, test_per_minute_quota_is_a_rate_limit_per_day_a_usage_limit, 0,
+			    NELEMS(quota_windows));
+	tcase_add_loop_test(table, test_step3_auth_permission_policy_are_never_retried, 0,
+			    NELEMS(step3_never));
+	tcase_add_loop_test(table, test_step4_rate_limit_overload_5xx_transport_are_retried, 0,
+			    NELEMS(step4_retry));
+	tcase_add_loop_test(table, test_a_stated_wait_of_15_minutes_or_more_is_a_usage_limit, 0,
+			    NELEMS(long_waits));
+	tcase_add_loop_test(table, test_step5_anything_else_is_not_retried_and_named, 0,
+			    NELEMS(step5_else));
+	suite_add_tcase(s, table);
+
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_every_default_retryable_pattern_matches_a_real_message);
-	tcase_add_test(tc, test_every_default_non_retryable_pattern_matches_a_real_message);
-	tcase_add_test(tc, test_every_default_context_overflow_pattern_matches_a_real_message);
-	tcase_add_test(tc, test_every_default_usage_limit_pattern_matches_a_real_message);
-	tcase_add_test(tc, test_every_default_overload_pattern_matches_and_is_retryable);
-	tcase_add_test(tc, test_status_5xx_and_429_match_only_as_whole_numbers);
-	tcase_add_test(tc, test_status_4xx_is_non_retryable_only_as_whole_number);
-	tcase_add_test(tc, test_context_overflow_beats_retryable);
-	tcase_add_test(tc, test_context_overflow_beats_non_retryable);
-	tcase_add_test(tc, test_non_retryable_beats_retryable);
-	tcase_add_test(tc, test_no_body_overflow_is_anchored_at_start);
-	tcase_add_test(tc, test_unknown_or_empty_message_is_not_retryable);
-	tcase_add_test(tc, test_matching_ignores_case);
-	tcase_add_test(tc, test_usage_limit_is_separate_from_transient_errors);
-	tcase_add_test(tc, test_custom_list_replaces_only_its_default);
-	tcase_add_test(tc, test_empty_non_retryable_list_lets_retryable_win);
-	tcase_add_test(tc, test_all_lists_from_settings_object);
+	tcase_add_test(tc, test_settings_lists_extend_their_step_and_are_checked_first);
+	tcase_add_test(tc, test_defaults_are_five_empty_settings_lists);
 	tcase_add_test(tc, test_bad_pattern_error_names_key_index_pattern_and_offset);
 	tcase_add_test(tc, test_list_that_is_not_an_array_is_rejected);
 	tcase_add_test(tc, test_list_item_that_is_not_a_string_is_rejected);
 	tcase_add_test(tc, test_retry_settings_that_are_not_an_object_are_rejected);
 	tcase_add_test(tc, test_error_text_is_truncated_to_the_buffer);
+	tcase_add_test(tc, test_old_entry_points_wrap_the_decision);
+	tcase_add_test(tc, test_unknown_or_empty_message_is_not_retryable);
+	tcase_add_test(tc, test_matching_ignores_case);
+	tcase_add_test(tc, test_caller_status_is_the_only_status);
+	tcase_add_test(tc, test_json_escaped_in_json_is_read_as_json);
 	tcase_add_test(tc, test_message_length_is_honoured_without_nul);
+	tcase_add_test(tc, test_body_is_read_after_the_message);
 	tcase_add_test(tc, test_embedded_nul_does_not_end_the_message);
 	tcase_add_test(tc, test_invalid_utf8_message_is_still_classified);
-	tcase_add_test(tc, test_defaults_are_a_fresh_object_of_five_string_arrays);
-	tcase_add_test(tc, test_defaults_passed_back_in_behave_as_defaults);
+	tcase_add_test(tc, test_only_the_first_64_kib_are_read);
 	tcase_add_test(tc, test_free_null_is_a_no_op);
-	tcase_add_test(tc, test_verdict_names);
+	tcase_add_test(tc, test_verdict_and_class_names);
 	suite_add_tcase(s, tc);
 	return s;
 }
