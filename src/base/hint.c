@@ -957,3 +957,38 @@ bool hint_parse(const char *text, size_t len, int64_t now_epoch_ms, int64_t *out
 		*out_ms = ms;
 	return found;
 }
+
+char *hint_format(int64_t ms, char *out, size_t n)
+{
+	static const struct {
+		const char *unit;
+		int64_t ms;
+	} steps[] = { { "d", 86400000 }, { "h", 3600000 }, { "m", 60000 }, { "s", 1000 } };
+	size_t used = 0;
+	int parts = 0;
+
+	if (n == 0)
+		return out;
+	out[0] = '\0';
+	if (ms < 1000) {
+		snprintf(out, n, "%lldms", (long long)(ms > 0 ? ms : 0));
+		return out;
+	}
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]) && parts < 2; i++) {
+		int64_t k = ms / steps[i].ms;
+		int w;
+
+		if (k == 0) {
+			if (parts > 0)
+				break;	/* "1h" rather than "1h0m" */
+			continue;
+		}
+		ms -= k * steps[i].ms;
+		w = snprintf(out + used, n - used, "%lld%s", (long long)k, steps[i].unit);
+		if (w < 0 || (size_t)w >= n - used)
+			break;
+		used += (size_t)w;
+		parts++;
+	}
+	return out;
+}

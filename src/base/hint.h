@@ -60,4 +60,9 @@ bool hint_parse(const char *text, size_t len, int64_t now_epoch_ms, int64_t *out
  * false when s does not start with one. */
 bool hint_duration(const char *s, size_t len, int64_t *out_ms);
 
+/* A wait as a person reads it, in the duration grammar above: the two
+ * largest units that are not zero ("4h12m", "2d3h", "37s", "450ms").
+ * Writes at most n bytes (NUL included) to out; returns out. */
+char *hint_format(int64_t ms, char *out, size_t n);
+
 #endif

@@ -165,35 +165,50 @@ struct retry_policy policy_current(const struct policy *self, unsigned auto_retr
 	return p;
 }
 
-void policy_judge(const struct policy *self, struct classify *daemon_classify, const char *error,
-		  const char *no_resume, int64_t hint_ms, bool enabled, int64_t now_ms,
+void policy_verdict_stop(struct policy_verdict *v, const char *why)
+{
+	size_t n = strlen(v->error) + strlen(why) + 4;
+	char *text = malloc(n);
+
+	v->retryable = false;
+	if (text == NULL)
+		return;
+	snprintf(text, n, "%s (%s)", v->error, why);
+	free(v->owned);
+	v->owned = text;
+	v->error = text;
+}
+
+void policy_judge(const struct policy *self, struct classify *daemon_classify,
+		  const struct provider_result *r, bool enabled, int64_t now_ms,
 		  struct policy_verdict *v)
 {
-	struct classify *c = policy_classifier(self, daemon_classify);
-	size_t len = error ? strlen(error) : 0, n;
+	const char *error = r->stop == STOP_ERROR ? r->error_message : NULL;
+	struct classify_input in = {
+		.text = error, .len = error ? strlen(error) : 0, .status = r->http_status,
+		.body = r->error_body, .body_len = r->error_body ? r->error_body_len : 0,
+		.headers = r->headers, .now_ms = now_ms,
+	};
+	struct classify_result cr;
+	char why[256];
 
 	memset(v, 0, sizeof(*v));
 	v->error = error;
 	v->hint_ms = -1;
-	if (error == NULL || classify_error(c, error, len) != CLASSIFY_RETRYABLE)
+	if (error == NULL)
 		return;
-	if (no_resume != NULL && enabled) {
+	classify_decide(policy_classifier(self, daemon_classify), &in, &cr);
+	v->failed = true;
+	v->verdict = cr.verdict;
+	memcpy(v->rule, cr.rule, sizeof(v->rule));
+	v->hint_ms = r->hint_ms >= 0 ? r->hint_ms : cr.hint_ms;
+	v->usage_limit = cr.verdict == CLASSIFY_USAGE_LIMIT;
+	v->overload = cr.overload;
+	v->retryable = cr.verdict == CLASSIFY_RETRYABLE || v->usage_limit;
+	if (v->retryable && r->no_resume != NULL && enabled) {
 		/* Never a blind replay: the failure is final, and says why. */
-		n = len + strlen(no_resume) + 32;
-		v->owned = malloc(n);
-		if (v->owned != NULL) {
-			snprintf(v->owned, n, "%s (not retried: %s)", error, no_resume);
-			v->error = v->owned;
-		}
-		return;
-	}
-	v->retryable = true;
-	if (hint_ms < 0 && !hint_parse(error, len, now_ms, &hint_ms))
-		hint_ms = -1;
-	v->hint_ms = hint_ms;
-	if (enabled) {
-		v->usage_limit = classify_is_usage_limit(c, error, len);
-		v->overload = classify_is_overload(c, error, len);
+		errbuf_set(why, sizeof(why), "not retried: %s", r->no_resume);
+		policy_verdict_stop(v, why);
 	}
 }
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "core/classify.h"
+#include "provider/provider.h"
 #include "core/retry.h"
 #include "core/settings.h"
 
@@ -67,23 +68,29 @@ struct retry_policy policy_current(const struct policy *self, unsigned auto_retr
 /* What a failed attempt's error means under a chain's policy, decided once. */
 struct policy_verdict {
 	const char *error;  /* the message's errorMessage: the error, or `owned` */
-	bool retryable;     /* worth a retry, before retry_decide's limits */
-	bool usage_limit;   /* these two only when retryable and retrying is on */
-	bool overload;
-	int64_t hint_ms;    /* the server's wait (when retryable), or -1 */
+	bool failed;        /* the attempt ended with an error to classify */
+	enum classify_verdict verdict; /* when failed */
+	char rule[96];      /* when failed: the rule that decided (classify.h) */
+	bool retryable;     /* worth a retry (or a switch), before retry_decide's limits */
+	bool usage_limit;   /* a spent quota: switch credential or model, else stop */
+	bool overload;      /* the model or a shared pool is saturated */
+	int64_t hint_ms;    /* the server's wait, or -1 */
 	char *owned;        /* owned: the error saying why it is not retried, or NULL */
 };
 
-/* Classifies error (borrowed; NULL when the attempt did not fail with one)
- * with the snapshot's classifier, else daemon_classify (borrowed).
- * no_resume (borrowed, may be NULL) says why a next attempt could not
- * continue the context: with retrying on, a retryable error is then final
- * and its text says why. The wait is the provider's hint_ms, else one
- * parsed from the error (dates against now_ms). Release with
+/* Classifies the attempt's failure (r, borrowed: its error text and the
+ * typed facts: status, body, headers) with the snapshot's classifier, else
+ * daemon_classify (borrowed). r->no_resume says why a next attempt could
+ * not continue the context: with retrying on, a retryable error is then
+ * final and its text says why. The wait is the provider's r->hint_ms, else
+ * the classifier's (dates against now_ms). Release with
  * policy_verdict_release(). */
-void policy_judge(const struct policy *self, struct classify *daemon_classify, const char *error,
-		  const char *no_resume, int64_t hint_ms, bool enabled, int64_t now_ms,
+void policy_judge(const struct policy *self, struct classify *daemon_classify,
+		  const struct provider_result *r, bool enabled, int64_t now_ms,
 		  struct policy_verdict *v);
+/* The verdict becomes final: not retried, and the error says why ("<error>
+ * (<why>)"). */
+void policy_verdict_stop(struct policy_verdict *v, const char *why);
 void policy_verdict_release(struct policy_verdict *v);
 
 /* A number of the snapshot; `fallback` when absent. */

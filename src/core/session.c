@@ -9,6 +9,7 @@
 #endif
 
 #include "base/errbuf.h"
+#include "base/hint.h"
 #include "base/log.h"
 #include "base/random.h"
 #include "base/utf8.h"
@@ -324,26 +325,29 @@ static void sink_event(void *ctx, json_t *event)
 
 /* The end of an attempt. */
 
-static void emit_retry_end(struct session *self, const struct retry_decision *d)
+/* why: the judged failure that ended the chain, or NULL. */
+static void emit_retry_end(struct session *self, const struct retry_decision *d,
+			   const struct event_why *why)
 {
 	if (d->end)
-		emit(self, event_auto_retry_end(d->end_success, d->end_attempt, d->final_error));
+		emit(self, event_auto_retry_end(d->end_success, d->end_attempt, d->final_error, why));
 }
 
 /* Says what retry_decide decided, makes the planned switch before a retry,
  * and arms the backoff or moves on. msg: borrowed, the closed message. */
 static void report(struct session *self, const struct retry_decision *d,
-		   const struct retry_outcome *o, const struct fallback_plan *plan, json_t *msg)
+		   const struct retry_outcome *o, const struct fallback_plan *plan,
+		   const struct event_why *why, json_t *msg)
 {
 	json_t *ev;
 
 	if (d->action != RETRY_ACT_WAIT) {
 		/* A success closes the chain inside its turn, a failure after it. */
 		if (d->action == RETRY_ACT_DONE)
-			emit_retry_end(self, d);
+			emit_retry_end(self, d, NULL);
 		emit(self, event_turn_end(msg));
 		if (d->action == RETRY_ACT_STOP)
-			emit_retry_end(self, d);
+			emit_retry_end(self, d, why);
 		next_or_end(self);
 		return;
 	}
@@ -351,12 +355,27 @@ static void report(struct session *self, const struct retry_decision *d,
 	if (fallback_apply(&self->fallback, plan, &ev))
 		emit(self, ev);
 	emit(self, event_auto_retry_start(d->attempt, d->max_attempts, d->delay_ms,
-					  o->error_message, retry_reason_name(d->reason), d->hint_ms));
+					  o->error_message, retry_reason_name(d->reason), d->hint_ms,
+					  why));
 	/* The failed message leaves the context; the session file keeps it. */
 	drop_last_message(self);
 	self->phase = SESSION_BACKOFF;
 	clock_timer_start(self->cfg.clock, &self->retry_timer, (uint64_t)d->delay_ms,
 			  on_retry_timer, self);
+}
+
+/* A spent quota with nothing to switch to ends the chain at once, saying
+ * when the quota comes back if the server said. */
+static void stop_at_usage_limit(struct policy_verdict *v)
+{
+	char why[96], wait[32];
+
+	if (v->hint_ms > 0)
+		errbuf_set(why, sizeof(why), "usage limit: resets in %s",
+			   hint_format(v->hint_ms, wait, sizeof(wait)));
+	else
+		errbuf_set(why, sizeof(why), "usage limit: no other credential or model to switch to");
+	policy_verdict_stop(v, why);
 }
 
 /* classify once → fallback plan → retry_decide → emit → timer. */
@@ -368,29 +387,34 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 	struct retry_outcome outcome = { .failure = RETRY_OK, .hint_ms = -1 };
 	struct fallback_plan plan = { .kind = RETRY_SWITCH_NONE, .credential = -1 };
 	struct policy_verdict v;
+	struct event_why why = { NULL, NULL };
 	struct retry_decision d;
 	json_t *msg;
 
 	clock_timer_stop(self->cfg.clock, &self->idle_timer);
-	policy_judge(&self->policy, self->cfg.classify,
-		     r->stop == STOP_ERROR ? r->error_message : NULL, r->no_resume, r->hint_ms,
-		     policy.enabled, wall_ms(self), &v);
+	policy_judge(&self->policy, self->cfg.classify, r, policy.enabled, wall_ms(self), &v);
+	if (v.retryable && policy.enabled) {
+		fallback_plan(&self->fallback, &self->policy, v.usage_limit, v.overload, v.hint_ms,
+			      wall_ms(self), &plan);
+		if (v.usage_limit && plan.kind == RETRY_SWITCH_NONE)
+			stop_at_usage_limit(&v);
+	}
+	if (v.failed) {
+		why.error_class = classify_class_name(v.verdict);
+		why.rule = v.rule;
+	}
 	msg = close_reply(self, r->stop, v.error, r->input_tokens, r->output_tokens);
 	if (r->stop == STOP_ERROR || r->stop == STOP_ABORTED) {
 		outcome.error_message = v.error ? v.error
 				      : r->error_message ? r->error_message : "Unknown error";
 		outcome.failure = v.retryable ? RETRY_TRANSIENT : RETRY_PERMANENT;
 		outcome.hint_ms = v.hint_ms;
-		if (v.retryable && policy.enabled) {
-			fallback_plan(&self->fallback, &self->policy, v.usage_limit, v.overload,
-				      v.hint_ms, wall_ms(self), &plan);
-			outcome.switched = plan.kind;
-		}
+		outcome.switched = plan.kind;
 	} else {
 		fallback_succeeded(&self->fallback);
 	}
 	retry_decide(&policy, &self->chain, &self->budget, &outcome, clock_now(self->cfg.clock), &d);
-	report(self, &d, &outcome, &plan, msg);
+	report(self, &d, &outcome, &plan, &why, msg);
 	retry_decision_release(&d);
 	policy_verdict_release(&v);
 }
@@ -538,7 +562,7 @@ void session_abort_retry(struct session *self)
 	clock_timer_stop(self->cfg.clock, &self->retry_timer);
 	self->phase = SESSION_IDLE;
 	retry_cancel(&self->chain, &d);
-	emit_retry_end(self, &d);
+	emit_retry_end(self, &d, NULL);
 	next_or_end(self);
 }
 
@@ -567,12 +591,12 @@ void session_abort(struct session *self, json_t **data)
 	if (self->phase == SESSION_BACKOFF) {
 		clock_timer_stop(self->cfg.clock, &self->retry_timer);
 		retry_cancel(&self->chain, &d);
-		emit_retry_end(self, &d);
+		emit_retry_end(self, &d, NULL);
 	} else if (self->phase == SESSION_ATTEMPT) {
 		stop_attempt(self);
 		emit(self, event_turn_end(close_reply(self, STOP_ABORTED, ABORTED_MESSAGE, 0, 0)));
 		retry_cancel(&self->chain, &d);
-		emit_retry_end(self, &d);
+		emit_retry_end(self, &d, NULL);
 	}
 	if (self->busy)
 		end_run(self);

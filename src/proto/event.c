@@ -61,8 +61,18 @@ json_t *event_turn_end(json_t *message)
 	return json_pack("{s:s, s:O, s:[]}", "type", "turn_end", "message", message, "toolResults");
 }
 
+/* The classifier's word on the failure, when there is one. */
+static void set_why(json_t *ev, const struct event_why *why)
+{
+	if (ev == NULL || why == NULL || why->error_class == NULL)
+		return;
+	json_object_set_new(ev, "errorClass", json_string(why->error_class));
+	json_object_set_new(ev, "rule", json_string(why->rule));
+}
+
 json_t *event_auto_retry_start(int attempt, int max_attempts, int64_t delay_ms,
-			       const char *error_message, const char *reason, int64_t hint_ms)
+			       const char *error_message, const char *reason, int64_t hint_ms,
+			       const struct event_why *why)
 {
 	json_t *ev = json_pack("{s:s, s:i, s:i, s:I, s:s, s:s}", "type", "auto_retry_start",
 			       "attempt", attempt, "maxAttempts", max_attempts,
@@ -71,16 +81,20 @@ json_t *event_auto_retry_start(int attempt, int max_attempts, int64_t delay_ms,
 
 	if (ev != NULL && hint_ms >= 0)
 		json_object_set_new(ev, "hintMs", json_integer(hint_ms));
+	set_why(ev, why);
 	return ev;
 }
 
-json_t *event_auto_retry_end(bool success, int attempt, const char *final_error)
+json_t *event_auto_retry_end(bool success, int attempt, const char *final_error,
+			     const struct event_why *why)
 {
 	json_t *ev = json_pack("{s:s, s:b, s:i}", "type", "auto_retry_end", "success", success,
 			       "attempt", attempt);
 
 	if (ev != NULL && final_error != NULL)
 		json_object_set_new(ev, "finalError", json_string(final_error));
+	if (!success)
+		set_why(ev, why);
 	return ev;
 }
 

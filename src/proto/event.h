@@ -48,13 +48,25 @@ int event_delta_line(struct jsontext_buf *b, size_t index, const char *delta, si
 /* {"type":"turn_end","message":message,"toolResults":[]}; message: borrowed. */
 json_t *event_turn_end(json_t *message);
 
+/* Why a failure was judged as it was (classify.h): errorClass is
+ * "retryable" | "non_retryable" | "context_overflow" | "usage_limit", rule
+ * names the typed or text rule that decided. Both borrowed; error_class
+ * NULL: no failure was judged (cancelled, disabled). */
+struct event_why {
+	const char *error_class;
+	const char *rule;
+};
+
 /* {"type":"auto_retry_start","attempt","maxAttempts","delayMs","errorMessage",
- * "reason"[,"hintMs"]}: hint_ms < 0 leaves hintMs out. Strings: borrowed. */
+ * "reason"[,"hintMs"][,"errorClass","rule"]}: hint_ms < 0 leaves hintMs out,
+ * why NULL the last two. Strings: borrowed. */
 json_t *event_auto_retry_start(int attempt, int max_attempts, int64_t delay_ms,
-			       const char *error_message, const char *reason, int64_t hint_ms);
-/* {"type":"auto_retry_end","success","attempt"[,"finalError"]}: final_error
- * (borrowed) NULL leaves it out. */
-json_t *event_auto_retry_end(bool success, int attempt, const char *final_error);
+			       const char *error_message, const char *reason, int64_t hint_ms,
+			       const struct event_why *why);
+/* {"type":"auto_retry_end","success","attempt"[,"finalError"][,"errorClass",
+ * "rule"]}: final_error (borrowed) NULL leaves it out; why only on a failure. */
+json_t *event_auto_retry_end(bool success, int attempt, const char *final_error,
+			     const struct event_why *why);
 
 /* {"type":"retry_fallback_applied","kind","from","to"[,"reason"]}: kind
  * "credential" or "model"; reason NULL leaves it out. Strings: borrowed. */

@@ -33,6 +33,13 @@ struct provider_result {
 	 * (e.g. "claude reported no session id"): a retryable failure is then
 	 * final, and its error says why. Borrowed for the call. */
 	const char *no_resume;
+	/* The typed failure, as far as the provider knows it; the classifier
+	 * reads these before the text (core/classify.h). All borrowed for the
+	 * call, all optional: */
+	int http_status;            /* the response's status, 0 when none */
+	const char *error_body;     /* the raw error body, error_body_len bytes, or NULL */
+	size_t error_body_len;
+	const json_t *headers;      /* the response headers: lower-case name -> string, or NULL */
 };
 
 /* Callbacks from provider to session; every string is borrowed for the call.

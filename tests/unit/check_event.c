@@ -90,16 +90,33 @@ END_TEST
 
 START_TEST(test_retry_events_leave_out_absent_fields)
 {
-	expect(event_auto_retry_start(1, 3, 2000, "overloaded", "transient", -1),
+	expect(event_auto_retry_start(1, 3, 2000, "overloaded", "transient", -1, NULL),
 	       "{\"type\":\"auto_retry_start\",\"attempt\":1,\"maxAttempts\":3,\"delayMs\":2000,"
 	       "\"errorMessage\":\"overloaded\",\"reason\":\"transient\"}");
-	expect(event_auto_retry_start(2, 3, 5000, "429", "server-hint", 5000),
+	expect(event_auto_retry_start(2, 3, 5000, "429", "server-hint", 5000, NULL),
 	       "{\"type\":\"auto_retry_start\",\"attempt\":2,\"maxAttempts\":3,\"delayMs\":5000,"
 	       "\"errorMessage\":\"429\",\"reason\":\"server-hint\",\"hintMs\":5000}");
-	expect(event_auto_retry_end(true, 2, NULL),
+	expect(event_auto_retry_end(true, 2, NULL, NULL),
 	       "{\"type\":\"auto_retry_end\",\"success\":true,\"attempt\":2}");
-	expect(event_auto_retry_end(false, 3, "503"),
+	expect(event_auto_retry_end(false, 3, "503", NULL),
 	       "{\"type\":\"auto_retry_end\",\"success\":false,\"attempt\":3,\"finalError\":\"503\"}");
+}
+END_TEST
+
+START_TEST(test_retry_events_say_which_class_and_rule_decided)
+{
+	const struct event_why why = { "retryable", "http-status:429" };
+
+	expect(event_auto_retry_start(1, 3, 2000, "429", "backoff", -1, &why),
+	       "{\"type\":\"auto_retry_start\",\"attempt\":1,\"maxAttempts\":3,\"delayMs\":2000,"
+	       "\"errorMessage\":\"429\",\"reason\":\"backoff\",\"errorClass\":\"retryable\","
+	       "\"rule\":\"http-status:429\"}");
+	expect(event_auto_retry_end(false, 3, "429", &why),
+	       "{\"type\":\"auto_retry_end\",\"success\":false,\"attempt\":3,\"finalError\":\"429\","
+	       "\"errorClass\":\"retryable\",\"rule\":\"http-status:429\"}");
+	/* A success closes the chain with no failure to explain. */
+	expect(event_auto_retry_end(true, 2, NULL, &why),
+	       "{\"type\":\"auto_retry_end\",\"success\":true,\"attempt\":2}");
 }
 END_TEST
 
@@ -125,6 +142,7 @@ Suite *event_suite(void)
 	tcase_add_test(tc, test_full_update_carries_the_partial_twice_and_delta_update_none);
 	tcase_add_test(tc, test_delta_line_is_the_bytes_of_the_delta_update_event);
 	tcase_add_test(tc, test_retry_events_leave_out_absent_fields);
+	tcase_add_test(tc, test_retry_events_say_which_class_and_rule_decided);
 	tcase_add_test(tc, test_fallback_and_notice_events);
 	suite_add_tcase(s, tc);
 	return s;

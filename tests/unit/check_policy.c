@@ -99,50 +99,111 @@ START_TEST(test_adopted_snapshot_holds_until_set_auto_retry_changes_it)
 }
 END_TEST
 
+/* A failed attempt as a provider reports it. */
+static struct provider_result failed(const char *error, const char *no_resume, int64_t hint_ms)
+{
+	struct provider_result r = { .stop = STOP_ERROR, .error_message = error,
+				     .no_resume = no_resume, .hint_ms = hint_ms };
+
+	return r;
+}
+
 START_TEST(test_judge_classifies_once_and_says_why_a_retry_cannot_resume)
 {
 	struct policy p;
 	struct policy_verdict v;
+	struct provider_result ok = { .stop = STOP_STOP, .hint_ms = -1 }, r;
 
 	memset(&p, 0, sizeof(p));
-	policy_judge(&p, daemon_classify, NULL, NULL, -1, true, 0, &v);
+	policy_judge(&p, daemon_classify, &ok, true, 0, &v);
 	ck_assert(!v.retryable);
+	ck_assert(!v.failed);
 	ck_assert_ptr_null(v.error);
 	policy_verdict_release(&v);
 
-	policy_judge(&p, daemon_classify, "401 Unauthorized", "gone", -1, true, 0, &v);
+	r = failed("401 Unauthorized", "gone", -1);
+	policy_judge(&p, daemon_classify, &r, true, 0, &v);
 	ck_assert(!v.retryable);
+	ck_assert_int_eq(v.verdict, CLASSIFY_NOT_RETRYABLE);
+	ck_assert_str_eq(v.rule, "http-status:401");
 	ck_assert_str_eq(v.error, "401 Unauthorized");
 	policy_verdict_release(&v);
 
-	policy_judge(&p, daemon_classify, "503 overloaded, try again in 5 seconds", NULL, -1, true,
-		     0, &v);
+	r = failed("529 overloaded, try again in 5 seconds", NULL, -1);
+	policy_judge(&p, daemon_classify, &r, true, 0, &v);
 	ck_assert(v.retryable);
 	ck_assert(v.overload);
 	ck_assert(!v.usage_limit);
 	ck_assert_int_eq(v.hint_ms, 5000);
 	policy_verdict_release(&v);
 
-	/* The provider's own hint wins over the text. */
-	policy_judge(&p, daemon_classify, "usage limit reached, try again in 5 seconds", NULL, 42,
-		     true, 0, &v);
+	/* A spent quota is worth a switch; the provider's own hint wins over the text. */
+	r = failed("usage limit reached, try again in 5 seconds", NULL, 42);
+	policy_judge(&p, daemon_classify, &r, true, 0, &v);
 	ck_assert(v.usage_limit);
+	ck_assert(v.retryable);
+	ck_assert_int_eq(v.verdict, CLASSIFY_USAGE_LIMIT);
 	ck_assert_int_eq(v.hint_ms, 42);
 	policy_verdict_release(&v);
 
-	policy_judge(&p, daemon_classify, "503 Service Unavailable", "no session id", -1, true, 0,
-		     &v);
+	r = failed("503 Service Unavailable", "no session id", -1);
+	policy_judge(&p, daemon_classify, &r, true, 0, &v);
 	ck_assert(!v.retryable);
 	ck_assert_str_eq(v.error, "503 Service Unavailable (not retried: no session id)");
 	policy_verdict_release(&v);
 	ck_assert_ptr_null(v.owned);
 
 	/* With retrying off the error keeps its text (it is final anyway). */
-	policy_judge(&p, daemon_classify, "503 Service Unavailable", "no session id", -1, false, 0,
-		     &v);
+	policy_judge(&p, daemon_classify, &r, false, 0, &v);
 	ck_assert(v.retryable);
 	ck_assert_str_eq(v.error, "503 Service Unavailable");
 	ck_assert(!v.overload);
+	policy_verdict_release(&v);
+}
+END_TEST
+
+START_TEST(test_judge_reads_the_typed_failure_before_the_text)
+{
+	struct policy p;
+	struct policy_verdict v;
+	json_t *headers = json_pack("{s:s}", "retry-after", "7");
+	struct provider_result r = failed("request failed", NULL, -1);
+	static const char body[] = "{\"error\":{\"code\":\"context_length_exceeded\","
+				   "\"message\":\"bad\"}}";
+
+	memset(&p, 0, sizeof(p));
+	r.http_status = 429;
+	r.headers = headers;
+	policy_judge(&p, daemon_classify, &r, true, 0, &v);
+	ck_assert_int_eq(v.verdict, CLASSIFY_RETRYABLE);
+	ck_assert_str_eq(v.rule, "http-status:429");
+	ck_assert_int_eq(v.hint_ms, 7000);
+	policy_verdict_release(&v);
+
+	r.http_status = 400;
+	r.headers = NULL;
+	r.error_body = body;
+	r.error_body_len = sizeof(body) - 1;
+	policy_judge(&p, daemon_classify, &r, true, 0, &v);
+	ck_assert_int_eq(v.verdict, CLASSIFY_CONTEXT_OVERFLOW);
+	ck_assert_str_eq(v.rule, "openai-code:context_length_exceeded");
+	policy_verdict_release(&v);
+	json_decref(headers);
+}
+END_TEST
+
+START_TEST(test_verdict_stop_makes_it_final_and_says_why)
+{
+	struct policy p;
+	struct policy_verdict v;
+	struct provider_result r = failed("Your credit balance is too low", NULL, -1);
+
+	memset(&p, 0, sizeof(p));
+	policy_judge(&p, daemon_classify, &r, true, 0, &v);
+	ck_assert(v.usage_limit);
+	policy_verdict_stop(&v, "usage limit: resets in 4h12m");
+	ck_assert(!v.retryable);
+	ck_assert_str_eq(v.error, "Your credit balance is too low (usage limit: resets in 4h12m)");
 	policy_verdict_release(&v);
 }
 END_TEST
@@ -213,6 +274,8 @@ Suite *policy_suite(void)
 	tcase_add_test(tc, test_prompt_policy_is_checked_and_names_the_key);
 	tcase_add_test(tc, test_adopted_snapshot_holds_until_set_auto_retry_changes_it);
 	tcase_add_test(tc, test_judge_classifies_once_and_says_why_a_retry_cannot_resume);
+	tcase_add_test(tc, test_judge_reads_the_typed_failure_before_the_text);
+	tcase_add_test(tc, test_verdict_stop_makes_it_final_and_says_why);
 	tcase_add_test(tc, test_apply_checks_everything_before_changing_anything);
 	tcase_add_test(tc, test_set_enabled_saves_or_says_why_not);
 	suite_add_tcase(s, tc);

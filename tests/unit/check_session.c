@@ -478,15 +478,36 @@ START_TEST(test_usage_limit_switches_credential_with_zero_delay)
 }
 END_TEST
 
-START_TEST(test_usage_limit_with_no_spare_credential_uses_backoff)
+START_TEST(test_usage_limit_with_nowhere_to_switch_ends_at_once_with_the_reset_time)
 {
 	struct fx f;
+	json_t *end;
 
 	fx_init(&f, "[{\"error\":\"usage limit reached\"}]", NULL);
 	prompt(&f, "hi");
 	clock_fake_settle(&f.clock);
-	ck_assert_ptr_null(find(&f, "retry_fallback_applied"));
-	ck_assert_int_eq(json_integer_value(json_object_get(find(&f, "auto_retry_start"), "delayMs")), 2000);
+	/* Not retried every 2 s: no chain, no wait, the message says why. */
+	ck_assert_ptr_null(find(&f, "auto_retry_start"));
+	end = find(&f, "turn_end");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(end, "message"),
+							   "errorMessage")),
+			 "usage limit reached (usage limit: no other credential or model to switch to)");
+	ck_assert_ptr_nonnull(find(&f, "agent_end"));
+	fx_release(&f);
+
+	/* Inside an open chain: auto_retry_end closes it, naming the class and
+	 * rule, and the reset time the server stated. */
+	fx_init(&f, "[{\"error\":\"503\"},{\"error\":\"usage limit reached, resets in 4h12m\"}]",
+		NULL);
+	prompt(&f, "hi");
+	clock_fake_advance(&f.clock, 10000);
+	end = find(&f, "auto_retry_end");
+	ck_assert_ptr_nonnull(end);
+	ck_assert(json_is_false(json_object_get(end, "success")));
+	ck_assert_str_eq(json_string_value(json_object_get(end, "finalError")),
+			 "usage limit reached, resets in 4h12m (usage limit: resets in 4h12m)");
+	ck_assert_str_eq(json_string_value(json_object_get(end, "errorClass")), "usage_limit");
+	ck_assert_ptr_nonnull(json_object_get(end, "rule"));
 	fx_release(&f);
 }
 END_TEST
@@ -1265,7 +1286,7 @@ Suite *session_suite(void)
 	tcase_add_test(tc, test_steer_during_backoff_goes_before_next_attempt);
 	tcase_add_test(tc, test_disabling_mid_chain_still_closes_chain_once);
 	tcase_add_test(tc, test_usage_limit_switches_credential_with_zero_delay);
-	tcase_add_test(tc, test_usage_limit_with_no_spare_credential_uses_backoff);
+	tcase_add_test(tc, test_usage_limit_with_nowhere_to_switch_ends_at_once_with_the_reset_time);
 	tcase_add_test(tc, test_state_reports_retry_fields_during_backoff);
 	tcase_add_test(tc, test_output_pause_stops_streaming_until_resumed);
 	tcase_add_test(tc, test_delta_updates_carry_no_partial_but_final_message_is_whole);
