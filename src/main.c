@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <uv.h>
 
 #include "base/errbuf.h"
@@ -35,6 +36,7 @@ struct options {
 	const char *session_file;
 	bool no_session;
 	const char *sim_plan;
+	const char *classify_text; /* --classify: judge this text and exit */
 	const char **sets;
 	size_t nsets;
 };
@@ -63,6 +65,7 @@ static const char usage_text[] =
 	"usage: retryd [--mode rpc] [--provider NAME] [--model ID] [--settings FILE]\n"
 	"              [--set KEY=VALUE]... [--session FILE | --no-session]\n"
 	"              [--sim-plan JSON] [--help] [--version]\n"
+	"       retryd [--settings FILE] [--set KEY=VALUE]... --classify TEXT\n"
 	"\n"
 	"Speaks the pi RPC protocol (one JSON object per line) on stdin/stdout and\n"
 	"retries failed attempts with backoff, reporting auto_retry_start/end events.\n"
@@ -77,6 +80,8 @@ static const char usage_text[] =
 	"  --session FILE     append the session to FILE (JSONL)\n"
 	"  --no-session       keep no session file\n"
 	"  --sim-plan JSON    the sim provider's steps, e.g. '[{\"error\":\"503\"},{\"text\":\"hi\"}]'\n"
+	"  --classify TEXT    print how the retry classifier, with these settings, judges an\n"
+	"                     error text ({\"errorClass\",\"overload\",\"hintMs\",\"rule\"}) and exit\n"
 	"\n"
 	"Logs go to stderr; RETRYD_LOG=error|warn|info|debug sets how much.\n";
 
@@ -92,7 +97,8 @@ static int usage_error(const char *fmt, const char *arg)
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	static const char *const with_value[] = {
-		"--mode", "--provider", "--model", "--settings", "--set", "--session", "--sim-plan", NULL,
+		"--mode", "--provider", "--model", "--settings", "--set", "--session", "--sim-plan",
+		"--classify", NULL,
 	};
 
 	for (int i = 1; i < argc; i++) {
@@ -138,6 +144,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->session_file = val;
 		} else if (strcmp(name, "--sim-plan") == 0) {
 			o->sim_plan = val;
+		} else if (strcmp(name, "--classify") == 0) {
+			o->classify_text = val;
 		} else {
 			o->sets[o->nsets++] = val;
 		}
@@ -197,6 +205,31 @@ static int configure(struct daemon *d, const struct options *o)
 }
 
 static void close_all(struct daemon *d);
+
+/* --classify: the classifier's verdict on one text, as classify_error gives
+ * it, on stdout. */
+static int classify_and_print(struct daemon *d, const char *text)
+{
+	struct timespec ts;
+	struct classify_input in = { .text = text, .len = strlen(text) };
+	struct classify_result r;
+	json_t *out;
+	char *line;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	in.now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	classify_decide(d->classify, &in, &r);
+	out = classify_result_json(&r);
+	line = out ? json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(out);
+	if (line == NULL) {
+		fprintf(stderr, "retryd: --classify: out of memory\n");
+		return 1;
+	}
+	puts(line);
+	free(line);
+	return fflush(stdout) == 0 ? 0 : 1;
+}
 
 static void on_grace(uv_timer_t *t)
 {
@@ -485,7 +518,9 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	rc = configure(&d, &o);
-	if (rc == 0)
+	if (rc == 0 && o.classify_text != NULL)
+		rc = classify_and_print(&d, o.classify_text);
+	else if (rc == 0)
 		rc = run(&d, &o);
 	if (d.loop != NULL) {
 		if (!d.closed) {

@@ -164,6 +164,15 @@ static void dispatch(struct rpc *self, struct command *cmd)
 	case CMD_GET_COMMANDS:
 		respond_ok(self, cmd, command_list());
 		return;
+	case CMD_CLASSIFY_ERROR: {
+		struct classify_input in = {
+			.text = cmd->message, .len = strlen(cmd->message), .status = cmd->status,
+			.body = cmd->body, .body_len = cmd->body_len, .headers = cmd->headers,
+		};
+
+		respond_ok(self, cmd, session_classify(s, &in));
+		return;
+	}
 	case CMD_UNSUPPORTED:
 		break;
 	}

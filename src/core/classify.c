@@ -816,6 +816,17 @@ static bool typed_rule(const struct facts *f, enum typed_cat a, enum typed_cat b
 }
 
 /* The decision table (classify.h). Fills out->verdict, ->overload, ->rule. */
+/* The server said when to come back, and nothing else speaks against it:
+ * "Please try again in 20s" alone is worth the wait (a client's own
+ * countdown is no hint, so it does not count). */
+static bool stated_wait(const struct facts *f, char *rule, size_t size)
+{
+	if (f->hint < 0)
+		return false;
+	snprintf(rule, size, "stated-wait");
+	return true;
+}
+
 static void decide(const struct classify *self, const struct facts *f,
 		   struct classify_result *out)
 {
@@ -862,7 +873,8 @@ static void decide(const struct classify *self, const struct facts *f,
 	    status_rule(f, is_retry_status, retry, sizeof(retry)) ||
 	    typed_rule(f, TYPED_RETRY, TYPED_OVERLOAD, retry, sizeof(retry)) ||
 	    text_rule(self, f, B_RATE_LIMIT, retry, sizeof(retry)) ||
-	    (bad[0] == '\0' && text_rule(self, f, B_TRANSIENT, retry, sizeof(retry)))) {
+	    (bad[0] == '\0' && text_rule(self, f, B_TRANSIENT, retry, sizeof(retry))) ||
+	    (bad[0] == '\0' && stated_wait(f, retry, sizeof(retry)))) {
 		if (f->hint >= LONG_WAIT_MS) {
 			out->verdict = CLASSIFY_USAGE_LIMIT;
 			snprintf(rule, size, "long-wait>=%lldms:%s", (long long)LONG_WAIT_MS, retry);
@@ -956,4 +968,12 @@ const char *classify_class_name(enum classify_verdict verdict)
 		return "usage_limit";
 	}
 	return "unknown";
+}
+
+json_t *classify_result_json(const struct classify_result *r)
+{
+	return json_pack("{s:s, s:b, s:o, s:s}", "errorClass", classify_class_name(r->verdict),
+			 "overload", r->overload,
+			 "hintMs", r->hint_ms >= 0 ? json_integer(r->hint_ms) : json_null(),
+			 "rule", r->rule);
 }

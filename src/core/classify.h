@@ -108,6 +108,10 @@ bool classify_is_usage_limit(const struct classify *self, const char *message, s
  * `overload` of classify_decide for the message alone. */
 bool classify_is_overload(const struct classify *self, const char *message, size_t len);
 
+/* classify_error's answer and `retryd --classify`'s output, as a new
+ * reference: {"errorClass", "overload", "hintMs": int|null, "rule"}. */
+json_t *classify_result_json(const struct classify_result *r);
+
 /* "retryable", "not-retryable", "context-overflow", "usage-limit". */
 const char *classify_verdict_name(enum classify_verdict verdict);
 /* The protocol's errorClass: "retryable", "non_retryable",

@@ -614,6 +614,15 @@ int session_set_auto_retry(struct session *self, bool enabled, json_t **data,
 	return 0;
 }
 
+json_t *session_classify(struct session *self, struct classify_input *in)
+{
+	struct classify_result r;
+
+	in->now_ms = wall_ms(self);
+	classify_decide(self->cfg.classify, in, &r);
+	return classify_result_json(&r);
+}
+
 json_t *session_model(struct session *self)
 {
 	return fallback_model_json(&self->fallback, self->cfg.provider);

@@ -127,6 +127,9 @@ int session_steer(struct session *self, const char *text, const json_t *images,
 		  session_taken_fn taken, void *ctx);
 int session_follow_up(struct session *self, const char *text, const json_t *images,
 		      session_taken_fn taken, void *ctx);
+/* classify_error: how the daemon's classifier, with the current settings,
+ * judges this failure (in: borrowed; its now_ms is filled in). New reference. */
+json_t *session_classify(struct session *self, struct classify_input *in);
 /* Cancels everything in flight; *data lists the queued messages it dropped. */
 void session_abort(struct session *self, json_t **data);
 /* Cancels a pending backoff (no event when there is none). */

@@ -29,6 +29,7 @@ static const struct command_spec specs[] = {
 	{ "get_commands", CMD_GET_COMMANDS },
 	{ "get_retry_policy", CMD_GET_RETRY_POLICY },
 	{ "set_retry_policy", CMD_SET_RETRY_POLICY },
+	{ "classify_error", CMD_CLASSIFY_ERROR },
 };
 
 const char *const command_names[] = {
@@ -36,7 +37,7 @@ const char *const command_names[] = {
 	"get_state", "get_messages", "get_last_assistant_text", "new_session",
 	"set_model", "get_available_models", "set_steering_mode", "set_follow_up_mode",
 	"set_session_name", "get_session_stats", "get_commands", "get_retry_policy",
-	"set_retry_policy", NULL,
+	"set_retry_policy", "classify_error", NULL,
 };
 
 /* pi commands with no meaning in retryd, and why. */
@@ -180,6 +181,45 @@ static int parse_mode(struct command *cmd)
 	return 0;
 }
 
+/* classify_error: the failure as a provider would report it. */
+static int parse_classify(struct command *cmd)
+{
+	json_t *v;
+	const char *key;
+	json_t *h;
+
+	if (need_string(cmd, "message", &cmd->message) != 0)
+		return -1;
+	v = json_object_get(cmd->root, "status");
+	if (v != NULL && !json_is_null(v)) {
+		if (!json_is_integer(v) || json_integer_value(v) < 100 || json_integer_value(v) > 599)
+			return fail(cmd, "%s: field \"status\" must be an HTTP status from 100 to 599",
+				    cmd->name);
+		cmd->status = (int)json_integer_value(v);
+	}
+	v = json_object_get(cmd->root, "body");
+	if (v != NULL && !json_is_null(v)) {
+		if (!json_is_string(v))
+			return fail(cmd, "%s: field \"body\" must be a string (the raw response body), not %s",
+				    cmd->name, json_kind(v));
+		cmd->body = json_string_value(v);
+		cmd->body_len = json_string_length(v);
+	}
+	v = json_object_get(cmd->root, "headers");
+	if (v != NULL && !json_is_null(v)) {
+		if (!json_is_object(v))
+			return fail(cmd, "%s: field \"headers\" must be an object of header names to strings, not %s",
+				    cmd->name, json_kind(v));
+		json_object_foreach(v, key, h) {
+			if (!json_is_string(h))
+				return fail(cmd, "%s: headers.%.60s must be a string, not %s", cmd->name,
+					    key, json_kind(h));
+		}
+		cmd->headers = v;
+	}
+	return 0;
+}
+
 static int parse_fields(struct command *cmd)
 {
 	json_t *v;
@@ -233,6 +273,8 @@ static int parse_fields(struct command *cmd)
 		return need_string(cmd, "name", &cmd->text);
 	case CMD_NEW_SESSION:
 		return opt_string(cmd, "parentSession", &cmd->text);
+	case CMD_CLASSIFY_ERROR:
+		return parse_classify(cmd);
 	default:
 		return 0;
 	}

@@ -32,6 +32,7 @@ enum command_type {
 	CMD_GET_COMMANDS,
 	CMD_GET_RETRY_POLICY,
 	CMD_SET_RETRY_POLICY,
+	CMD_CLASSIFY_ERROR,
 	CMD_UNSUPPORTED, /* a pi command that has no meaning here */
 };
 
@@ -59,6 +60,10 @@ struct command {
 	const char *model_id;  /* set_model */
 	const char *mode;      /* set_steering_mode, set_follow_up_mode */
 	const char *text;      /* set_session_name: name; new_session: parentSession */
+	int status;            /* classify_error: the HTTP status, 0 when absent */
+	const char *body;      /* classify_error: the response body, body_len bytes, or NULL */
+	size_t body_len;
+	json_t *headers;       /* classify_error: an object of strings, or NULL */
 
 	char error[512];       /* set when command_parse returns -1 */
 };

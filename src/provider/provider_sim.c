@@ -34,13 +34,41 @@ struct sim {
 	size_t text_len, pos;
 	bool text_started;
 	char *error;           /* owned; NULL for a success */
+	const json_t *step;    /* borrowed from plan: the typed failure (status, body, headers) */
 	int64_t hint_ms;
 	bool hang;
 	int64_t input_tokens;
 	int64_t output_tokens;
 };
 
-static const char *const step_keys[] = { "text", "error", "hang", "delayMs", "retryAfterMs", NULL };
+static const char *const step_keys[] = { "text", "error", "hang", "delayMs", "retryAfterMs",
+					 "status", "body", "headers", NULL };
+
+/* A failure's typed facts, as an HTTP provider would report them. */
+static int check_typed(const json_t *step, size_t i, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(step, "status");
+	const char *key;
+	json_t *h;
+
+	if (v != NULL && (!json_is_integer(v) || json_integer_value(v) < 100 ||
+			  json_integer_value(v) > 599))
+		return errbuf_set(err, errlen, "sim.plan[%zu]: \"status\" must be an HTTP status (100-599)", i);
+	v = json_object_get(step, "body");
+	if (v != NULL && !json_is_string(v))
+		return errbuf_set(err, errlen, "sim.plan[%zu]: \"body\" must be a string", i);
+	v = json_object_get(step, "headers");
+	if (v != NULL && !json_is_object(v))
+		return errbuf_set(err, errlen, "sim.plan[%zu]: \"headers\" must be an object of strings", i);
+	json_object_foreach(v, key, h) {
+		if (!json_is_string(h))
+			return errbuf_set(err, errlen, "sim.plan[%zu]: headers.%.60s must be a string", i, key);
+	}
+	if (json_object_get(step, "error") == NULL &&
+	    (json_object_get(step, "status") || json_object_get(step, "body") || v != NULL))
+		return errbuf_set(err, errlen, "sim.plan[%zu]: \"status\", \"body\" and \"headers\" go with \"error\"", i);
+	return 0;
+}
 
 int provider_sim_check_plan(const json_t *plan, char *err, size_t errlen)
 {
@@ -63,7 +91,7 @@ int provider_sim_check_plan(const json_t *plan, char *err, size_t errlen)
 				k++;
 			if (step_keys[k] == NULL)
 				return errbuf_set(err, errlen,
-						   "sim.plan[%zu]: unknown key \"%.60s\" (expected text, error, hang, delayMs, retryAfterMs)",
+						   "sim.plan[%zu]: unknown key \"%.60s\" (expected text, error, hang, delayMs, retryAfterMs, status, body, headers)",
 						   i, key);
 		}
 		v = json_object_get(step, "text");
@@ -86,6 +114,8 @@ int provider_sim_check_plan(const json_t *plan, char *err, size_t errlen)
 			return errbuf_set(err, errlen, "sim.plan[%zu]: \"retryAfterMs\" must be an integer >= 0", i);
 		if (!any)
 			return errbuf_set(err, errlen, "sim.plan[%zu] needs \"text\", \"error\" or \"hang\": true", i);
+		if (check_typed(step, i, err, errlen) != 0)
+			return -1;
 	}
 	return 0;
 }
@@ -97,6 +127,7 @@ static void reset_attempt(struct sim *self)
 	free(self->error);
 	self->text = NULL;
 	self->error = NULL;
+	self->step = NULL;
 	self->text_len = self->pos = 0;
 	self->text_started = false;
 	self->hint_ms = -1;
@@ -141,6 +172,14 @@ static void finish(struct sim *self)
 		.output_tokens = self->output_tokens,
 	};
 	char *error = self->error;
+	json_t *body = json_object_get(self->step, "body");
+
+	if (error != NULL && self->step != NULL) {
+		r.http_status = (int)json_integer_value(json_object_get(self->step, "status"));
+		r.error_body = json_string_value(body);
+		r.error_body_len = json_string_length(body);
+		r.headers = json_object_get(self->step, "headers");
+	}
 
 	self->error = NULL;
 	reset_attempt(self);
@@ -253,6 +292,7 @@ static int sim_start(struct provider *base, const struct attempt_ctx *ctx,
 		json_t *h = json_object_get(st, "retryAfterMs");
 
 		self->next++;
+		self->step = st;
 		if (json_is_string(t)) {
 			text = json_string_value(t);
 			text_len = json_string_length(t);

@@ -612,6 +612,27 @@ static const struct row long_waits[] = {
 		.hint = 86400000,
 		.rule = "long-wait>=900000ms:http-status:429",
 	},
+	{
+		.name = "a stated short wait alone is retried",
+		.text = "Please try again in 20s.",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = 20000,
+		.rule = "stated-wait",
+	},
+	{
+		.name = "a stated wait of days alone is a usage limit",
+		.text = "You can try again in 4 days 3 hours.",
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = 356400000,
+		.rule = "long-wait>=900000ms:stated-wait",
+	},
+	{
+		.name = "a client countdown alone is no stated wait",
+		.text = "Something broke. Retrying in 4 seconds (attempt 2/10)",
+		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.hint = -1,
+		.rule = "default",
+	},
 };
 
 static const struct row step5_else[] = {

@@ -47,8 +47,12 @@ struct http_provider {
 	bool is_error;
 	char *err_body;
 	size_t err_len;
+	json_t *resp_headers;  /* owned: the response's headers, lower-case name -> value */
 	int64_t hint_ms;
 	struct provider_result result;
+	/* Owned: the typed failure the last result borrows (body, headers). */
+	char *result_body;
+	json_t *result_headers;
 	char result_error[API_ERROR_MAX];
 	struct clock_timer finish_timer;
 	bool finishing;
@@ -230,6 +234,17 @@ static void release_attempt(struct http_provider *self)
 	free(self->err_body);
 	self->err_body = NULL;
 	self->err_len = 0;
+	json_decref(self->resp_headers);
+	self->resp_headers = NULL;
+}
+
+/* The typed failure outlives the attempt until the result is delivered. */
+static void release_result(struct http_provider *self)
+{
+	free(self->result_body);
+	self->result_body = NULL;
+	json_decref(self->result_headers);
+	self->result_headers = NULL;
 }
 
 /* A server may echo the key back ("Incorrect API key provided: ..."): no
@@ -249,7 +264,16 @@ static void mask_secrets(struct http_provider *self, char *text)
 
 static void finish_with(struct http_provider *self, const struct provider_result *r)
 {
+	release_result(self);
 	self->result = *r;
+	if (r->error_body != NULL && r->error_body == self->err_body) {
+		self->result_body = self->err_body;
+		self->err_body = NULL;
+	}
+	if (r->headers != NULL && r->headers == self->resp_headers) {
+		self->result_headers = self->resp_headers;
+		self->resp_headers = NULL;
+	}
 	if (r->error_message != NULL) {
 		if (r->error_message != self->result_error)
 			snprintf(self->result_error, sizeof(self->result_error), "%s", r->error_message);
@@ -267,6 +291,10 @@ static void finish_stream(struct http_provider *self)
 
 	api_stream_end(&self->stream, &r);
 	r.hint_ms = -1;
+	/* A failure inside a 200 stream has no status of its own; the headers
+	 * (a retry-after, the rate-limit state) still count. */
+	if (r.stop == STOP_ERROR)
+		r.headers = self->resp_headers;
 	finish_with(self, &r);
 }
 
@@ -316,8 +344,15 @@ static void on_response(void *ctx, long status, const char *const *headers, size
 
 	self->status = status;
 	self->is_error = status < 200 || status >= 300;
-	for (size_t i = 0; i < n; i++)
+	json_decref(self->resp_headers);
+	self->resp_headers = json_object();
+	for (size_t i = 0; i < n; i++) {
 		hint_from_header(self, headers[2 * i], headers[2 * i + 1]);
+		/* A value that is not UTF-8 is left out (jansson refuses it). */
+		if (self->resp_headers != NULL)
+			json_object_set_new(self->resp_headers, headers[2 * i],
+					    json_string(headers[2 * i + 1]));
+	}
 }
 
 static void on_data(void *ctx, const char *bytes, size_t len)
@@ -359,6 +394,10 @@ static void on_done(void *ctx, int err, const char *message)
 			       text, sizeof(text));
 		r.error_message = text;
 		r.hint_ms = self->hint_ms;
+		r.http_status = (int)self->status;
+		r.error_body = self->err_body;
+		r.error_body_len = self->err_len;
+		r.headers = self->resp_headers;
 		finish_with(self, &r);
 		return;
 	}
@@ -496,6 +535,7 @@ static void http_free(struct provider *base)
 	struct http_provider *self = (struct http_provider *)base;
 
 	http_abort(base);
+	release_result(self);
 	for (size_t i = 0; i < self->nkeys; i++) {
 		if (self->keys[i].secret != NULL)
 			memset(self->keys[i].secret, 0, strlen(self->keys[i].secret));
