@@ -731,6 +731,73 @@ class HttpCase(DaemonTestCase):
                          [("credential", "K2_E2E")])
         d.finish()
 
+    # -- typed failures (issue 12): status, the API's error body, headers ------
+
+    def quota_body(self, message):
+        """The API's own error shape for a spent quota, with a neutral message."""
+        if self.API == "anthropic-messages":
+            return ({"type": "error", "error": {"type": "billing_error", "message": message},
+                     "request_id": "req_e2e"}, "anthropic-type:billing_error")
+        return ({"error": {"message": message, "type": "insufficient_quota", "param": None,
+                           "code": "insufficient_quota"}}, "openai-code:insufficient_quota")
+
+    def test_a_spent_quota_in_the_error_body_ends_the_chain_at_once(self):
+        body, rule = self.quota_body("Request failed.")
+        d, srv = self.start([{"status": 400, "body": body}, {"text": "never"}])
+        msgs = self.run_prompt(d, "q")
+        # The text says nothing; the body's type/code decides.
+        self.assertEqual(events(msgs, "auto_retry_start"), [])
+        self.assertEqual(len(srv.requests()), 1, "a spent quota is not tried again")
+        err = assistant_ends(msgs)[-1]["errorMessage"]
+        self.assertTrue(err.endswith("(usage limit: no other credential or model to switch to)"), err)
+        c = d.request({"type": "classify_error", "message": "Request failed.", "status": 400,
+                       "body": json.dumps(body)})["data"]
+        self.assertEqual((c["errorClass"], c["rule"]), ("usage_limit", rule))
+        d.finish()
+
+    def test_a_spent_quota_in_the_body_switches_to_the_next_credential(self):
+        body, rule = self.quota_body("Request failed.")
+        d, srv = self.start([{"status": 429, "body": body}, {"text": "ok"}],
+                            provider={"apiKeyEnv": ["K1_E2E", "K2_E2E"]},
+                            env={"K1_E2E": SECRET, "K2_E2E": "sk-e2e-other-5c7a9e1b3d"})
+        msgs = self.run_prompt(d, "q")
+        start = events(msgs, "auto_retry_start")
+        self.assertEqual([(s["reason"], s["errorClass"], s["rule"]) for s in start],
+                         [("credential-switch", "usage_limit", rule)])
+        self.assertEqual(text_of(assistant_ends(msgs)[-1]), "ok")
+        d.finish()
+
+    def test_the_rate_limit_reset_header_with_the_date_header_sets_the_wait(self):
+        # Anthropic's form (RFC 3339), made relative with the response's own Date
+        # header; any API may send it.
+        reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 2))
+        d, srv = self.start([{"status": 429, "headers": {
+            "anthropic-ratelimit-requests-remaining": "0",
+            "anthropic-ratelimit-requests-reset": reset}}, {"text": "ok"}],
+            sets={"retry.baseDelayMs": 1})
+        msgs = self.run_prompt(d, "q")
+        start = events(msgs, "auto_retry_start")
+        self.assertEqual([(s["reason"], s["errorClass"], s["rule"]) for s in start],
+                         [("server-hint", "retryable", "http-status:429")])
+        self.assertTrue(0 < start[0]["hintMs"] <= 3000, start[0])
+        self.assertEqual(text_of(assistant_ends(msgs)[-1]), "ok")
+        d.finish()
+
+    def test_an_overloaded_body_is_an_overload_for_model_fallback(self):
+        if self.API == "anthropic-messages":
+            body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        else:
+            body = {"error": {"message": "The engine is currently overloaded, please try again later",
+                              "type": "server_error", "param": None, "code": None}}
+        d, srv = self.start([{"status": 529 if self.API == "anthropic-messages" else 503, "body": body},
+                             {"text": "ok"}],
+                            sets={"retry.fallbackModels": ["m2"], "retry.fallbackAfterConsecutive": 1})
+        msgs = self.run_prompt(d, "q")
+        fb = events(msgs, "retry_fallback_applied")
+        self.assertEqual([(f["kind"], f["to"], f.get("reason")) for f in fb], [("model", "m2", "overloaded")])
+        self.assertEqual(events(msgs, "auto_retry_start")[0]["errorClass"], "retryable")
+        d.finish()
+
 
 class OpenAICompletionsTests(HttpCase):
     API = "openai-completions"

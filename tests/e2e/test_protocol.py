@@ -2,7 +2,7 @@
 import json
 
 from harness import (DaemonTestCase, has_whitespace_outside_strings, is_response, is_type,
-                     signature, text_of)
+                     run_cli, signature, text_of)
 
 UNSUPPORTED = ["bash", "abort_bash", "compact", "set_auto_compaction", "export_html",
                "switch_session", "fork", "get_fork_messages", "cycle_model",
@@ -327,3 +327,62 @@ class OtherCommandTests(DaemonTestCase):
         self.assertNotEqual(after["sessionId"], before["sessionId"])
         self.assertEqual(d.request({"type": "get_messages"})["data"]["messages"], [])
         d.finish()
+
+
+class ClassifyTests(DaemonTestCase):
+    """classify_error and retryd --classify: how the daemon would judge a failure."""
+
+    def test_classify_error_reads_status_body_and_headers_and_names_the_rule(self):
+        d = self.spawn()
+        ask = lambda **kw: d.request(dict({"type": "classify_error", "id": "c"}, **kw))
+        r = ask(message="Rate limit reached for gpt-4o. Please try again in 400ms.")
+        self.assertEqual(r["data"], {"errorClass": "retryable", "overload": False, "hintMs": 400,
+                                     "rule": "text:rateLimitPatterns[0]"})
+        self.assertEqual(r["id"], "c")
+        r = ask(message="Too Many Requests", status=429, headers={"Retry-After": "20"})
+        self.assertEqual((r["data"]["rule"], r["data"]["hintMs"]), ("http-status:429", 20000))
+        r = ask(message="error", body='{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}')
+        self.assertEqual((r["data"]["errorClass"], r["data"]["overload"], r["data"]["rule"]),
+                         ("retryable", True, "anthropic-type:overloaded_error"))
+        # A number with a unit is no status.
+        r = ask(message="Waited 400ms, got 500 tokens from port 5003")
+        self.assertEqual(r["data"]["rule"], "default")
+        d.finish()
+
+    def test_classify_error_uses_the_settings_patterns(self):
+        d = self.spawn(sets={"retry.retryablePatterns": ["flaky widget"]})
+        r = d.request({"type": "classify_error", "message": "the flaky widget broke"})
+        self.assertEqual((r["data"]["errorClass"], r["data"]["rule"]),
+                         ("retryable", "settings:retryablePatterns[0]"))
+        d.finish()
+
+    def test_bad_classify_error_fields_are_refused_by_name(self):
+        d = self.spawn()
+        cases = [
+            ({}, 'missing required field "message"'),
+            ({"message": 3}, 'field "message" must be a string'),
+            ({"message": "x", "status": 42}, 'field "status" must be an HTTP status'),
+            ({"message": "x", "status": "429"}, 'field "status" must be an HTTP status'),
+            ({"message": "x", "body": {"a": 1}}, 'field "body" must be a string'),
+            ({"message": "x", "headers": ["retry-after"]}, 'field "headers" must be an object'),
+            ({"message": "x", "headers": {"retry-after": 5}}, "headers.retry-after must be a string"),
+        ]
+        for fields, want in cases:
+            with self.subTest(fields=fields):
+                r = d.request(dict({"type": "classify_error"}, **fields))
+                self.assertIs(r["success"], False)
+                self.assertIn(want, r["error"])
+        d.finish()
+
+    def test_classify_option_prints_the_same_object_and_exits(self):
+        status, out, err = run_cli(["--classify", "API Error: 529 {\"type\":\"error\",\"error\":"
+                                                  "{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(json.loads(out), {"errorClass": "retryable", "overload": True, "hintMs": None,
+                                           "rule": "http-status:529"})
+        status, out, err = run_cli(["--set", 'retry.usageLimitPatterns=["my plan is done"]',
+                                    "--classify", "sorry, my plan is done"])
+        self.assertEqual(json.loads(out)["rule"], "settings:usageLimitPatterns[0]")
+        status, out, err = run_cli(["--classify"])
+        self.assertEqual((status, out), (2, ""))
+        self.assertIn("'--classify' needs a value", err)

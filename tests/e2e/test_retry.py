@@ -456,20 +456,28 @@ class CredentialFallbackTests(DaemonTestCase):
                          [(True, 1)])
         d.finish()
 
-    def test_when_every_credential_is_exhausted_the_normal_backoff_applies(self):
-        d = self.spawn(plan=[{"error": "usage limit reached"}, {"error": "usage limit reached"},
+    def test_when_every_credential_is_exhausted_the_chain_ends_at_once_saying_when_it_resets(self):
+        d = self.spawn(plan=[{"error": "usage limit reached"},
+                             {"error": "usage limit reached", "status": 429,
+                              "headers": {"retry-after": "15120"}},
                              {"text": "ok"}],
                        sets={"sim.credentials": ["a", "b"], "retry.baseDelayMs": 20})
         msgs = self.run_prompt(d, "q")
         self.assertEqual(len(events(msgs, "retry_fallback_applied")), 1)
-        self.assertEqual([(s["attempt"], s["delayMs"]) for s in events(msgs, "auto_retry_start")],
-                         [(1, 0), (2, 40)])
+        self.assertEqual([(s["attempt"], s["delayMs"], s["errorClass"]) for s in events(msgs, "auto_retry_start")],
+                         [(1, 0, "usage_limit")])
+        end = events(msgs, "auto_retry_end")[0]
+        self.assertEqual((end["success"], end["errorClass"], end["rule"]), (False, "usage_limit", "text:usageLimitPatterns[1]"))
+        self.assertEqual(end["finalError"], "usage limit reached (usage limit: resets in 4h12m)")
+        self.assertEqual(len(events(msgs, "turn_start")), 2, "the spent quota is not tried a third time")
         d.finish()
 
-    def test_usage_limit_without_credentials_is_an_ordinary_retry(self):
+    def test_usage_limit_without_credentials_ends_at_once_instead_of_retrying(self):
         d = self.spawn(plan=[{"error": "usage limit reached"}, {"text": "ok"}], sets=FAST)
         msgs = self.run_prompt(d, "q")
         self.assertNotIn("retry_fallback_applied", types(msgs))
-        self.assertEqual([(s["attempt"], s["delayMs"]) for s in events(msgs, "auto_retry_start")],
-                         [(1, 20)])
+        self.assertEqual(events(msgs, "auto_retry_start"), [])
+        end = [m for m in msgs if m.get("type") == "message_end" and m["message"]["role"] == "assistant"][-1]
+        self.assertEqual(end["message"]["errorMessage"],
+                         "usage limit reached (usage limit: no other credential or model to switch to)")
         d.finish()

@@ -372,7 +372,7 @@ class LifecycleSchemaTest(DaemonTest):
         self.assertSequence(got[-7:], [
             "auto_retry_start:2", "turn_start", "message_start:assistant", "message_end:assistant:error",
             "turn_end:error", "auto_retry_end:fail:2", "agent_end"])
-        self.assertEqual(got[-2], {"type": "auto_retry_end", "success": False, "attempt": 2, "finalError": "504"})
+        self.assertEqual(got[-2], {"type": "auto_retry_end", "success": False, "attempt": 2, "finalError": "504", "errorClass": "retryable", "rule": "http-status:504"})
         self.assertEqual(sum(o["type"] == "agent_start" for o in got), 1)
         # The last failure stays in the context.
         self.assertEqual(got[-1]["messages"][-1]["errorMessage"], "504")
@@ -556,10 +556,9 @@ class RetryPolicySchemaTest(DaemonTest):
         self.assertEqual({k: policy[k] for k in self.DEFAULT_SCALARS}, self.DEFAULT_SCALARS)
         self.assertEqual(sorted(policy), sorted(list(self.DEFAULT_SCALARS) + list(self.PATTERN_KEYS)))
         self.assertNotIn("jitterSeed", policy)
-        self.assertEqual(policy["overloadPatterns"], [
-            "overloaded", "(?<![0-9])(?:503|529)(?![0-9])", "service.?unavailable", "over.?capacity",
-            "model.?capacity"])
-        self.assertIn("stream stall", policy["retryablePatterns"])
+        # The built-in patterns are not settings: the five lists only extend
+        # them, and are empty until a user adds to them.
+        self.assertEqual({k: policy[k] for k in self.PATTERN_KEYS}, {k: [] for k in self.PATTERN_KEYS})
         state = d.request({"type": "get_state", "id": "s"})["data"]
         self.assertEqual((state["retryPolicy"], state["retryBudget"]), (None, None))
         self.assertEqual(d.finish()[0], 0)
@@ -648,11 +647,11 @@ class RetryPolicySchemaTest(DaemonTest):
         got = d.until_type("agent_end")
         self.assertEqual(self.retry_events(got), [
             {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 50,
-             "errorMessage": "429 Please retry in 50ms", "reason": "server-hint", "hintMs": 50},
+             "errorMessage": "429 Please retry in 50ms", "reason": "server-hint", "hintMs": 50, "errorClass": "retryable", "rule": "http-status:429"},
             {"type": "auto_retry_start", "attempt": 2, "maxAttempts": 3, "delayMs": 20,
-             "errorMessage": "503 retry-after-ms: 5", "reason": "backoff"},
+             "errorMessage": "503 retry-after-ms: 5", "reason": "backoff", "errorClass": "retryable", "rule": "http-status:503"},
             {"type": "auto_retry_start", "attempt": 3, "maxAttempts": 3, "delayMs": 60,
-             "errorMessage": "503", "reason": "server-hint", "hintMs": 60},
+             "errorMessage": "503", "reason": "server-hint", "hintMs": 60, "errorClass": "retryable", "rule": "http-status:503"},
             {"type": "auto_retry_end", "success": True, "attempt": 3}])
         self.assertEqual(d.finish()[0], 0)
 
@@ -681,10 +680,12 @@ class RetryPolicySchemaTest(DaemonTest):
     def test_usage_limit_with_a_long_reset_and_nowhere_to_switch_fails_fast(self):
         d = self.start(plan=[{"error": "usage limit reached, try again in 5 minutes"}])
         d.send({"type": "prompt", "id": "p", "message": "hi"})
-        got = self.retry_events(d.until_type("agent_end"))
-        self.assertEqual(got, [{"type": "auto_retry_end", "success": False, "attempt": 1, "finalError":
-                                "Provider requested 300000ms wait, exceeds retry.maxDelayMs (60000ms). "
-                                "Original error: usage limit reached, try again in 5 minutes"}])
+        got = d.until_type("agent_end")
+        # A spent quota is not a wait to sit out: no chain, and the message
+        # says when it resets.
+        self.assertEqual(self.retry_events(got), [])
+        self.assertEqual(got[-1]["messages"][-1]["errorMessage"],
+                         "usage limit reached, try again in 5 minutes (usage limit: resets in 5m)")
         self.assertEqual(d.finish()[0], 0)
 
     def test_ignoring_server_hints_caps_the_backoff_instead(self):
@@ -693,7 +694,7 @@ class RetryPolicySchemaTest(DaemonTest):
         d.send({"type": "prompt", "id": "p", "message": "hi"})
         got = self.retry_events(d.until_type("agent_end"))
         self.assertEqual(got[0], {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 40,
-                                  "errorMessage": "503", "reason": "backoff"})
+                                  "errorMessage": "503", "reason": "backoff", "errorClass": "retryable", "rule": "http-status:503"})
         self.assertEqual(d.finish()[0], 0)
 
     def test_seeded_jitter_replays_in_every_chain_within_its_bounds(self):
@@ -722,7 +723,7 @@ class RetryPolicySchemaTest(DaemonTest):
         d.send({"type": "prompt", "id": "p", "message": "hi"})
         got = self.retry_events(d.until_type("agent_end"))
         self.assertEqual([(o.get("delayMs"), o.get("maxAttempts")) for o in got[:3]], [(5, 3), (10, 3), (12, 3)])
-        self.assertEqual(got[3], {"type": "auto_retry_end", "success": False, "attempt": 3, "finalError": "503"})
+        self.assertEqual(got[3], {"type": "auto_retry_end", "success": False, "attempt": 3, "finalError": "503", "errorClass": "retryable", "rule": "http-status:503"})
         self.assertEqual(d.finish()[0], 0)
 
     def test_prompt_retry_snapshot_is_kept_by_its_chain(self):
@@ -754,7 +755,7 @@ class RetryPolicySchemaTest(DaemonTest):
         state = d.request({"type": "get_state", "id": "s"})["data"]
         self.assertEqual((state["autoRetryEnabled"], state["retryPolicy"]["enabled"]), (False, True))
         got = self.retry_events(d.until_type("agent_end"))
-        self.assertEqual(got, [{"type": "auto_retry_end", "success": False, "attempt": 1, "finalError": "503 again"}])
+        self.assertEqual(got, [{"type": "auto_retry_end", "success": False, "attempt": 1, "finalError": "503 again", "errorClass": "retryable", "rule": "http-status:503"}])
         self.assertEqual(d.finish()[0], 0)
 
     def test_retry_budget_throttles_every_prompt_and_reports_its_tokens(self):
@@ -828,7 +829,8 @@ class RetryPolicySchemaTest(DaemonTest):
         self.assertEqual(got, [
             {"type": "retry_fallback_applied", "kind": "model", "from": "sim-1", "to": "sim-2", "reason": "usage-limit"},
             {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 0,
-             "errorMessage": "usage limit reached, try again in 5 minutes", "reason": "model-fallback"},
+             "errorMessage": "usage limit reached, try again in 5 minutes", "reason": "model-fallback",
+             "errorClass": "usage_limit", "rule": "text:usageLimitPatterns[1]"},
             {"type": "auto_retry_end", "success": True, "attempt": 1}])
         self.assertEqual(d.finish()[0], 0)
 
@@ -1078,10 +1080,19 @@ class ValidatorTest(unittest.TestCase):
     def test_known_good_event_is_accepted(self):
         VALIDATOR.validate({"type": "message_end", "message": GOOD_ASSISTANT}, "events.schema.json")
         VALIDATOR.validate({"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 2000,
-                            "errorMessage": "503", "reason": "backoff"}, "events.schema.json")
+                            "errorMessage": "503", "reason": "backoff", "errorClass": "retryable",
+                            "rule": "http-status:503"}, "events.schema.json")
+
+    def test_validator_requires_the_class_and_rule_on_auto_retry_start(self):
+        start = {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 2000, "errorMessage": "x",
+                 "reason": "backoff"}
+        self.assertRejected(start, "events.schema.json", "$.errorClass", "required")
+        self.assertRejected(dict(start, errorClass="maybe", rule="default"), "events.schema.json", "$.errorClass",
+                            '"maybe" is not one of')
 
     def test_validator_rejects_hint_ms_unless_the_hint_set_the_delay(self):
-        start = {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 2000, "errorMessage": "x"}
+        start = {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 2000, "errorMessage": "x",
+                 "errorClass": "retryable", "rule": "http-status:429"}
         VALIDATOR.validate(dict(start, reason="server-hint", hintMs=2000), "events.schema.json")
         self.assertRejected(dict(start, reason="backoff", hintMs=5), "events.schema.json", "$.hintMs", "not allowed")
         self.assertRejected(dict(start, reason="server-hint"), "events.schema.json", "$.hintMs", "required")
