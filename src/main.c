@@ -364,9 +364,9 @@ static void close_all(struct daemon *d)
 		uv_close((uv_handle_t *)&d->grace, NULL);
 	}
 	if (d->reader != NULL)
-		reader_close(d->reader);
+		reader_close(d->reader, NULL, NULL);
 	if (d->writer != NULL)
-		writer_close(d->writer);
+		writer_close(d->writer, NULL, NULL);
 	d->reader = NULL;
 	d->writer = NULL;
 	/* The provider's attempt goes first (a transfer, or a child process whose
@@ -377,7 +377,7 @@ static void close_all(struct daemon *d)
 		http_client_close(d->http, NULL, NULL);
 		d->http = NULL;
 	}
-	clock_uv_close(&d->clock);
+	clock_uv_close(&d->clock, NULL, NULL);
 }
 
 /* "unknown provider 'x' (available: sim, openai, ...)": every name --provider takes. */

@@ -2,14 +2,14 @@
 
 #include <time.h>
 
-static uint64_t uv_backend_now(struct clock *clock)
+static uint64_t clock_uv_now(struct clock *clock)
 {
 	struct clock_uv *self = clock->backend_data;
 
 	return uv_now(self->timer.loop);
 }
 
-static int64_t uv_backend_wall(struct clock *clock)
+static int64_t clock_uv_wall(struct clock *clock)
 {
 	struct timespec ts;
 
@@ -25,7 +25,7 @@ static void on_timer(uv_timer_t *timer)
 	clock_run_due(&self->clock);
 }
 
-static void uv_backend_rearm(struct clock *clock, bool any, uint64_t deadline)
+static void clock_uv_rearm(struct clock *clock, bool any, uint64_t deadline)
 {
 	struct clock_uv *self = clock->backend_data;
 	uint64_t now;
@@ -38,10 +38,10 @@ static void uv_backend_rearm(struct clock *clock, bool any, uint64_t deadline)
 	uv_timer_start(&self->timer, on_timer, deadline > now ? deadline - now : 0, 0);
 }
 
-static const struct clock_backend uv_backend = {
-	.now = uv_backend_now,
-	.wall_ms = uv_backend_wall,
-	.rearm = uv_backend_rearm,
+static const struct clock_backend libuv_backend = {
+	.now = clock_uv_now,
+	.wall_ms = clock_uv_wall,
+	.rearm = clock_uv_rearm,
 };
 
 int clock_uv_init(struct clock_uv *self, uv_loop_t *loop)
@@ -51,13 +51,23 @@ int clock_uv_init(struct clock_uv *self, uv_loop_t *loop)
 	if (rc != 0)
 		return rc;
 	self->timer.data = self;
-	clock_init(&self->clock, &uv_backend, self);
+	clock_init(&self->clock, &libuv_backend, self);
 	return 0;
 }
 
-void clock_uv_close(struct clock_uv *self)
+static void on_timer_closed(uv_handle_t *handle)
+{
+	struct clock_uv *self = handle->data;
+
+	if (self->closed != NULL)
+		self->closed(self->closed_ctx);
+}
+
+void clock_uv_close(struct clock_uv *self, void (*done)(void *ctx), void *ctx)
 {
 	self->clock.head = NULL;
+	self->closed = done;
+	self->closed_ctx = ctx;
 	if (!uv_is_closing((uv_handle_t *)&self->timer))
-		uv_close((uv_handle_t *)&self->timer, NULL);
+		uv_close((uv_handle_t *)&self->timer, on_timer_closed);
 }

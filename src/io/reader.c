@@ -22,9 +22,22 @@ struct reader {
 	bool want;         /* started and not paused */
 	bool done;         /* EOF delivered */
 	bool closing;
+	void (*closed)(void *ctx);  /* reader_close's done callback, may be NULL */
+	void *closed_ctx;
 	struct reader_callbacks cbs;
 	char buf[READER_CHUNK];
 };
+
+/* The last thing a closing reader does: free itself, then say so. */
+static void release(struct reader *self)
+{
+	void (*closed)(void *ctx) = self->closed;
+	void *ctx = self->closed_ctx;
+
+	free(self);
+	if (closed != NULL)
+		closed(ctx);
+}
 
 static void deliver_eof(struct reader *self)
 {
@@ -70,7 +83,7 @@ static void fs_read_cb(uv_fs_t *req)
 	uv_fs_req_cleanup(req);
 	self->fs_busy = false;
 	if (self->closing) {
-		free(self);
+		release(self);
 		return;
 	}
 	if (n > 0) {
@@ -119,7 +132,7 @@ struct reader *reader_new(uv_loop_t *loop, int fd, const struct reader_callbacks
 			goto fail;
 		self->h.handle.data = self;
 		if (uv_pipe_open(&self->h.pipe, fd) != 0) {
-			reader_close(self);
+			reader_close(self, NULL, NULL);
 			return NULL;
 		}
 		break;
@@ -165,12 +178,14 @@ void reader_pause(struct reader *self)
 
 static void on_closed(uv_handle_t *handle)
 {
-	free(handle->data);
+	release(handle->data);
 }
 
-void reader_close(struct reader *self)
+void reader_close(struct reader *self, void (*done)(void *ctx), void *ctx)
 {
 	self->closing = true;
+	self->closed = done;
+	self->closed_ctx = ctx;
 	self->want = false;
 	if (self->kind != UV_FILE) {
 		uv_close(&self->h.handle, on_closed);
@@ -181,5 +196,5 @@ void reader_close(struct reader *self)
 		uv_cancel((uv_req_t *)&self->fsreq);
 		return;
 	}
-	free(self);
+	release(self);
 }

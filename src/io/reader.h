@@ -20,7 +20,8 @@ struct reader *reader_new(uv_loop_t *loop, int fd, const struct reader_callbacks
 int reader_start(struct reader *self);
 /* Stops delivering data until reader_start(); used for backpressure. */
 void reader_pause(struct reader *self);
-/* Closes the handle and frees the reader once libuv is done with it. */
-void reader_close(struct reader *self);
+/* Closes the handle and frees the reader once libuv is done with it, then
+ * calls done(ctx) (done may be NULL). */
+void reader_close(struct reader *self, void (*done)(void *ctx), void *ctx);
 
 #endif

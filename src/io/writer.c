@@ -21,6 +21,8 @@
 #define WRITER_FILE_BATCH (64u * 1024u)
 
 struct writer {
+	void (*closed)(void *ctx);  /* writer_close's done callback, may be NULL */
+	void *closed_ctx;
 	uv_handle_type kind;
 	int fd;
 	union {
@@ -267,7 +269,7 @@ struct writer *writer_new(uv_loop_t *loop, int fd, size_t high, const struct wri
 	self->h.handle.data = self;
 	if (rc != 0) {
 		LOG_ERROR("cannot use fd %d for output: %s", fd, uv_strerror(rc));
-		writer_close(self);
+		writer_close(self, NULL, NULL);
 		return NULL;
 	}
 	return self;
@@ -314,14 +316,20 @@ void writer_flush(struct writer *self, void (*done)(void *ctx), void *ctx)
 static void on_closed(uv_handle_t *handle)
 {
 	struct writer *self = handle->data;
+	void (*closed)(void *ctx) = self->closed;
+	void *ctx = self->closed_ctx;
 
 	free(self->pending.data);
 	free(self->inflight.data);
 	free(self);
+	if (closed != NULL)
+		closed(ctx);
 }
 
-void writer_close(struct writer *self)
+void writer_close(struct writer *self, void (*done)(void *ctx), void *ctx)
 {
+	self->closed = done;
+	self->closed_ctx = ctx;
 	if (self->kind == UV_FILE)
 		flush_file(self);
 	uv_close(&self->h.handle, on_closed);

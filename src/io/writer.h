@@ -40,7 +40,8 @@ void writer_line_done(struct writer *self);
 size_t writer_queued(const struct writer *self);
 /* Calls done(ctx) once everything queued so far is written (or failed). */
 void writer_flush(struct writer *self, void (*done)(void *ctx), void *ctx);
-/* Closes the handle and frees the writer once libuv is done with it. */
-void writer_close(struct writer *self);
+/* Closes the handle and frees the writer once libuv is done with it, then
+ * calls done(ctx) (done may be NULL). */
+void writer_close(struct writer *self, void (*done)(void *ctx), void *ctx);
 
 #endif
