@@ -543,8 +543,11 @@ bool hint_in_headers(const json_t *headers, int64_t now_ms, int64_t *out_ms)
 
 	if (!json_is_object(headers))
 		return false;
-	if (now == 0 && header_get(headers, "date", &v) && !parse_http_date(v.s, v.n, &now))
-		now = 0;
+	/* Absolute times in the headers are measured against the response's own
+	 * Date (the server's clock), so a skewed local clock does not matter;
+	 * without one, against now_ms. */
+	if (header_get(headers, "date", &v) && !parse_http_date(v.s, v.n, &now))
+		now = now_ms;
 	if (header_get(headers, "retry-after-ms", &v) && whole_number(&v, &x)) {
 		*out_ms = round_ms(x);
 		return true;

@@ -10,7 +10,8 @@
  *      "20ms"); the one whose x-ratelimit-remaining-* is "0", else the longer
  *   4. anthropic-ratelimit-<kind>-reset: RFC 3339, for the kinds whose
  *      anthropic-ratelimit-<kind>-remaining is "0": the latest − now
- *   "now" is now_ms, else the response's own Date header; none: 2 and 4 skip.
+ *   "now" is the response's own Date header (the server's clock, so local
+ *   skew does not matter), else now_ms; neither: 2 and 4 skip.
  * Text (hint_in_text), first that yields wins:
  *   1. typed fields, in this order, each at its first occurrence:
  *      retry-after-ms (ms), "retryDelay": "37s", resets_in_seconds (s),
