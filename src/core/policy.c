@@ -179,6 +179,18 @@ void policy_verdict_stop(struct policy_verdict *v, const char *why)
 	v->error = text;
 }
 
+void policy_verdict_stop_usage(struct policy_verdict *v)
+{
+	char why[96], wait[32];
+
+	if (v->hint_ms > 0)
+		errbuf_set(why, sizeof(why), "usage limit: resets in %s",
+			   hint_format(v->hint_ms, wait, sizeof(wait)));
+	else
+		errbuf_set(why, sizeof(why), "usage limit: no other credential or model to switch to");
+	policy_verdict_stop(v, why);
+}
+
 void policy_judge(const struct policy *self, struct classify *daemon_classify,
 		  const struct provider_result *r, bool enabled, int64_t now_ms,
 		  struct policy_verdict *v)

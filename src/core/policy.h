@@ -91,6 +91,9 @@ void policy_judge(const struct policy *self, struct classify *daemon_classify,
 /* The verdict becomes final: not retried, and the error says why ("<error>
  * (<why>)"). */
 void policy_verdict_stop(struct policy_verdict *v, const char *why);
+/* A spent quota with nothing to switch to: final, and the error says when
+ * the quota comes back if the server said ("(usage limit: resets in 4h12m)"). */
+void policy_verdict_stop_usage(struct policy_verdict *v);
 void policy_verdict_release(struct policy_verdict *v);
 
 /* A number of the snapshot; `fallback` when absent. */

@@ -9,10 +9,10 @@
 #endif
 
 #include "base/errbuf.h"
-#include "base/hint.h"
 #include "base/log.h"
 #include "base/random.h"
 #include "base/utf8.h"
+#include "core/queue.h"
 #include "proto/command.h"
 #include "proto/event.h"
 #include "proto/message.h"
@@ -168,21 +168,6 @@ static void end_run(struct session *self)
 }
 
 /* Moves the messages of one delivery (all, or the first) from a queue. */
-static json_t *take_queued(json_t *queue, bool all)
-{
-	json_t *out;
-
-	if (all) {
-		out = json_copy(queue);
-		json_array_clear(queue);
-		return out;
-	}
-	out = json_array();
-	json_array_append(out, json_array_get(queue, 0));
-	json_array_remove(queue, 0);
-	return out;
-}
-
 /* turn_start, the newly delivered queue items (takes ownership of the array
  * of {"message","policy","autoRetryGen"}), an attempt. A new chain adopts
  * the policy of the last item delivered, and may bring the primary model
@@ -217,9 +202,9 @@ static void start_turn(struct session *self, json_t *deliver, bool new_chain)
 static void next_or_end(struct session *self)
 {
 	if (json_array_size(self->steering) > 0)
-		start_turn(self, take_queued(self->steering, self->steer_all), true);
+		start_turn(self, queue_take(self->steering, self->steer_all), true);
 	else if (json_array_size(self->follow_ups) > 0)
-		start_turn(self, take_queued(self->follow_ups, self->follow_up_all), true);
+		start_turn(self, queue_take(self->follow_ups, self->follow_up_all), true);
 	else
 		end_run(self);
 }
@@ -231,7 +216,7 @@ static void on_retry_timer(struct clock_timer *timer, void *ctx)
 	(void)timer;
 	/* Steering that arrived during the backoff goes before the next attempt. */
 	start_turn(self, json_array_size(self->steering) > 0
-			 ? take_queued(self->steering, self->steer_all) : json_array(), false);
+			 ? queue_take(self->steering, self->steer_all) : json_array(), false);
 }
 
 /* The provider is running an attempt (not just failed to start one). */
@@ -364,20 +349,6 @@ static void report(struct session *self, const struct retry_decision *d,
 			  on_retry_timer, self);
 }
 
-/* A spent quota with nothing to switch to ends the chain at once, saying
- * when the quota comes back if the server said. */
-static void stop_at_usage_limit(struct policy_verdict *v)
-{
-	char why[96], wait[32];
-
-	if (v->hint_ms > 0)
-		errbuf_set(why, sizeof(why), "usage limit: resets in %s",
-			   hint_format(v->hint_ms, wait, sizeof(wait)));
-	else
-		errbuf_set(why, sizeof(why), "usage limit: no other credential or model to switch to");
-	policy_verdict_stop(v, why);
-}
-
 /* classify once → fallback plan → retry_decide → emit → timer. */
 static void sink_finish(void *ctx, const struct provider_result *r)
 {
@@ -397,7 +368,7 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 		fallback_plan(&self->fallback, &self->policy, v.usage_limit, v.overload, v.hint_ms,
 			      wall_ms(self), &plan);
 		if (v.usage_limit && plan.kind == RETRY_SWITCH_NONE)
-			stop_at_usage_limit(&v);
+			policy_verdict_stop_usage(&v);
 	}
 	if (v.failed) {
 		why.error_class = classify_class_name(v.verdict);
@@ -501,8 +472,7 @@ static void begin_run(struct session *self, json_t *item)
 static int enqueue(struct session *self, json_t *queue, const char *text, const json_t *images,
 		   json_t *policy, session_taken_fn taken, void *ctx)
 {
-	json_t *item = json_pack("{s:o, s:o, s:I}", "message", message_user(text, images, wall_ms(self)),
-				 "policy", policy, "autoRetryGen", (json_int_t)self->auto_retry_gen);
+	json_t *item = queue_item_new(text, images, wall_ms(self), policy, self->auto_retry_gen);
 
 	if (item == NULL)
 		return -1;
@@ -566,28 +536,14 @@ void session_abort_retry(struct session *self)
 	next_or_end(self);
 }
 
-/* Moves the text of each queued message to out. */
-static void collect_texts(json_t *out, json_t *queue)
-{
-	size_t i;
-	json_t *m;
-
-	json_array_foreach(queue, i, m) {
-		json_t *content = json_object_get(json_object_get(m, "message"), "content");
-
-		json_array_append(out, json_object_get(json_array_get(content, 0), "text"));
-	}
-	json_array_clear(queue);
-}
-
 void session_abort(struct session *self, json_t **data)
 {
 	json_t *dropped = json_array();
 	struct retry_decision d;
 
 	/* Nothing queued may start while the run is being taken down. */
-	collect_texts(dropped, self->steering);
-	collect_texts(dropped, self->follow_ups);
+	queue_drop_texts(self->steering, dropped);
+	queue_drop_texts(self->follow_ups, dropped);
 	if (self->phase == SESSION_BACKOFF) {
 		clock_timer_stop(self->cfg.clock, &self->retry_timer);
 		retry_cancel(&self->chain, &d);
