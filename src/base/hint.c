@@ -449,7 +449,10 @@ static bool whole_number(const struct hval *v, double *out)
 	return true;
 }
 
-/* x-ratelimit-reset-requests / -tokens: the exhausted one, else the longer. */
+/* x-ratelimit-reset-requests / -tokens: when a bucket refills. OpenAI sends
+ * them on every response, so a bucket counts only when it is exhausted (its
+ * x-ratelimit-remaining-* is "0") or its remaining count is not sent at all;
+ * the exhausted one wins, else the longer. */
 static bool ratelimit_reset(const json_t *headers, int64_t *out)
 {
 	static const char *const kinds[2][2] = {
@@ -467,6 +470,8 @@ static bool ratelimit_reset(const json_t *headers, int64_t *out)
 		if (!header_get(headers, kinds[k][0], &v) || !duration_at(v.s, v.n, 0, &ms))
 			continue;
 		zero = header_is_zero(headers, kinds[k][1]);
+		if (!zero && header_get(headers, kinds[k][1], &v))
+			continue;	/* requests or tokens left: not what blocks */
 		if (!found || (zero && !best_zero) || (zero == best_zero && ms > best)) {
 			best = ms;
 			best_zero = zero;
@@ -535,7 +540,30 @@ static bool anthropic_reset(const json_t *headers, int64_t now, int64_t *out)
 	return found;
 }
 
-bool hint_in_headers(const json_t *headers, int64_t now_ms, int64_t *out_ms)
+/* x-ratelimit-reset-ms: N (an epoch in ms above 1e12, else a delay in ms) and
+ * x-ratelimit-reset: N (epoch seconds above 1e9, else seconds), as Groq and
+ * OpenAI-compatible gateways send them. */
+static bool ratelimit_reset_plain(const json_t *headers, int64_t now, int64_t *out)
+{
+	struct hval v;
+	double x;
+
+	if (header_get(headers, "x-ratelimit-reset-ms", &v) && whole_number(&v, &x)) {
+		if (x > 1e12 && now == 0)
+			return false;
+		*out = x > 1e12 ? clamp_ms(until((int64_t)x, now)) : round_ms(x);
+		return true;
+	}
+	if (header_get(headers, "x-ratelimit-reset", &v) && whole_number(&v, &x)) {
+		if (x > 1e9 && now == 0)
+			return false;
+		*out = x > 1e9 ? clamp_ms(until((int64_t)(x * MS_PER_S), now)) : round_ms(x * MS_PER_S);
+		return true;
+	}
+	return false;
+}
+
+bool hint_in_headers(const json_t *headers, int64_t now_ms, bool buckets, int64_t *out_ms)
 {
 	struct hval v;
 	double x;
@@ -562,7 +590,9 @@ bool hint_in_headers(const json_t *headers, int64_t now_ms, int64_t *out_ms)
 			return true;
 		}
 	}
-	if (ratelimit_reset(headers, &ms)) {
+	if (!buckets)
+		return false;
+	if (ratelimit_reset_plain(headers, now, &ms) || ratelimit_reset(headers, &ms)) {
 		*out_ms = ms;
 		return true;
 	}
@@ -653,6 +683,40 @@ static bool field_retry_delay(const char *s, size_t n, size_t p, size_t *a, size
 	return *b > *a && eat(s, n, &i, "s") && is_quote(at(s, n, i));
 }
 
+/* google-api-core's protobuf text: retry_delay { seconds: 37 } */
+static bool field_retry_delay_proto(const char *s, size_t n, size_t p, size_t *a, size_t *b)
+{
+	size_t i = p;
+
+	if (!eat(s, n, &i, "retry_delay"))
+		return false;
+	skip_spaces(s, n, &i);
+	if (!eat(s, n, &i, "{"))
+		return false;
+	skip_spaces(s, n, &i);
+	if (!eat(s, n, &i, "seconds"))
+		return false;
+	skip_spaces(s, n, &i);
+	if (!eat(s, n, &i, ":"))
+		return false;
+	skip_spaces(s, n, &i);
+	*a = i;
+	*b = scan_number(s, n, i);
+	return *b > i;
+}
+
+/* Hugging Face's model-loading answer: "estimated_time": 20.0 (seconds) */
+static bool field_estimated_time(const char *s, size_t n, size_t p, size_t *a, size_t *b)
+{
+	size_t i = p;
+
+	if (!eat(s, n, &i, "estimated_time") || !separator(s, n, &i))
+		return false;
+	*a = i;
+	*b = scan_number(s, n, i);
+	return *b > i;
+}
+
 /* resets?_in_seconds SEP N */
 static bool field_resets_in_seconds(const char *s, size_t n, size_t p, size_t *a, size_t *b)
 {
@@ -668,14 +732,18 @@ static bool field_resets_in_seconds(const char *s, size_t n, size_t p, size_t *a
 	return *b > i;
 }
 
-/* retry[_-]?after SEP N(?![0-9.]|\s*[a-z]) — a bare number of seconds. */
+/* retry[ _-]?after SEP N(?![0-9.]|\s*[a-z]) — a bare number of seconds
+ * ("retry_after": 30, Retry-After: 20, "Rate limited. Retry after: 45"). */
 static bool field_retry_after(const char *s, size_t n, size_t p, size_t *a, size_t *b)
 {
 	size_t i = p, k;
 
 	if (!eat(s, n, &i, "retry"))
 		return false;
-	opt_dash(s, n, &i);
+	if (at(s, n, i) == ' ')
+		i++;
+	else
+		opt_dash(s, n, &i);
 	if (!eat(s, n, &i, "after") || !separator(s, n, &i))
 		return false;
 	*a = i;
@@ -713,7 +781,9 @@ static const struct {
 } fields[] = {
 	{ field_retry_after_ms, 1 },
 	{ field_retry_delay, MS_PER_S },
+	{ field_retry_delay_proto, MS_PER_S },
 	{ field_resets_in_seconds, MS_PER_S },
+	{ field_estimated_time, MS_PER_S },
 	{ field_retry_after, MS_PER_S },
 	{ field_ratelimit_reset, 0 },
 };

@@ -6,15 +6,19 @@
  * Headers (hint_in_headers), first that yields wins:
  *   1. retry-after-ms: N                          → N ms
  *   2. retry-after: N (decimal seconds) | <IMF-fixdate> (date − now)
- *   3. x-ratelimit-reset-requests / -tokens: a duration ("6m0s", "1s",
- *      "20ms"); the one whose x-ratelimit-remaining-* is "0", else the longer
+ *   3. x-ratelimit-reset-ms: N (epoch ms above 1e12, else ms) and
+ *      x-ratelimit-reset: N (epoch s above 1e9, else s); then
+ *      x-ratelimit-reset-requests / -tokens: a duration ("6m0s", "1s",
+ *      "20ms") of a bucket whose x-ratelimit-remaining-* is "0" (or not
+ *      sent); the exhausted one, else the longer
  *   4. anthropic-ratelimit-<kind>-reset: RFC 3339, for the kinds whose
  *      anthropic-ratelimit-<kind>-remaining is "0": the latest − now
  *   "now" is the response's own Date header (the server's clock, so local
  *   skew does not matter), else now_ms; neither: 2 and 4 skip.
  * Text (hint_in_text), first that yields wins:
  *   1. typed fields, in this order, each at its first occurrence:
- *      retry-after-ms (ms), "retryDelay": "37s", resets_in_seconds (s),
+ *      retry-after-ms (ms), "retryDelay": "37s", retry_delay { seconds: 37 },
+ *      resets_in_seconds (s), "estimated_time": 20.0 (s, Hugging Face),
  *      retry-after: N (s, a bare number), x-ratelimit-reset-requests|tokens
  *      (duration); separators `:` `=` `=>` `,`, an optional `[` and quotes
  *   2. the earliest phrase followed by a duration: "try again in|after",
@@ -42,8 +46,12 @@
 #define HINT_MAX_MS INT64_C(1000000000000000)
 
 /* headers: borrowed object, header name (any case) → string value; NULL or
- * not an object gives no hint. Returns true and sets *out_ms on a hint. */
-bool hint_in_headers(const json_t *headers, int64_t now_ms, int64_t *out_ms);
+ * not an object gives no hint. buckets false reads only what the server said
+ * about this refusal (retry-after-ms, retry-after), not the rate-limit state
+ * (x-ratelimit-*, anthropic-ratelimit-*): a spent quota does not come back
+ * when the per-minute bucket refills. Returns true and sets *out_ms on a
+ * hint. */
+bool hint_in_headers(const json_t *headers, int64_t now_ms, bool buckets, int64_t *out_ms);
 
 /* text: borrowed, `len` bytes, already in errtext's normal form (see
  * base/errtext.h). Returns true and sets *out_ms on a hint. */

@@ -64,10 +64,14 @@ static const char *const status_patterns[] = {
 	"NOT_FOUND|INTERNAL\\b|DEADLINE_EXCEEDED|status code)",
 	/* 6 a number right before a JSON or HTML body: 429 {..., Error: 502 <html> */
 	"\\b" ST "\\s*[-:]?\\s*(?:\\{|\\[\\s*\\{|<(?:!doctype|html))",
-	/* 7 (429), [500], [429:insufficient_quota] */
-	"[(\\[]" ST "[)\\]:]",
-	/* 8 a leading status: "503 ...", "Error: 400 ...", "InternalServerError: 529 ..." */
-	"^\\W{0,4}(?:[A-Za-z_.]*(?:error|exception)\\W{1,3})?" ST,
+	/* 7 Error (429), status [500], [429:insufficient_quota] — a bare "(512)" is a
+	 * count ("n_batch (512) is too small"), not a status */
+	"\\b(?:error|status|code|http|failed|failure|api|response)\\W{0,3}[(\\[]" ST "[)\\]:]|"
+	"[(\\[]" ST ":",
+	/* 8 a leading status: "503 ...", "Error: 400 ...", "InternalServerError: 529 ...",
+	 * google-api-core's "google.api_core.exceptions.ResourceExhausted: 429 ..." */
+	"^\\W{0,4}(?:[A-Za-z_.]*(?:error|exception|exhausted|argument|unavailable|exceeded|denied|"
+	"unauthenticated|notfound|toomanyrequests|badrequest|forbidden|internal)\\W{1,3})?" ST,
 	NULL,
 };
 
@@ -99,7 +103,8 @@ static const char *const context_overflow_patterns[] = {
 	/* 9 413 wording: request too large / entity too large / payload too large / exceeds
 	 * maximum size */
 	"\\brequest(?: body| entity| payload)? (?:is )?too large|\\bpayload too large|"
-	"\\brequest (?:size )?exceeds the maximum (?:size|allowed size)",
+	"\\brequest (?:size )?exceeds the maximum (?:size|allowed size)|"
+	"\\b(?:request|payload) size exceeds\\b",
 	/* 10 AWS length constraints: "expected maxLength: N, actual: M", "Member must have length
 	 * less than or equal to" */
 	"\\bexpected maxLength:\\s*[0-9]+,\\s*actual:\\s*[0-9]+|"
@@ -163,7 +168,7 @@ static const char *const non_retryable_patterns[] = {
 	"\\b(?:invalid|incorrect|missing|no)[ _-]?(?:x-)?api[ _-]?key\\b|"
 	"\\bapi[ _-]?key\\b[^.\\n]{0,20}\\b(?:invalid|not valid|not found|missing|expired|revoked)|"
 	"\\binvalid (?:oauth |access |bearer |auth(?:entication)? )?token\\b|"
-	"\\btoken (?:has )?(?:expired|revoked)\\b|\\brefresh token\\b|\\bunauthori[sz]ed\\b|"
+	"\\btoken (?:has )?(?:expired|revoked)\\b|\\bunauthori[sz]ed\\b|"
 	"\\bunauthenticated\\b|authentication[ _]?(?:error|failed|failure|required)|"
 	"\\bplease run /login\\b|\\bnot logged in\\b",
 	/* 2 permission / access */
@@ -188,15 +193,27 @@ static const char *const non_retryable_patterns[] = {
 	"verify) (?:the )?(?:local )?(?:issuer|first) certificate|SELF_SIGNED_CERT|UNABLE_TO_(?:GET|"
 	"VERIFY)_\\w*(?:CERT|ISSUER)|CERT_(?:HAS_EXPIRED|NOT_YET_VALID|UNTRUSTED|REVOKED|REJECTED|"
 	"SIGNATURE_FAILURE)|certificate (?:has )?expired|ERR_TLS_CERT",
+	/* 8 a failed token refresh (weak: after a network failure it may pass) */
+	"\\brefresh token\\b|\\btoken refresh\\b",
 	NULL,
 };
+
+/* The nonRetryablePatterns that give way to typed retry evidence (a 429 or
+ * 5xx status, a rate-limit or server-error type) or a transport failure:
+ * "HTTP 429 ... temporarily blocked", "503 ... safety system overloaded",
+ * "Failed to refresh token: connect ETIMEDOUT". Authentication, a client's
+ * own verdict and certificate failures (0, 1, 7) do not. */
+#define WEAK_NEVER ((1u << 2) | (1u << 3) | (1u << 4) | (1u << 5) | (1u << 6) | (1u << 8))
 
 static const char *const rate_limit_patterns[] = {
 	/* 0 rate limit in any spelling: rate limit, rate_limit, Ratelimit, rate-limited,
 	 * RateLimitError */
 	"rate[ _-]?limit",
-	/* 1 too many requests / tokens, throttling */
-	"\\btoo many (?:requests|tokens|concurrent)\\b|\\bthrottl(?:ed|ing)\\b",
+	/* 1 too many requests / tokens, throttling, AWS "Rate exceeded" / SlowDown, "sending
+	 * requests too quickly" */
+	"\\btoo many (?:requests|tokens|concurrent)\\b|\\bthrottl(?:ed|ing)\\b|\\brate exceeded\\b|"
+	"\\bslow ?down\\b|\\breduce your request rate\\b|\\brequests? too (?:quickly|fast|frequently)\\b|"
+	"\\bmaximum number of requests\\b",
 	/* 2 Google / Vertex quota exhaustion (per-minute: usage limits were decided before) */
 	"resource[ _]?(?:has been )?exhausted|\\bquota exceeded\\b|"
 	"\\bexceeded\\b[^.\\n]{0,30}\\bquota\\b|\\bexhausted your capacity\\b",
@@ -211,7 +228,7 @@ static const char *const transient_patterns[] = {
 	"\\binternal (?:server )?error\\b|\\bserver[ _]error\\b|\\bservice[ _]?unavailable\\b|"
 	"\\bbad gateway\\b|\\bgateway time-?out\\b|\\bunexpected error\\b|\\berror occurred (?:in|"
 	"while|during)\\b|\\bunable to process (?:your|the) request\\b|\\bserver had an error\\b|"
-	"\\btemporarily unavailable\\b|\\bupstream\\b",
+	"\\btemporarily unavailable\\b|\\bupstream\\b|\\bcurrently loading\\b",
 	/* 1 server asks for a retry */
 	"\\b(?:you can|please) retry\\b|\\btry your request again\\b|\\btry again later\\b|"
 	"\\bretry shortly\\b",
@@ -224,18 +241,41 @@ static const char *const transient_patterns[] = {
 	"\\bno route to host\\b|\\bno such host\\b|getaddrinfo|name resolution|\\bnetwork (?:error|"
 	"is unreachable)\\b|\\bfailed to establish a new connection\\b|\\b(?:unable|"
 	"failed) to connect\\b|\\bcannot connect\\b|\\bcould not connect\\b|\\bfetch failed\\b|"
-	"\\bfailed to fetch\\b|\\berror sending request\\b|\\brequest to \\S+ failed\\b",
+	"\\bfailed to fetch\\b|\\berror sending request\\b|\\brequest to \\S+ failed\\b|"
+	"\\bProvider returned error\\b",
 	/* 4 stream and socket cut */
 	"\\bsocket hang up\\b|\\bsocket\\b[^.\\n]{0,25}\\bclosed\\b|\\bother side closed\\b|"
 	"\\bpremature close\\b|\\bpeer closed connection\\b|\\bincomplete chunked read\\b|"
 	"\\bserver disconnected\\b|\\bremote ?(?:end|host) closed\\b|remotedisconnected|"
 	"\\bdisconnected\\b|\\bclosed mid-response\\b|\\bstream (?:closed|terminated|interrupted|"
-	"error|stall\\w*)|\\bterminated\\b|\\breset before headers\\b|"
+	"error|stall\\w*)|(?:^|TypeError:\\s*)terminated\\b|\\b(?:connection|socket|request|process|"
+	"worker|response|body) (?:was |has been )?terminated\\b|\\bGOAWAY\\b|\\breset before headers\\b|"
 	"before (?:secure )?TLS connection|\\bEOF occurred\\b|\\bunexpected EOF\\b|"
 	"\\bcould not parse HTTP response\\b|\\bstall(?:ed)?\\b",
 	/* 5 agent-CLI retry and fallback notices */
-	"\\breconnecting\\b|\\bswitch(?:ed|ing) to\\b|\\bcontinue with the [\\w. -]{1,30} model\\b|"
+	"\\breconnecting\\b|\\bswitch(?:ed|ing) (?:from|to)\\b|\\bcontinue with the [\\w. -]{1,30} model\\b|"
 	"\\bagent exited without a result\\b",
+	NULL,
+};
+
+static const char *const gateway_patterns[] = {
+	/* 0 an HTML page or an empty body where JSON was expected: a gateway or proxy
+	 * answered instead of the API (Node, Go, Python parsers' words) */
+	"\\bUnexpected token '?<|\\binvalid character '<' looking for beginning of value\\b|"
+	"\\bExpecting value: line 1 column 1 \\(char 0\\)|\\bUnexpected end of JSON input\\b|"
+	"<!DOCTYPE html|\\bis not valid JSON\\W{0,4}<",
+	/* 1 a proxy with nowhere to send the request */
+	"\\bno healthy upstream\\b|\\bupstream connect error\\b",
+	NULL,
+};
+
+/* Not a rule, only evidence: the network failed (socket-level codes and
+ * words, not a library's class name such as APIConnectionError). It lets a
+ * transport failure beat the weaker never-retried wordings. */
+static const char *const transport_patterns[] = {
+	"\\bE(?:TIMEDOUT|CONNRESET|CONNREFUSED|CONNABORTED|PIPE|AI_AGAIN|HOSTUNREACH|NETUNREACH|"
+	"NETDOWN)\\b|\\bsocket hang up\\b|\\bconnection (?:refused|reset|timed out)\\b|"
+	"\\bfetch failed\\b|\\bactively refused\\b|\\bnetwork is unreachable\\b",
 	NULL,
 };
 
@@ -262,6 +302,8 @@ static const char *const typed_patterns[] = {
 	"exception-type)[\\\"']?\\s*[:=]\\s*[\\\"']?([A-Za-z][A-Za-z0-9_.-]*)",
 	/* 1 AWS exception names */
 	"\\b([A-Za-z]+Exception)\\b",
+	/* 2 an in-stream error as the HTTP provider words it: "<type>: <message>" */
+	"^\\W{0,4}([a-z]+(?:_[a-z]+)+)\\s*:",
 	NULL,
 };
 
@@ -275,6 +317,8 @@ enum builtin_id {
 	B_NON_RETRYABLE,
 	B_RATE_LIMIT,
 	B_TRANSIENT,
+	B_GATEWAY,
+	B_TRANSPORT,
 	B_BAD_REQUEST,
 	B_OVERLOAD,
 	B_TYPED,
@@ -295,6 +339,8 @@ static const struct {
 	[B_NON_RETRYABLE] = { "nonRetryablePatterns", non_retryable_patterns },
 	[B_RATE_LIMIT] = { "rateLimitPatterns", rate_limit_patterns },
 	[B_TRANSIENT] = { "transientPatterns", transient_patterns },
+	[B_GATEWAY] = { "gatewayPatterns", gateway_patterns },
+	[B_TRANSPORT] = { "transportPatterns", transport_patterns },
 	[B_BAD_REQUEST] = { "badRequestPatterns", bad_request_patterns },
 	[B_OVERLOAD] = { "overloadPatterns", overload_patterns },
 	[B_TYPED] = { "typedPatterns", typed_patterns },
@@ -377,7 +423,8 @@ static const struct {
 	{ "ModelTimeoutException", TYPED_RETRY, "bedrock" },
 	{ "ModelNotReadyException", TYPED_RETRY, "bedrock" },
 	{ "ModelErrorException", TYPED_RETRY, "bedrock" },
-	{ "ServiceQuotaExceededException", TYPED_USAGE, "bedrock" },
+	/* AWS: "You have exceeded the service quota ... You can resubmit later". */
+	{ "ServiceQuotaExceededException", TYPED_RETRY, "bedrock" },
 	{ "AccessDeniedException", TYPED_NON, "bedrock" },
 	{ "ResourceNotFoundException", TYPED_NON, "bedrock" },
 	{ "UnrecognizedClientException", TYPED_NON, "bedrock" },
@@ -616,7 +663,8 @@ struct facts {
 	int typed[TYPED_COUNT];
 	size_t typed_seq[TYPED_COUNT];
 	size_t seq;
-	int64_t hint;
+	int64_t hint;		/* the headers' wait, else the text's */
+	int64_t text_hint;	/* the text's (and body's) own, -1 none */
 };
 
 static int match_at(const struct classify *self, const pcre2_code *code, const struct facts *f,
@@ -666,7 +714,9 @@ static void find_statuses(const struct classify *self, int status, struct facts 
 	const struct classify_list *list = &self->builtin[B_STATUS];
 	PCRE2_SIZE *ov = pcre2_get_ovector_pointer(self->match);
 
-	if (status >= 100 && status <= 599) {
+	/* A caller's failure status is the status; a 2xx (an error inside a
+	 * stream) says nothing, so the text is read. */
+	if (status >= 400 && status <= 599) {
 		f->statuses[f->nstatus++] = status;
 		return;
 	}
@@ -821,11 +871,50 @@ static bool typed_rule(const struct facts *f, enum typed_cat a, enum typed_cat b
  * countdown is no hint, so it does not count). */
 static bool stated_wait(const struct facts *f, char *rule, size_t size)
 {
-	if (f->hint < 0)
+	/* The text's own wait: rate-limit headers come with every response. */
+	if (f->text_hint < 0)
 		return false;
 	snprintf(rule, size, "stated-wait");
 	return true;
 }
+
+/* The first match of built-in list b among the indices in `mask`. */
+static bool text_rule_masked(const struct classify *self, const struct facts *f,
+			     enum builtin_id b, unsigned mask, char *rule, size_t size)
+{
+	const struct classify_list *list = &self->builtin[b];
+
+	for (size_t i = 0; i < list->count; i++) {
+		if ((mask & (1u << i)) && match_at(self, list->codes[i], f, 0) >= 0) {
+			snprintf(rule, size, "text:%s[%zu]", builtins[b].name, i);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The typed values that mean a rate or quota window, not a broken server. */
+static bool typed_is_rate_limit(const struct facts *f)
+{
+	static const char *const limits[] = {
+		"rate_limit_error", "rate_limit_exceeded", "rate_limited", "throttling_error",
+		"RESOURCE_EXHAUSTED", "ThrottlingException", "ServiceQuotaExceededException",
+	};
+	int t = f->typed[TYPED_RETRY];
+
+	for (size_t k = 0; t >= 0 && k < sizeof(limits) / sizeof(limits[0]); k++)
+		if (strcmp(typed_values[t].value, limits[k]) == 0)
+			return true;
+	return false;
+}
+
+/* Where step 4's evidence came from. */
+enum retry_evidence {
+	EV_NONE,
+	EV_LIMIT,	/* a rate or quota window: a user's list, 429, a rate-limit type or
+			 * wording, a stated wait */
+	EV_SERVER,	/* a broken or busy server, a gateway, the transport */
+};
 
 static void decide(const struct classify *self, const struct facts *f,
 		   struct classify_result *out)
@@ -833,7 +922,8 @@ static void decide(const struct classify *self, const struct facts *f,
 	char *rule = out->rule;
 	const size_t size = sizeof(out->rule);
 	char bad[sizeof(out->rule)] = "", retry[sizeof(out->rule)] = "";
-	bool overload;
+	enum retry_evidence ev = EV_NONE;
+	bool overload, typed_retry, transport;
 
 	out->overload = false;
 	/* 1. context overflow */
@@ -849,19 +939,28 @@ static void decide(const struct classify *self, const struct facts *f,
 	    text_rule(self, f, B_LIMIT_ZERO, rule, size) ||
 	    text_rule(self, f, B_USAGE_LIMIT, rule, size))
 		return;
-	/* Gemini sends the same quota sentence for per-minute and per-day. */
+	/* Gemini sends the same quota sentence for per-minute and per-day: it is
+	 * a spent quota unless a minute window is named or the server asks for a
+	 * short wait ("Please retry in 37.5s"). */
 	if (first_match(self, &self->builtin[B_PER_MINUTE], f) < 0 &&
+	    !(f->text_hint >= 0 && f->text_hint < LONG_WAIT_MS) &&
 	    text_rule(self, f, B_QUOTA_WORD, rule, size))
 		return;
-	/* 3. never retried */
+	/* 3. never retried. Typed retry evidence or a transport failure beats the
+	 * weaker wordings (WEAK_NEVER), not authentication or certificates. */
 	out->verdict = CLASSIFY_NOT_RETRYABLE;
+	typed_retry = status_rule(f, is_retry_status, retry, sizeof(retry)) ||
+		      f->typed[TYPED_RETRY] >= 0 || f->typed[TYPED_OVERLOAD] >= 0;
+	transport = first_match(self, &self->builtin[B_TRANSPORT], f) >= 0;
 	if (user_rule(self, f, U_NON_RETRYABLE, rule, size) ||
 	    status_rule(f, is_never_status, rule, size) ||
 	    typed_rule(f, TYPED_NON, TYPED_NON, rule, size) ||
-	    text_rule(self, f, B_NON_RETRYABLE, rule, size))
+	    text_rule_masked(self, f, B_NON_RETRYABLE,
+			     typed_retry || transport ? ~WEAK_NEVER : ~0u, rule, size))
 		return;
 	/* 4. retried. A generic bad request does not beat a 429 or "capacity"
 	 * next to it; it only mutes the weak transient wordings. */
+	retry[0] = '\0';
 	if (!status_rule(f, is_bad_status, bad, sizeof(bad)) &&
 	    !typed_rule(f, TYPED_BAD, TYPED_BAD, bad, sizeof(bad)))
 		(void)text_rule(self, f, B_BAD_REQUEST, bad, sizeof(bad));
@@ -869,13 +968,25 @@ static void decide(const struct classify *self, const struct facts *f,
 		   first_match(self, &self->builtin[B_OVERLOAD], f) >= 0 ||
 		   first_match(self, &self->user[U_OVERLOAD], f) >= 0;
 	if (user_rule(self, f, U_RETRYABLE, retry, sizeof(retry)) ||
-	    user_rule(self, f, U_OVERLOAD, retry, sizeof(retry)) ||
-	    status_rule(f, is_retry_status, retry, sizeof(retry)) ||
-	    typed_rule(f, TYPED_RETRY, TYPED_OVERLOAD, retry, sizeof(retry)) ||
-	    text_rule(self, f, B_RATE_LIMIT, retry, sizeof(retry)) ||
-	    (bad[0] == '\0' && text_rule(self, f, B_TRANSIENT, retry, sizeof(retry))) ||
-	    (bad[0] == '\0' && stated_wait(f, retry, sizeof(retry)))) {
-		if (f->hint >= LONG_WAIT_MS) {
+	    user_rule(self, f, U_OVERLOAD, retry, sizeof(retry)))
+		ev = EV_LIMIT;
+	else if (status_rule(f, is_retry_status, retry, sizeof(retry)))
+		ev = has_status(f, 429) ? EV_LIMIT : EV_SERVER;
+	else if (typed_rule(f, TYPED_RETRY, TYPED_OVERLOAD, retry, sizeof(retry)))
+		ev = typed_is_rate_limit(f) ? EV_LIMIT : EV_SERVER;
+	else if (text_rule_masked(self, f, B_RATE_LIMIT, 0x7, retry, sizeof(retry)))
+		ev = EV_LIMIT;
+	else if (text_rule(self, f, B_RATE_LIMIT, retry, sizeof(retry)) ||
+		 text_rule(self, f, B_GATEWAY, retry, sizeof(retry)) ||
+		 (bad[0] == '\0' && text_rule(self, f, B_TRANSIENT, retry, sizeof(retry))))
+		ev = EV_SERVER;
+	else if (bad[0] == '\0' && stated_wait(f, retry, sizeof(retry)))
+		ev = EV_LIMIT;
+	if (ev != EV_NONE) {
+		/* A rate or quota window of 15 min or more is a spent quota; a
+		 * server down for maintenance is not (its long wait meets
+		 * retry.maxDelayMs instead). */
+		if (ev == EV_LIMIT && f->hint >= LONG_WAIT_MS) {
 			out->verdict = CLASSIFY_USAGE_LIMIT;
 			snprintf(rule, size, "long-wait>=%lldms:%s", (long long)LONG_WAIT_MS, retry);
 			return;
@@ -902,13 +1013,15 @@ void classify_decide(const struct classify *self, const struct classify_input *i
 				  in->body != NULL ? in->body_len : 0);
 	find_statuses(self, in->status, &f);
 	find_typed(self, in->headers, &f);
-	if (hint_in_headers(in->headers, in->now_ms, &hint) ||
-	    hint_in_text(f.hay, f.len, in->now_ms, &hint))
-		f.hint = hint;
-	else
-		f.hint = -1;
+	f.text_hint = hint_in_text(f.hay, f.len, in->now_ms, &hint) ? hint : -1;
+	f.hint = hint_in_headers(in->headers, in->now_ms, true, &hint) ? hint : f.text_hint;
 	decide(self, &f, out);
 	out->hint_ms = f.hint;
+	/* A spent quota does not come back when a per-minute bucket refills:
+	 * only the server's word on this refusal counts (retry-after, the text). */
+	if (out->verdict == CLASSIFY_USAGE_LIMIT)
+		out->hint_ms = hint_in_headers(in->headers, in->now_ms, false, &hint) ? hint
+											: f.text_hint;
 }
 
 static void decide_text(const struct classify *self, const char *message, size_t len,

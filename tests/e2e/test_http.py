@@ -784,18 +784,48 @@ class HttpCase(DaemonTestCase):
         d.finish()
 
     def test_an_overloaded_body_is_an_overload_for_model_fallback(self):
+        # A neutral message and a status that alone is no overload: only the
+        # body's type says the model is saturated.
         if self.API == "anthropic-messages":
-            body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+            body = {"type": "error", "error": {"type": "overloaded_error", "message": "Try later."}}
+            rule = "anthropic-type:overloaded_error"
         else:
-            body = {"error": {"message": "The engine is currently overloaded, please try again later",
-                              "type": "server_error", "param": None, "code": None}}
-        d, srv = self.start([{"status": 529 if self.API == "anthropic-messages" else 503, "body": body},
-                             {"text": "ok"}],
+            body = {"error": {"message": "Try later.", "type": "server_error", "param": None,
+                              "code": "engine_overloaded_error"}}
+            rule = "openai-code:server_error"  # decides; the code sets the overload flag
+        d, srv = self.start([{"status": 500, "body": body}, {"text": "ok"}],
                             sets={"retry.fallbackModels": ["m2"], "retry.fallbackAfterConsecutive": 1})
         msgs = self.run_prompt(d, "q")
         fb = events(msgs, "retry_fallback_applied")
         self.assertEqual([(f["kind"], f["to"], f.get("reason")) for f in fb], [("model", "m2", "overloaded")])
-        self.assertEqual(events(msgs, "auto_retry_start")[0]["errorClass"], "retryable")
+        self.assertEqual(events(msgs, "auto_retry_start")[0]["rule"], "http-status:500")
+        c = d.request({"type": "classify_error", "message": "Try later.", "status": 500,
+                       "body": json.dumps(body)})["data"]
+        self.assertEqual((c["overload"], c["rule"]), (True, "http-status:500"))
+        c = d.request({"type": "classify_error", "message": "Try later.", "body": json.dumps(body)})["data"]
+        self.assertEqual((c["overload"], c["rule"]), (True, rule))
+        d.finish()
+
+    def test_the_exhausted_bucket_sets_the_wait_not_the_longer_one(self):
+        d, srv = self.start([{"status": 429, "headers": {
+            "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "200ms",
+            "x-ratelimit-remaining-tokens": "9000", "x-ratelimit-reset-tokens": "6m0s"}}, {"text": "ok"}],
+            sets={"retry.baseDelayMs": 1})
+        msgs = self.run_prompt(d, "q")
+        start = events(msgs, "auto_retry_start")
+        self.assertEqual([(s["reason"], s.get("hintMs")) for s in start], [("server-hint", 200)])
+        self.assertEqual(text_of(assistant_ends(msgs)[-1]), "ok")
+        d.finish()
+
+    def test_rate_limit_state_headers_on_a_spent_quota_are_not_its_reset_time(self):
+        body, rule = self.quota_body("Request failed.")
+        d, srv = self.start([{"status": 429, "body": body, "headers": {
+            "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "8.64s"}},
+            {"text": "never"}])
+        msgs = self.run_prompt(d, "q")
+        err = assistant_ends(msgs)[-1]["errorMessage"]
+        self.assertTrue(err.endswith("(usage limit: no other credential or model to switch to)"), err)
+        self.assertEqual(len(srv.requests()), 1)
         d.finish()
 
 

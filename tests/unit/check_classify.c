@@ -635,6 +635,70 @@ static const struct row long_waits[] = {
 	},
 };
 
+/* Cases where typed facts, transport failures and the kind of wait meet the
+ * wordings (a review of the decision table against provider error shapes). */
+static const struct row crossings[] = {
+	{ .name = "a 429 beats a weak never-retried word", .verdict = CLASSIFY_RETRYABLE, .hint = -1,
+	  .text = "HTTP 429: Too many requests. Your IP address has been temporarily blocked.",
+	  .rule = "http-status:429" },
+	{ .name = "a transport failure beats a weak never-retried word", .verdict = CLASSIFY_RETRYABLE,
+	  .hint = -1, .text = "Failed to refresh token: connect ETIMEDOUT 10.0.0.1:443",
+	  .rule = "text:transientPatterns[3]" },
+	{ .name = "authentication is never beaten by a 5xx", .verdict = CLASSIFY_NOT_RETRYABLE,
+	  .hint = -1, .text = "502 Bad Gateway: invalid api key", .rule = "text:nonRetryablePatterns[1]" },
+	{ .name = "a library class name is no transport failure", .verdict = CLASSIFY_NOT_RETRYABLE,
+	  .hint = -1, .text = "APIConnectionError: Access denied for this model",
+	  .rule = "text:nonRetryablePatterns[2]" },
+	{ .name = "the Gemini quota sentence with a short wait is a rate limit",
+	  .verdict = CLASSIFY_RETRYABLE, .hint = 37500,
+	  .text = "You exceeded your current quota, please check your plan and billing details. "
+		  "Please retry in 37.5s.", .rule = "text:rateLimitPatterns[2]" },
+	{ .name = "an in-stream error's type decides", .verdict = CLASSIFY_USAGE_LIMIT, .hint = -1,
+	  .text = "billing_error: Your account has run out of funds.",
+	  .rule = "anthropic-type:billing_error" },
+	{ .name = "a 2xx status from the caller leaves the text's", .status = 200,
+	  .verdict = CLASSIFY_RETRYABLE, .hint = -1, .text = "upstream said HTTP 429",
+	  .rule = "http-status:429" },
+	{ .name = "a long maintenance wait on a 503 stays retryable", .status = 503,
+	  .headers = "{\"retry-after\": \"3600\"}", .verdict = CLASSIFY_RETRYABLE,
+	  .hint = 3600000, .text = "Service Unavailable", .rule = "http-status:503" },
+	{ .name = "a bare count in brackets is no status", .verdict = CLASSIFY_NOT_RETRYABLE,
+	  .hint = -1, .text = "n_batch (512) is too small", .rule = "default" },
+	{ .name = "a status in brackets after error", .verdict = CLASSIFY_RETRYABLE, .hint = -1,
+	  .text = "request error (429): slow", .rule = "http-status:429" },
+	{ .name = "google-api-core's exception name before the status",
+	  .verdict = CLASSIFY_RETRYABLE, .hint = -1,
+	  .text = "google.api_core.exceptions.ResourceExhausted: 429 Quota exceeded for quota metric",
+	  .rule = "http-status:429" },
+	{ .name = "an HTML page where JSON was expected", .verdict = CLASSIFY_RETRYABLE, .hint = -1,
+	  .text = "SyntaxError: Unexpected token '<', \"<!DOCTYPE \"... is not valid JSON",
+	  .rule = "text:gatewayPatterns[0]" },
+	{ .name = "an empty body where JSON was expected", .verdict = CLASSIFY_RETRYABLE, .hint = -1,
+	  .text = "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+	  .rule = "text:gatewayPatterns[0]" },
+	{ .name = "an account terminated is not a stream terminated",
+	  .verdict = CLASSIFY_NOT_RETRYABLE, .hint = -1,
+	  .text = "Your account has been terminated for violating our policies.", .rule = "default" },
+	{ .name = "undici's bare terminated", .verdict = CLASSIFY_RETRYABLE, .hint = -1,
+	  .text = "TypeError: terminated", .rule = "text:transientPatterns[4]" },
+	{ .name = "AWS Rate exceeded", .verdict = CLASSIFY_RETRYABLE, .hint = -1,
+	  .text = "ThrottledError: Rate exceeded.", .rule = "text:rateLimitPatterns[1]" },
+	{ .name = "HTTP/2 GOAWAY", .verdict = CLASSIFY_RETRYABLE, .hint = -1,
+	  .text = "http2: server sent GOAWAY and closed the connection",
+	  .rule = "text:transientPatterns[4]" },
+	{ .name = "a model still loading, with its estimated time", .verdict = CLASSIFY_RETRYABLE,
+	  .hint = 20000, .text = "{\"error\":\"Model x/y is currently loading\",\"estimated_time\":20.0}",
+	  .rule = "text:transientPatterns[0]" },
+	{ .name = "a spent quota's wait ignores the per-minute bucket", .status = 429,
+	  .body = "{\"error\":{\"code\":\"insufficient_quota\",\"message\":\"x\"}}",
+	  .headers = "{\"x-ratelimit-remaining-requests\": \"0\", \"x-ratelimit-reset-requests\": \"8s\"}",
+	  .verdict = CLASSIFY_USAGE_LIMIT, .hint = -1, .text = "Too Many Requests",
+	  .rule = "openai-code:insufficient_quota" },
+	{ .name = "rate-limit state headers alone are no stated wait", .verdict = CLASSIFY_NOT_RETRYABLE,
+	  .headers = "{\"x-ratelimit-remaining-tokens\": \"10\", \"x-ratelimit-reset-tokens\": \"6m0s\"}",
+	  .hint = -1, .text = "Unhandled stop reason: foo", .rule = "default" },
+};
+
 static const struct row step5_else[] = {
 	{
 		.name = "bad mutes timeout",
@@ -723,6 +787,12 @@ END_TEST
 START_TEST(test_a_stated_wait_of_15_minutes_or_more_is_a_usage_limit)
 {
 	check_row(cls, &long_waits[_i]);
+}
+END_TEST
+
+START_TEST(test_typed_facts_transport_and_wait_kinds_meet_the_wordings)
+{
+	check_row(cls, &crossings[_i]);
 }
 END_TEST
 
@@ -1099,6 +1169,8 @@ Suite *classify_suite(void)
 			    NELEMS(long_waits));
 	tcase_add_loop_test(table, test_step5_anything_else_is_not_retried_and_named, 0,
 			    NELEMS(step5_else));
+	tcase_add_loop_test(table, test_typed_facts_transport_and_wait_kinds_meet_the_wordings, 0,
+			    NELEMS(crossings));
 	suite_add_tcase(s, table);
 
 	tcase_add_checked_fixture(tc, setup, teardown);

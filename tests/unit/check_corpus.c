@@ -162,6 +162,16 @@ START_TEST(test_corpus_score_meets_the_issue_bars)
 	ck_assert_msg(ratio(full.ov_tp, full.ov_tp + full.ov_fn) >= MIN_OVERLOAD_RECALL,
 		      "overload recall %.1f%% < %.0f%%",
 		      100 * ratio(full.ov_tp, full.ov_tp + full.ov_fn), 100 * MIN_OVERLOAD_RECALL);
+	/* Agent CLIs and proxies give text alone: it must hold up as well. */
+	ck_assert_msg(ratio(text.ok, text.n) >= MIN_ACCURACY, "text-only accuracy %.1f%% < %.0f%%",
+		      100 * ratio(text.ok, text.n), 100 * MIN_ACCURACY);
+	/* A wait read where none was stated makes a chain sit idle for nothing. */
+	ck_assert_msg(full.hint_false <= full.n / 100 && text.hint_false <= text.n / 100,
+		      "waits read where none was stated: %zu and %zu (text only)", full.hint_false,
+		      text.hint_false);
+	ck_assert_msg(ratio(full.ov_tp, full.ov_tp + full.ov_fp) >= MIN_OVERLOAD_RECALL,
+		      "overload precision %.1f%% < %.0f%%",
+		      100 * ratio(full.ov_tp, full.ov_tp + full.ov_fp), 100 * MIN_OVERLOAD_RECALL);
 }
 END_TEST
 

@@ -49,6 +49,10 @@ struct text_case {
 };
 
 static const struct text_case text_cases[] = {
+	{ "Rate limited. Retry after: 45", 0, 45000 },
+	{ "retry_delay { seconds: 37 }", 0, 37000 },
+	{ "{\"error\":\"Model x is currently loading\",\"estimated_time\":20.0}", 0, 20000 },
+	{ "please retry after 3 attempts", 0, -1 },
 	{ "retry-after-ms: 1500", 0, 1500 },
 	{ "retry_after_ms=250", 0, 250 },
 	{ "'retry-after-ms', '98497'", 0, 98497 },
@@ -139,6 +143,19 @@ struct header_case {
 };
 
 static const struct header_case header_cases[] = {
+	{ "a bucket with requests left is not what blocks",
+	  "{\"x-ratelimit-remaining-tokens\": \"9000\", \"x-ratelimit-reset-tokens\": \"6m0s\","
+	  " \"x-ratelimit-remaining-requests\": \"0\", \"x-ratelimit-reset-requests\": \"1s\"}",
+	  0, 1000 },
+	{ "x-ratelimit-reset-ms as a delay",
+	  "{\"x-ratelimit-reset-ms\": \"300\"}",
+	  0, 300 },
+	{ "x-ratelimit-reset-ms as an epoch",
+	  "{\"x-ratelimit-reset-ms\": \"1445412510000\"}",
+	  INT64_C(1445412480000), 30000 },
+	{ "x-ratelimit-reset in seconds",
+	  "{\"x-ratelimit-reset\": \"0.4\"}",
+	  0, 400 },
 	{ "retry-after seconds",
 	  "{\"retry-after\": \"20\"}",
 	  0, 20000 },
@@ -238,7 +255,7 @@ START_TEST(test_header_forms_as_the_reference_reads_them)
 	bool found;
 
 	ck_assert_msg(headers != NULL, "%s: %s", c->name, jerr.text);
-	found = hint_in_headers(headers, c->now, &ms);
+	found = hint_in_headers(headers, c->now, true, &ms);
 	json_decref(headers);
 	ck_assert_msg(found == (c->ms >= 0), "%s: found %d", c->name, found);
 	ck_assert_msg(!found || ms == c->ms, "%s: %lld, not %lld", c->name, (long long)ms,
@@ -251,8 +268,8 @@ START_TEST(test_headers_that_are_not_an_object_give_no_hint)
 	json_t *array = json_pack("[s]", "retry-after");
 	int64_t ms = -1;
 
-	ck_assert(!hint_in_headers(NULL, NOW_MS, &ms));
-	ck_assert(!hint_in_headers(array, NOW_MS, &ms));
+	ck_assert(!hint_in_headers(NULL, NOW_MS, true, &ms));
+	ck_assert(!hint_in_headers(array, NOW_MS, true, &ms));
 	ck_assert_int_eq(ms, -1);
 	json_decref(array);
 }
@@ -265,7 +282,7 @@ START_TEST(test_an_impossible_date_gives_no_hint)
 	int64_t ms = -1;
 
 	json_object_set_new(h, "anthropic-ratelimit-tokens-remaining", json_string("0"));
-	ck_assert(!hint_in_headers(h, NOW_MS, &ms));
+	ck_assert(!hint_in_headers(h, NOW_MS, true, &ms));
 	json_decref(h);
 }
 END_TEST

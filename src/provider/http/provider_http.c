@@ -8,7 +8,6 @@
 #include "provider/http/api.h"
 #include "provider/http/api_formats.h"
 #include "base/errbuf.h"
-#include "base/hint.h"
 #include "base/log.h"
 #include "base/secret.h"
 #include "provider/http/sse.h"
@@ -48,7 +47,6 @@ struct http_provider {
 	char *err_body;
 	size_t err_len;
 	json_t *resp_headers;  /* owned: the response's headers, lower-case name -> value */
-	int64_t hint_ms;
 	struct provider_result result;
 	/* Owned: the typed failure the last result borrows (body, headers). */
 	char *result_body;
@@ -300,44 +298,6 @@ static void finish_stream(struct http_provider *self)
 
 /* HTTP callbacks. */
 
-/* OpenAI's x-ratelimit-reset-requests / -tokens: "1s", "6m0s", "20ms". */
-static bool duration_hint(struct http_provider *self, const char *value, int64_t *ms)
-{
-	char line[160];
-	size_t n = strlen(value);
-
-	if (n >= 2 && strcmp(value + n - 2, "ms") == 0)
-		snprintf(line, sizeof(line), "try again in %s", value);
-	else
-		snprintf(line, sizeof(line), "reset after %s", value);
-	return hint_parse(line, strlen(line), clock_wall_ms(self->clock), ms);
-}
-
-static void hint_from_header(struct http_provider *self, const char *name, const char *value)
-{
-	static const char *const known[] = { "retry-after-ms", "retry-after", "x-ratelimit-reset-ms",
-					     "x-ratelimit-reset", NULL };
-	char line[256];
-	int64_t ms;
-
-	if ((strcmp(name, "x-ratelimit-reset-requests") == 0 ||
-	     strcmp(name, "x-ratelimit-reset-tokens") == 0) && duration_hint(self, value, &ms)) {
-		/* The longer of the two is when a request can go through. */
-		if (self->hint_ms < 0 || ms > self->hint_ms)
-			self->hint_ms = ms;
-		return;
-	}
-	for (size_t i = 0; known[i] != NULL; i++) {
-		if (strcmp(name, known[i]) != 0)
-			continue;
-		snprintf(line, sizeof(line), "%s: %s", name, value);
-		/* The first (most precise) header in the list wins. */
-		if (hint_parse(line, strlen(line), clock_wall_ms(self->clock), &ms) &&
-		    (self->hint_ms < 0 || i == 0))
-			self->hint_ms = ms;
-	}
-}
-
 static void on_response(void *ctx, long status, const char *const *headers, size_t n)
 {
 	struct http_provider *self = ctx;
@@ -346,8 +306,9 @@ static void on_response(void *ctx, long status, const char *const *headers, size
 	self->is_error = status < 200 || status >= 300;
 	json_decref(self->resp_headers);
 	self->resp_headers = json_object();
+	/* The classifier reads the waits in them (base/hint.h), against the
+	 * response's own Date header. */
 	for (size_t i = 0; i < n; i++) {
-		hint_from_header(self, headers[2 * i], headers[2 * i + 1]);
 		/* A value that is not UTF-8 is left out (jansson refuses it). */
 		if (self->resp_headers != NULL)
 			json_object_set_new(self->resp_headers, headers[2 * i],
@@ -393,7 +354,6 @@ static void on_done(void *ctx, int err, const char *message)
 		api_http_error(self->status, self->err_body ? self->err_body : "", self->err_len,
 			       text, sizeof(text));
 		r.error_message = text;
-		r.hint_ms = self->hint_ms;
 		r.http_status = (int)self->status;
 		r.error_body = self->err_body;
 		r.error_body_len = self->err_len;
@@ -496,7 +456,6 @@ static int http_start(struct provider *base, const struct attempt_ctx *ctx,
 	self->sink = *sink;
 	self->status = 0;
 	self->is_error = false;
-	self->hint_ms = -1;
 	self->finishing = false;
 	sse_init(&self->sse, SSE_EVENT_MAX);
 	api_stream_init(&self->stream, self->format, sink);
@@ -596,7 +555,6 @@ struct provider *provider_http_new(struct http_client *http, struct clock *clock
 	self->base.api = self->api_name;
 	self->base.base_url = self->base_url;
 	self->base.models = provider_models_from(json_object_get(cfg, "models"));
-	self->hint_ms = -1;
 	sse_init(&self->sse, SSE_EVENT_MAX);
 	if (self->name == NULL || self->api_name == NULL || self->base_url == NULL ||
 	    self->base.models == NULL || self->headers == NULL || load_keys(self, cfg, err, errlen) != 0 ||
