@@ -322,11 +322,13 @@ int command_parse(const char *line, size_t len, struct command *cmd)
 		return fail(cmd, "Failed to parse command: \"type\" must be a string, not %s",
 			    json_kind(type));
 	cmd->name = json_string_value(type);
+	/* The type decides first: an unknown or unsupported command is named as
+	 * such whatever its id; only a command we run gets the id error. */
+	if (lookup(cmd, cmd->name) != 0)
+		return -1;
 	if (id != NULL && !json_is_string(id) && !json_is_null(id))
 		return fail(cmd, "%s: field \"id\" must be a string, not %s", cmd->name,
 			    json_kind(id));
-	if (lookup(cmd, cmd->name) != 0)
-		return -1;
 	return parse_fields(cmd);
 }
 

@@ -210,6 +210,22 @@ class ParseErrorTests(DaemonTestCase):
                              "success": False, "error": "Unknown command: frobnicate"})
         d.finish()
 
+    def test_unknown_or_unsupported_type_is_reported_even_with_a_bad_id(self):
+        d = self.spawn()
+        r = self._bad(d, b'{"id":7,"type":"frobnicate"}\n')
+        self.assertEqual(r, {"type": "response", "command": "frobnicate", "success": False,
+                             "error": "Unknown command: frobnicate"})
+        r = self._bad(d, b'{"id":[7],"type":"bash"}\n')
+        self.assertEqual((r["command"], r["error"]),
+                         ("bash", "bash is not supported: retryd runs no shell commands"))
+        self.assertNotIn("id", r)
+        # A command retryd runs still gets the id error, before its own fields.
+        r = self._bad(d, b'{"id":7,"type":"prompt"}\n')
+        self.assertEqual((r["command"], r["error"]),
+                         ("prompt", 'prompt: field "id" must be a string, not a number'))
+        self.assertNotIn("id", r)
+        d.finish()
+
     def test_id_is_echoed_on_success_and_absent_when_not_given(self):
         d = self.spawn()
         d.send({"type": "get_state", "id": "with-id"})

@@ -88,6 +88,74 @@ START_TEST(test_unknown_command_names_type_and_keeps_id)
 }
 END_TEST
 
+START_TEST(test_type_is_judged_before_a_bad_id)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("{\"id\":7,\"type\":\"frobnicate\"}", &c), -1);
+	ck_assert_str_eq(c.name, "frobnicate");
+	ck_assert_ptr_null(c.id);
+	ck_assert_str_eq(c.error, "Unknown command: frobnicate");
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"id\":[1],\"type\":\"bash\"}", &c), -1);
+	ck_assert_int_eq(c.type, CMD_UNSUPPORTED);
+	ck_assert_str_eq(c.error, "bash is not supported: retryd runs no shell commands");
+	command_release(&c);
+	/* A command we run still gets the id error, before its fields are read. */
+	ck_assert_int_eq(parse("{\"id\":true,\"type\":\"prompt\"}", &c), -1);
+	ck_assert_str_eq(c.error, "prompt: field \"id\" must be a string, not a boolean");
+	command_release(&c);
+}
+END_TEST
+
+START_TEST(test_precedence_follows_the_documented_table)
+{
+	/* Each line breaks two rows of protocol/README.md section 4; the earlier row answers. */
+	static const struct {
+		const char *line;
+		const char *name;
+		const char *id;
+		const char *error;
+	} cases[] = {
+		{ "[{\"type\":5}]", "parse", NULL,
+		  "Failed to parse command: expected a JSON object, got an array" },
+		{ "{\"id\":\"a\",\"message\":5}", "parse", "a",
+		  "Failed to parse command: missing \"type\" (a string naming the command)" },
+		{ "{\"id\":1,\"type\":null}", "parse", NULL,
+		  "Failed to parse command: \"type\" must be a string, not null" },
+		{ "{\"id\":\"b\",\"type\":\"nope\",\"message\":5}", "nope", "b",
+		  "Unknown command: nope" },
+		{ "{\"id\":{},\"type\":\"compact\"}", "compact", NULL,
+		  "compact is not supported: retryd does not compact conversations" },
+		{ "{\"id\":2,\"type\":\"prompt\",\"message\":5}", "prompt", NULL,
+		  "prompt: field \"id\" must be a string, not a number" },
+		{ "{\"id\":null,\"type\":\"steer\"}", "steer", NULL,
+		  "steer: missing required field \"message\" (a string)" },
+		{ "{\"id\":\"c\",\"type\":\"prompt\",\"images\":5}", "prompt", "c",
+		  "prompt: missing required field \"message\" (a string)" },
+		/* Within a command, fields are checked in their documented order. */
+		{ "{\"id\":\"d\",\"type\":\"prompt\",\"message\":\"m\",\"streamingBehavior\":\"x\","
+		  "\"images\":[1]}", "prompt", "d", "prompt: images[0] must be an object" },
+		{ "{\"id\":\"e\",\"type\":\"prompt\",\"message\":\"m\",\"retry\":1,"
+		  "\"streamingBehavior\":\"x\"}", "prompt", "e",
+		  "prompt: field \"streamingBehavior\" must be \"steer\" or \"followUp\"" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct command c;
+
+		ck_assert_int_eq(parse(cases[i].line, &c), -1);
+		ck_assert_str_eq(c.name, cases[i].name);
+		if (cases[i].id == NULL)
+			ck_assert_ptr_null(c.id);
+		else
+			ck_assert_str_eq(c.id, cases[i].id);
+		ck_assert_str_eq(c.error, cases[i].error);
+		command_release(&c);
+	}
+}
+END_TEST
+
 START_TEST(test_pi_command_without_meaning_is_refused_with_reason)
 {
 	struct command c;
@@ -194,6 +262,8 @@ Suite *command_suite(void)
 	tcase_add_test(tc, test_non_object_is_parse_error);
 	tcase_add_test(tc, test_missing_or_non_string_type_is_parse_error_keeping_id);
 	tcase_add_test(tc, test_unknown_command_names_type_and_keeps_id);
+	tcase_add_test(tc, test_type_is_judged_before_a_bad_id);
+	tcase_add_test(tc, test_precedence_follows_the_documented_table);
 	tcase_add_test(tc, test_pi_command_without_meaning_is_refused_with_reason);
 	tcase_add_test(tc, test_missing_field_error_names_the_field);
 	tcase_add_test(tc, test_mistyped_field_error_names_field_and_kind);
