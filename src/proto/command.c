@@ -1,8 +1,8 @@
 #include "proto/command.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
+
+#include "base/errbuf.h"
 
 struct command_spec {
 	const char *name;
@@ -63,21 +63,8 @@ static const struct {
 	{ "handoff", "retryd does not hand off sessions" },
 };
 
-static int fail(struct command *cmd, const char *fmt, ...)
-#if defined(__GNUC__)
-	__attribute__((format(printf, 2, 3)))
-#endif
-	;
-
-static int fail(struct command *cmd, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd->error, sizeof(cmd->error), fmt, ap);
-	va_end(ap);
-	return -1;
-}
+/* Sets cmd->error; `return fail(...)` answers -1. */
+#define fail(cmd, ...) errbuf_set((cmd)->error, sizeof((cmd)->error), __VA_ARGS__)
 
 static const char *json_kind(const json_t *v)
 {
