@@ -1,8 +1,9 @@
 #include "proto/command.h"
 
-#include <stdarg.h>
-#include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
+
+#include "base/errbuf.h"
 
 struct command_spec {
 	const char *name;
@@ -63,21 +64,8 @@ static const struct {
 	{ "handoff", "retryd does not hand off sessions" },
 };
 
-static int fail(struct command *cmd, const char *fmt, ...)
-#if defined(__GNUC__)
-	__attribute__((format(printf, 2, 3)))
-#endif
-	;
-
-static int fail(struct command *cmd, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd->error, sizeof(cmd->error), fmt, ap);
-	va_end(ap);
-	return -1;
-}
+/* Sets cmd->error; `return fail(...)` answers -1. */
+#define fail(cmd, ...) errbuf_set((cmd)->error, sizeof((cmd)->error), __VA_ARGS__)
 
 static const char *json_kind(const json_t *v)
 {
@@ -118,6 +106,93 @@ static int opt_string(struct command *cmd, const char *field, const char **out)
 	return need_string(cmd, field, out);
 }
 
+static bool is_base64_char(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	       c == '+' || c == '/';
+}
+
+static const char *whitespace_name(unsigned char c)
+{
+	switch (c) {
+	case ' ': return "a space";
+	case '\t': return "a tab";
+	case '\n': return "a newline";
+	case '\r': return "a carriage return";
+	case '\f': return "a form feed";
+	case '\v': return "a vertical tab";
+	}
+	return NULL;
+}
+
+/* 0 when s[0..len) is standard base64 (RFC 4648 section 4) as pi's clients
+ * send it: the alphabet A-Z a-z 0-9 + /, padded with '=' to a multiple of 4,
+ * and nothing else. Otherwise -1 and why[] says where it goes wrong. The
+ * providers pass the data on unchanged, so this is the only place a bad one
+ * is caught before it costs a request. Bits that padding discards are not
+ * checked, as common decoders do not check them either. */
+static int base64_problem(const char *s, size_t len, char *why, size_t whylen)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		const char *ws = whitespace_name(c);
+
+		if (is_base64_char(c))
+			continue;
+		if (c == '=') {
+			size_t end = i;
+
+			while (end < len && s[end] == '=')
+				end++;
+			/* Padding followed by a stray byte: name the byte (a trailing
+			 * newline is the usual one), not the padding. */
+			if (end - i <= 2 && (end == len || !is_base64_char((unsigned char)s[end]))) {
+				i = end - 1;
+				continue;
+			}
+			return errbuf_set(why, whylen, "'=' at byte %zu: padding is one "
+					  "or two '=' at the end only", i);
+		}
+		if (ws != NULL)
+			return errbuf_set(why, whylen, "%s at byte %zu; whitespace and line "
+					  "breaks are not accepted", ws, i);
+		if (c == '-' || c == '_')
+			return errbuf_set(why, whylen, "'%c' at byte %zu is URL-safe base64; "
+					  "use the standard alphabet with '+' and '/'", c, i);
+		if (c > 0x20 && c < 0x7f)
+			return errbuf_set(why, whylen, "'%c' at byte %zu is not in the base64 alphabet", c, i);
+		return errbuf_set(why, whylen, "byte %zu is 0x%02x, not in the base64 alphabet", i,
+				  (unsigned)c);
+	}
+	if (len == 0)
+		return errbuf_set(why, whylen, "it is empty");
+	if (len % 4 != 0)
+		return errbuf_set(why, whylen, "its length %zu is not a multiple of 4; "
+				  "is the '=' padding missing?", len);
+	return 0;
+}
+
+/* "type/subtype" of RFC 2045 token characters, without parameters: the
+ * Anthropic API takes it as media_type and the OpenAI one inside a data: URL
+ * ("data:<mimeType>;base64,..."), where a ';' or ',' would break the URL. */
+static bool is_media_type(const char *s)
+{
+	const char *slash = strchr(s, '/');
+	size_t n;
+
+	if (slash == NULL || slash == s || slash[1] == '\0')
+		return false;
+	for (n = 0; s[n] != '\0'; n++) {
+		unsigned char c = (unsigned char)s[n];
+
+		if (s + n == slash)
+			continue;
+		if (c <= 0x20 || c >= 0x7f || strchr("()<>@,;:\\\"/[]?=", c) != NULL)
+			return false;
+	}
+	return true;
+}
+
 static int parse_images(struct command *cmd)
 {
 	json_t *images = json_object_get(cmd->root, "images");
@@ -133,6 +208,7 @@ static int parse_images(struct command *cmd)
 		json_t *type = json_object_get(img, "type");
 		json_t *data = json_object_get(img, "data");
 		json_t *mime = json_object_get(img, "mimeType");
+		char why[160];
 
 		if (!json_is_object(img))
 			return fail(cmd, "%s: images[%zu] must be an object", cmd->name, i);
@@ -140,8 +216,14 @@ static int parse_images(struct command *cmd)
 			return fail(cmd, "%s: images[%zu].type must be \"image\"", cmd->name, i);
 		if (!json_is_string(data))
 			return fail(cmd, "%s: images[%zu].data must be a base64 string", cmd->name, i);
+		if (base64_problem(json_string_value(data), json_string_length(data), why,
+				   sizeof(why)) != 0)
+			return fail(cmd, "%s: images[%zu].data must be base64 (%s)", cmd->name, i, why);
 		if (!json_is_string(mime))
 			return fail(cmd, "%s: images[%zu].mimeType must be a string", cmd->name, i);
+		if (!is_media_type(json_string_value(mime)))
+			return fail(cmd, "%s: images[%zu].mimeType must be a media type such "
+				    "as \"image/png\"", cmd->name, i);
 	}
 	cmd->images = images;
 	return 0;
@@ -322,11 +404,13 @@ int command_parse(const char *line, size_t len, struct command *cmd)
 		return fail(cmd, "Failed to parse command: \"type\" must be a string, not %s",
 			    json_kind(type));
 	cmd->name = json_string_value(type);
+	/* The type decides first: an unknown or unsupported command is named as
+	 * such whatever its id; only a command we run gets the id error. */
+	if (lookup(cmd, cmd->name) != 0)
+		return -1;
 	if (id != NULL && !json_is_string(id) && !json_is_null(id))
 		return fail(cmd, "%s: field \"id\" must be a string, not %s", cmd->name,
 			    json_kind(id));
-	if (lookup(cmd, cmd->name) != 0)
-		return -1;
 	return parse_fields(cmd);
 }
 

@@ -3,8 +3,9 @@
  * Pure: no I/O. Every failure yields the `command` name and message for the
  * error response: "parse" with "Failed to parse command: ..." for a line
  * that is not JSON (or not UTF-8), "parse" for a non-object or one without a
- * string "type", "Unknown command: <type>" for an unknown type, and a
- * sentence naming the field for a missing or mistyped one. */
+ * string "type", "Unknown command: <type>" for an unknown type (whatever
+ * the id), and a sentence naming the field for a missing or mistyped one.
+ * The order of the checks is protocol/README.md section 4's table. */
 #ifndef RETRYD_COMMAND_H
 #define RETRYD_COMMAND_H
 

@@ -1,5 +1,8 @@
 """Framing, parsing, responses and errors of the RPC protocol."""
+import base64
 import json
+import random
+import re
 
 from harness import (DaemonTestCase, has_whitespace_outside_strings, is_response, is_type,
                      run_cli, signature, text_of)
@@ -210,6 +213,22 @@ class ParseErrorTests(DaemonTestCase):
                              "success": False, "error": "Unknown command: frobnicate"})
         d.finish()
 
+    def test_unknown_or_unsupported_type_is_reported_even_with_a_bad_id(self):
+        d = self.spawn()
+        r = self._bad(d, b'{"id":7,"type":"frobnicate"}\n')
+        self.assertEqual(r, {"type": "response", "command": "frobnicate", "success": False,
+                             "error": "Unknown command: frobnicate"})
+        r = self._bad(d, b'{"id":[7],"type":"bash"}\n')
+        self.assertEqual((r["command"], r["error"]),
+                         ("bash", "bash is not supported: retryd runs no shell commands"))
+        self.assertNotIn("id", r)
+        # A command retryd runs still gets the id error, before its own fields.
+        r = self._bad(d, b'{"id":7,"type":"prompt"}\n')
+        self.assertEqual((r["command"], r["error"]),
+                         ("prompt", 'prompt: field "id" must be a string, not a number'))
+        self.assertNotIn("id", r)
+        d.finish()
+
     def test_id_is_echoed_on_success_and_absent_when_not_given(self):
         d = self.spawn()
         d.send({"type": "get_state", "id": "with-id"})
@@ -265,6 +284,96 @@ class ParseErrorTests(DaemonTestCase):
                 self.assertEqual((r["command"], r.get("id"), r["success"]),
                                  (name, "x-" + name, False))
                 self.assertIn("is not supported", r["error"])
+        d.finish()
+
+
+def _image(data, mime="image/png"):
+    return {"type": "image", "data": data, "mimeType": mime}
+
+
+class ImageTests(DaemonTestCase):
+    GOOD = _image("aGk=")
+    NOT_BASE64 = [
+        ("", "it is empty"),
+        ("aGk", "its length 3 is not a multiple of 4; is the '=' padding missing?"),
+        ("A===", "'=' at byte 1: padding is one or two '=' at the end only"),
+        ("aGk=aGk=", "'=' at byte 3: padding is one or two '=' at the end only"),
+        ("aGVs\nbG8=", "a newline at byte 4; whitespace and line breaks are not accepted"),
+        ("aGk=\n", "a newline at byte 4; whitespace and line breaks are not accepted"),
+        ("ab-_", "'-' at byte 2 is URL-safe base64; use the standard alphabet with '+' and '/'"),
+        ("ab\u00e9c", "byte 2 is 0xc3, not in the base64 alphabet"),
+    ]
+
+    def test_image_data_that_is_not_standard_base64_is_refused_naming_command_and_index(self):
+        d = self.spawn(args=["--no-session"])
+        for command in ("prompt", "steer", "follow_up"):
+            for i, (data, why) in enumerate(self.NOT_BASE64):
+                with self.subTest(command=command, data=data):
+                    rid = "%s-%d" % (command, i)
+                    d.send({"type": command, "id": rid, "message": "look",
+                            "images": [self.GOOD, self.GOOD, _image(data)]})
+                    self.assertEqual(d.recv(), {
+                        "id": rid, "type": "response", "command": command, "success": False,
+                        "error": "%s: images[2].data must be base64 (%s)" % (command, why)})
+        st = d.request({"type": "get_state"})["data"]
+        self.assertEqual((st["isStreaming"], st["messageCount"]), (False, 0))
+        d.finish()
+
+    def test_image_mime_type_must_be_a_media_type(self):
+        d = self.spawn(args=["--no-session"])
+        for command in ("prompt", "steer", "follow_up"):
+            for mime in ("", "png", "image/png;base64", "image/png,x"):
+                with self.subTest(command=command, mime=mime):
+                    d.send({"type": command, "message": "look", "images": [_image("aGk=", mime)]})
+                    r = d.recv()
+                    want = '%s: images[0].mimeType must be a media type such as "image/png"'
+                    self.assertEqual((r["success"], r["error"]), (False, want % command))
+        self.assertFalse(d.request({"type": "get_state"})["data"]["isStreaming"])
+        d.finish()
+
+    def test_padded_standard_base64_reaches_the_user_message_unchanged(self):
+        data = base64.b64encode(bytes([0xfb, 0xef, 0xff, 0x00])).decode()
+        self.assertEqual(data, "++//AA==")
+        for command in ("steer", "follow_up"):
+            with self.subTest(command=command):
+                d = self.spawn(plan=[{"text": "seen"}], args=["--no-session"])
+                img = _image(data, "image/svg+xml")
+                d.send({"type": command, "id": "s", "message": "look", "images": [img]})
+                self.assertIs(d.recv()["success"], True)
+                d.wait_for(is_type("agent_end"))
+                user = d.request({"type": "get_messages"})["data"]["messages"][0]
+                self.assertEqual(user["content"], [{"type": "text", "text": "look"}, img])
+                d.finish()
+
+    def test_acceptance_matches_strict_base64_for_random_strings(self):
+        # The oracle: standard alphabet, then at most two '=', length a positive multiple of 4.
+        strict = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+        rng = random.Random(13)
+        samples = []
+        for _ in range(400):  # valid base64, then up to two edits: near misses and some valid
+            raw = bytes(rng.randrange(256) for _ in range(rng.randrange(7)))
+            data = list(base64.b64encode(raw).decode())
+            for _ in range(rng.randrange(3)):
+                at = rng.randrange(len(data) + 1)
+                edit = rng.choice(("insert", "delete", "replace"))
+                if edit != "insert" and at < len(data):
+                    del data[at]
+                if edit != "delete":
+                    data.insert(at, rng.choice("A9+/=-_ \n.\u00e9"))
+            samples.append("".join(data))
+        # Busy with a run that never ends, so accepted steers are only queued.
+        d = self.spawn(plan=[{"hang": True}], args=["--no-session"])
+        d.send({"type": "prompt", "message": "hold"})
+        d.wait_for(is_type("agent_start"))
+        lines = [json.dumps({"type": "steer", "id": str(i), "message": "m",
+                             "images": [_image(data)]}) for i, data in enumerate(samples)]
+        d.send(("\n".join(lines) + "\n").encode())
+        for i, data in enumerate(samples):
+            r = d.wait_for(is_response("steer", id=str(i)))
+            want = bool(data) and len(data) % 4 == 0 and strict.fullmatch(data) is not None
+            self.assertEqual(r["success"], want, (data, r.get("error")))
+        d.send({"type": "abort"})
+        d.wait_for(is_type("agent_end"))
         d.finish()
 
 

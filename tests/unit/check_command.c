@@ -1,4 +1,5 @@
 #include <check.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "proto/command.h"
@@ -88,6 +89,74 @@ START_TEST(test_unknown_command_names_type_and_keeps_id)
 }
 END_TEST
 
+START_TEST(test_type_is_judged_before_a_bad_id)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("{\"id\":7,\"type\":\"frobnicate\"}", &c), -1);
+	ck_assert_str_eq(c.name, "frobnicate");
+	ck_assert_ptr_null(c.id);
+	ck_assert_str_eq(c.error, "Unknown command: frobnicate");
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"id\":[1],\"type\":\"bash\"}", &c), -1);
+	ck_assert_int_eq(c.type, CMD_UNSUPPORTED);
+	ck_assert_str_eq(c.error, "bash is not supported: retryd runs no shell commands");
+	command_release(&c);
+	/* A command we run still gets the id error, before its fields are read. */
+	ck_assert_int_eq(parse("{\"id\":true,\"type\":\"prompt\"}", &c), -1);
+	ck_assert_str_eq(c.error, "prompt: field \"id\" must be a string, not a boolean");
+	command_release(&c);
+}
+END_TEST
+
+START_TEST(test_precedence_follows_the_documented_table)
+{
+	/* Each line breaks two rows of protocol/README.md section 4; the earlier row answers. */
+	static const struct {
+		const char *line;
+		const char *name;
+		const char *id;
+		const char *error;
+	} cases[] = {
+		{ "[{\"type\":5}]", "parse", NULL,
+		  "Failed to parse command: expected a JSON object, got an array" },
+		{ "{\"id\":\"a\",\"message\":5}", "parse", "a",
+		  "Failed to parse command: missing \"type\" (a string naming the command)" },
+		{ "{\"id\":1,\"type\":null}", "parse", NULL,
+		  "Failed to parse command: \"type\" must be a string, not null" },
+		{ "{\"id\":\"b\",\"type\":\"nope\",\"message\":5}", "nope", "b",
+		  "Unknown command: nope" },
+		{ "{\"id\":{},\"type\":\"compact\"}", "compact", NULL,
+		  "compact is not supported: retryd does not compact conversations" },
+		{ "{\"id\":2,\"type\":\"prompt\",\"message\":5}", "prompt", NULL,
+		  "prompt: field \"id\" must be a string, not a number" },
+		{ "{\"id\":null,\"type\":\"steer\"}", "steer", NULL,
+		  "steer: missing required field \"message\" (a string)" },
+		{ "{\"id\":\"c\",\"type\":\"prompt\",\"images\":5}", "prompt", "c",
+		  "prompt: missing required field \"message\" (a string)" },
+		/* Within a command, fields are checked in their documented order. */
+		{ "{\"id\":\"d\",\"type\":\"prompt\",\"message\":\"m\",\"streamingBehavior\":\"x\","
+		  "\"images\":[1]}", "prompt", "d", "prompt: images[0] must be an object" },
+		{ "{\"id\":\"e\",\"type\":\"prompt\",\"message\":\"m\",\"retry\":1,"
+		  "\"streamingBehavior\":\"x\"}", "prompt", "e",
+		  "prompt: field \"streamingBehavior\" must be \"steer\" or \"followUp\"" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct command c;
+
+		ck_assert_int_eq(parse(cases[i].line, &c), -1);
+		ck_assert_str_eq(c.name, cases[i].name);
+		if (cases[i].id == NULL)
+			ck_assert_ptr_null(c.id);
+		else
+			ck_assert_str_eq(c.id, cases[i].id);
+		ck_assert_str_eq(c.error, cases[i].error);
+		command_release(&c);
+	}
+}
+END_TEST
+
 START_TEST(test_pi_command_without_meaning_is_refused_with_reason)
 {
 	struct command c;
@@ -151,6 +220,117 @@ START_TEST(test_images_are_checked_item_by_item)
 }
 END_TEST
 
+/* The error for a prompt whose only image has this data and mimeType, or "" when accepted. */
+static const char *image_verdict(const char *data, const char *mime, struct command *c)
+{
+	char line[512];
+
+	snprintf(line, sizeof(line), "{\"type\":\"prompt\",\"message\":\"m\",\"images\":"
+		 "[{\"type\":\"image\",\"data\":\"%s\",\"mimeType\":\"%s\"}]}", data, mime);
+	if (parse(line, c) == 0)
+		strcpy(c->error, "");
+	command_release(c);
+	return c->error;
+}
+
+START_TEST(test_image_data_must_be_padded_standard_base64)
+{
+	static const char *const good[] = {
+		"aGk=", "AAAA", "AA==", "AAA=", "iVBORw0KGgo=", "+/+/", "aGVsbG8gd29ybGQ=",
+	};
+	static const struct {
+		const char *data;
+		const char *error;
+	} bad[] = {
+		{ "", "prompt: images[0].data must be base64 (it is empty)" },
+		{ "A", "prompt: images[0].data must be base64 "
+		       "(its length 1 is not a multiple of 4; is the '=' padding missing?)" },
+		{ "aGk", "prompt: images[0].data must be base64 "
+			 "(its length 3 is not a multiple of 4; is the '=' padding missing?)" },
+		{ "aGVsbG8", "prompt: images[0].data must be base64 "
+			     "(its length 7 is not a multiple of 4; is the '=' padding missing?)" },
+		{ "aGk==", "prompt: images[0].data must be base64 "
+			   "(its length 5 is not a multiple of 4; is the '=' padding missing?)" },
+		{ "A===", "prompt: images[0].data must be base64 "
+			  "('=' at byte 1: padding is one or two '=' at the end only)" },
+		{ "====", "prompt: images[0].data must be base64 "
+			  "('=' at byte 0: padding is one or two '=' at the end only)" },
+		{ "AA=A", "prompt: images[0].data must be base64 "
+			  "('=' at byte 2: padding is one or two '=' at the end only)" },
+		{ "aGk=aGk=", "prompt: images[0].data must be base64 "
+			      "('=' at byte 3: padding is one or two '=' at the end only)" },
+		{ "aGVs\\nbG8=", "prompt: images[0].data must be base64 "
+				 "(a newline at byte 4; whitespace and line breaks are not accepted)" },
+		{ "aGVs bG8=", "prompt: images[0].data must be base64 "
+			       "(a space at byte 4; whitespace and line breaks are not accepted)" },
+		{ "AA==\\n", "prompt: images[0].data must be base64 "
+			    "(a newline at byte 4; whitespace and line breaks are not accepted)" },
+		{ "aGk=\\r\\n", "prompt: images[0].data must be base64 "
+				"(a carriage return at byte 4; whitespace and line breaks are not accepted)" },
+		{ "ab-_", "prompt: images[0].data must be base64 "
+			  "('-' at byte 2 is URL-safe base64; use the standard alphabet with '+' and '/')" },
+		{ "abc_", "prompt: images[0].data must be base64 "
+			  "('_' at byte 3 is URL-safe base64; use the standard alphabet with '+' and '/')" },
+		{ "ab.c", "prompt: images[0].data must be base64 "
+			  "('.' at byte 2 is not in the base64 alphabet)" },
+		{ "ab\xc3\xa9", "prompt: images[0].data must be base64 "
+				"(byte 2 is 0xc3, not in the base64 alphabet)" },
+		{ "\\u0001AAA", "prompt: images[0].data must be base64 "
+				"(byte 0 is 0x01, not in the base64 alphabet)" },
+		{ "data:image/png;base64,aGk=", "prompt: images[0].data must be base64 "
+						"(':' at byte 4 is not in the base64 alphabet)" },
+	};
+	struct command c;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(strcmp(image_verdict(good[i], "image/png", &c), "") == 0, "%s: %s",
+			      good[i], c.error);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_str_eq(image_verdict(bad[i].data, "image/png", &c), bad[i].error);
+}
+END_TEST
+
+START_TEST(test_image_error_names_the_failing_index_and_command)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("{\"type\":\"follow_up\",\"message\":\"m\",\"images\":["
+			       "{\"type\":\"image\",\"data\":\"aGk=\",\"mimeType\":\"image/png\"},"
+			       "{\"type\":\"image\",\"data\":\"AAAA\",\"mimeType\":\"image/jpeg\"},"
+			       "{\"type\":\"image\",\"data\":\"aGk\",\"mimeType\":\"image/png\"}]}", &c), -1);
+	ck_assert_str_eq(c.error, "follow_up: images[2].data must be base64 "
+				  "(its length 3 is not a multiple of 4; is the '=' padding missing?)");
+	command_release(&c);
+	/* data is judged before mimeType. */
+	ck_assert_int_eq(parse("{\"type\":\"steer\",\"message\":\"m\",\"images\":["
+			       "{\"type\":\"image\",\"data\":\"a-k=\",\"mimeType\":5}]}", &c), -1);
+	ck_assert_ptr_nonnull(strstr(c.error, "steer: images[0].data must be base64 ('-' at byte 1"));
+	command_release(&c);
+}
+END_TEST
+
+START_TEST(test_image_mime_type_must_be_a_bare_media_type)
+{
+	static const char *const good[] = { "image/png", "image/jpeg", "image/svg+xml", "x/y" };
+	static const char *const bad[] = {
+		"", "png", "image/", "/png", "image png", "image/png; q=1", "image/png,x", "image/a/b",
+		"image/p\\u00e9ng",
+	};
+	struct command c;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(strcmp(image_verdict("aGk=", good[i], &c), "") == 0, "%s: %s", good[i],
+			      c.error);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_str_eq(image_verdict("aGk=", bad[i], &c),
+				 "prompt: images[0].mimeType must be a media type such as \"image/png\"");
+	ck_assert_int_eq(parse("{\"type\":\"prompt\",\"message\":\"m\",\"images\":"
+			       "[{\"type\":\"image\",\"data\":\"aGk=\"}]}", &c), -1);
+	ck_assert_str_eq(c.error, "prompt: images[0].mimeType must be a string");
+	command_release(&c);
+}
+END_TEST
+
 START_TEST(test_set_model_and_modes_parse_their_fields)
 {
 	struct command c;
@@ -194,10 +374,15 @@ Suite *command_suite(void)
 	tcase_add_test(tc, test_non_object_is_parse_error);
 	tcase_add_test(tc, test_missing_or_non_string_type_is_parse_error_keeping_id);
 	tcase_add_test(tc, test_unknown_command_names_type_and_keeps_id);
+	tcase_add_test(tc, test_type_is_judged_before_a_bad_id);
+	tcase_add_test(tc, test_precedence_follows_the_documented_table);
 	tcase_add_test(tc, test_pi_command_without_meaning_is_refused_with_reason);
 	tcase_add_test(tc, test_missing_field_error_names_the_field);
 	tcase_add_test(tc, test_mistyped_field_error_names_field_and_kind);
 	tcase_add_test(tc, test_images_are_checked_item_by_item);
+	tcase_add_test(tc, test_image_data_must_be_padded_standard_base64);
+	tcase_add_test(tc, test_image_error_names_the_failing_index_and_command);
+	tcase_add_test(tc, test_image_mime_type_must_be_a_bare_media_type);
 	tcase_add_test(tc, test_set_model_and_modes_parse_their_fields);
 	tcase_add_test(tc, test_huge_unknown_type_is_truncated_in_error);
 	suite_add_tcase(s, tc);
