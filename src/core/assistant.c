@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/number.h"
 #include "base/utf8.h"
 #include "proto/event.h"
 
@@ -170,9 +171,13 @@ json_t *assistant_close(struct assistant *self, const char *stop_reason, const c
 	json_object_set_new(msg, "stopReason", json_string(stop_reason));
 	if (error != NULL)
 		json_object_set_new(msg, "errorMessage", json_string(error));
+	/* The counts came from a provider: clamped again, and summed without
+	 * overflow, whatever a provider let through. */
+	input_tokens = number_clamp(input_tokens);
+	output_tokens = number_clamp(output_tokens);
 	json_object_set_new(usage, "input", json_integer(input_tokens));
 	json_object_set_new(usage, "output", json_integer(output_tokens));
-	json_object_set_new(usage, "totalTokens", json_integer(input_tokens + output_tokens));
+	json_object_set_new(usage, "totalTokens", json_integer(number_add(input_tokens, output_tokens)));
 	emit(self, event_message_end(msg));
 	return msg;
 }

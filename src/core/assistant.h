@@ -56,7 +56,8 @@ void assistant_text_delta(struct assistant *self, const char *text, size_t len);
 /* Ignored while no message is open. */
 void assistant_text_end(struct assistant *self);
 /* Closes the open message: stopReason, errorMessage (borrowed; NULL leaves
- * it out), usage; emits message_end. Returns the message (new reference). */
+ * it out), usage (each count clamped to [0, NUMBER_MAX], totalTokens their
+ * saturating sum); emits message_end. Returns the message (new reference). */
 json_t *assistant_close(struct assistant *self, const char *stop_reason, const char *error,
 			int64_t input_tokens, int64_t output_tokens);
 

@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "base/number.h"
+
 json_t *message_user(const char *text, const json_t *images, int64_t timestamp_ms)
 {
 	json_t *content = json_pack("[{s:s, s:s}]", "type", "text", "text", text);
@@ -16,10 +18,19 @@ json_t *message_user(const char *text, const json_t *images, int64_t timestamp_m
 			 "timestamp", (json_int_t)timestamp_ms);
 }
 
+/* A usage count (a loaded session file may hold anything): 0 unless a
+ * whole number >= 0, at most NUMBER_MAX. */
+static int64_t count(const json_t *usage, const char *key)
+{
+	int64_t n;
+
+	return number_from_json(json_object_get(usage, key), &n) > 0 ? n : 0;
+}
+
 json_t *message_stats(const json_t *messages, const char *session_id, const char *session_file)
 {
 	size_t i, user = 0, assistant = 0;
-	json_int_t in = 0, out = 0;
+	int64_t in = 0, out = 0;
 	json_t *m;
 	json_t *st;
 
@@ -31,15 +42,15 @@ json_t *message_stats(const json_t *messages, const char *session_id, const char
 			user++;
 		else if (role != NULL && strcmp(role, "assistant") == 0)
 			assistant++;
-		in += json_integer_value(json_object_get(usage, "input"));
-		out += json_integer_value(json_object_get(usage, "output"));
+		in = number_add(in, count(usage, "input"));
+		out = number_add(out, count(usage, "output"));
 	}
 	st = json_pack("{s:s, s:I, s:I, s:i, s:i, s:I, s:{s:I, s:I, s:i, s:i, s:I}, s:f}",
 		       "sessionId", session_id, "userMessages", (json_int_t)user,
 		       "assistantMessages", (json_int_t)assistant, "toolCalls", 0, "toolResults", 0,
 		       "totalMessages", (json_int_t)json_array_size(messages),
-		       "tokens", "input", in, "output", out, "cacheRead", 0, "cacheWrite", 0,
-		       "total", in + out, "cost", 0.0);
+		       "tokens", "input", (json_int_t)in, "output", (json_int_t)out, "cacheRead", 0,
+		       "cacheWrite", 0, "total", (json_int_t)number_add(in, out), "cost", 0.0);
 	if (st != NULL && session_file != NULL)
 		json_object_set_new(st, "sessionFile", json_string(session_file));
 	return st;

@@ -13,7 +13,8 @@
 json_t *message_user(const char *text, const json_t *images, int64_t timestamp_ms);
 
 /* get_session_stats' data for a conversation: counts by role and the summed
- * usage of `messages` (borrowed). session_file may be NULL. */
+ * usage of `messages` (borrowed): a count that is not a whole number >= 0
+ * counts 0, sums saturate at NUMBER_MAX. session_file may be NULL. */
 json_t *message_stats(const json_t *messages, const char *session_id, const char *session_file);
 
 #endif

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "base/errbuf.h"
+#include "base/hint.h"
+#include "base/number.h"
 
 /* With no chunk delay, stream this many words per loop turn, so output
  * I/O and incoming commands interleave with a long answer. */
@@ -290,6 +292,7 @@ static int sim_start(struct provider *base, const struct attempt_ctx *ctx,
 		json_t *t = json_object_get(st, "text");
 		json_t *e = json_object_get(st, "error");
 		json_t *h = json_object_get(st, "retryAfterMs");
+		int64_t n;
 
 		self->next++;
 		self->step = st;
@@ -299,10 +302,13 @@ static int sim_start(struct provider *base, const struct attempt_ctx *ctx,
 		}
 		if (json_is_string(e))
 			self->error = dup_n(json_string_value(e), json_string_length(e));
-		if (json_is_integer(h))
-			self->hint_ms = json_integer_value(h);
+		/* Checked >= 0 by provider_sim_check_plan(); saturated like any
+		 * number from outside, the hint at HINT_MAX_MS like a server's
+		 * (a wait of 2^63-1 ms overflowed now + wait). */
+		if (number_from_json(h, &n) > 0)
+			self->hint_ms = n < HINT_MAX_MS ? n : HINT_MAX_MS;
 		self->hang = json_is_true(json_object_get(st, "hang"));
-		delay = json_integer_value(json_object_get(st, "delayMs"));
+		number_from_json(json_object_get(st, "delayMs"), &delay);
 	} else {
 		last_user_text(ctx->messages, &text, &text_len);
 	}

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/number.h"
 #include "provider/http/api.h"
 #include "provider/http/api_anthropic.h"
 #include "provider/http/api_formats.h"
@@ -358,6 +359,40 @@ START_TEST(test_openai_events_after_done_are_ignored)
 }
 END_TEST
 
+/* A usage chunk with the given counts (JSON texts). */
+#define OAI_USAGE_OF(in, out) "data: " OAI_HEAD "\"choices\":[],\"usage\":{\"prompt_tokens\":" in \
+		  ",\"completion_tokens\":" out "}}\n\n"
+
+START_TEST(test_openai_huge_usage_saturates_at_number_max)
+{
+	struct outcome o = decode(&api_openai_format, OAI_TEXT OAI_FINISH
+				  OAI_USAGE_OF("9223372036854775807", "1e300") OAI_DONE);
+
+	ck_assert_int_eq(o.stop, STOP_STOP);
+	ck_assert_int_eq(o.input_tokens, NUMBER_MAX);
+	ck_assert_int_eq(o.output_tokens, NUMBER_MAX);
+	free(o.log);
+}
+END_TEST
+
+START_TEST(test_openai_negative_or_fractional_usage_is_ignored)
+{
+	struct outcome o = decode(&api_openai_format, OAI_TEXT OAI_FINISH
+				  OAI_USAGE_OF("-1", "3.5") OAI_DONE);
+
+	ck_assert_int_eq(o.stop, STOP_STOP);
+	ck_assert_int_eq(o.input_tokens, 0);
+	ck_assert_int_eq(o.output_tokens, 0);
+	free(o.log);
+	/* A bad count in a later report leaves the earlier one. */
+	o = decode(&api_openai_format, OAI_TEXT OAI_FINISH OAI_USAGE_OF("7", "8")
+		   OAI_USAGE_OF("-9223372036854775808", "\"9\"") OAI_DONE);
+	ck_assert_int_eq(o.input_tokens, 7);
+	ck_assert_int_eq(o.output_tokens, 8);
+	free(o.log);
+}
+END_TEST
+
 START_TEST(test_openai_stream_without_usage_reports_zero_tokens)
 {
 	struct outcome o = decode(&api_openai_format, OAI_TEXT OAI_FINISH OAI_DONE);
@@ -390,6 +425,34 @@ START_TEST(test_anthropic_complete_stream_gives_text_usage_and_stop)
 	ck_assert_int_eq(o.input_tokens, 25);
 	ck_assert_int_eq(o.output_tokens, 15);
 	ck_assert_int_eq(o.hint_ms, -1);
+	free(o.log);
+}
+END_TEST
+
+#define ANT_START_USAGE(in, out) "event: message_start\n" \
+	"data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\"," \
+	"\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"usage\":{\"input_tokens\":" in \
+	",\"output_tokens\":" out "}}}\n\n"
+#define ANT_MSG_DELTA_USAGE(out) "event: message_delta\n" \
+	"data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"}," \
+	"\"usage\":{\"output_tokens\":" out "}}\n\n"
+
+START_TEST(test_anthropic_huge_usage_saturates_and_negative_usage_is_ignored)
+{
+	struct outcome o = decode(&api_anthropic_format,
+				  ANT_START_USAGE("9223372036854775807", "1") ANT_BLOCK ANT_DELTA("x")
+				  ANT_BLOCK_STOP ANT_MSG_DELTA_USAGE("9223372036854775807") ANT_STOP);
+
+	ck_assert_int_eq(o.stop, STOP_STOP);
+	ck_assert_int_eq(o.input_tokens, NUMBER_MAX);
+	ck_assert_int_eq(o.output_tokens, NUMBER_MAX);
+	free(o.log);
+	o = decode(&api_anthropic_format,
+		   ANT_START_USAGE("-5", "2") ANT_BLOCK ANT_DELTA("x") ANT_BLOCK_STOP
+		   ANT_MSG_DELTA_USAGE("-9223372036854775808") ANT_STOP);
+	ck_assert_int_eq(o.stop, STOP_STOP);
+	ck_assert_int_eq(o.input_tokens, 0);
+	ck_assert_int_eq(o.output_tokens, 2);
 	free(o.log);
 }
 END_TEST
@@ -934,9 +997,12 @@ Suite *api_suite(void)
 	tcase_add_test(oai, test_openai_json_that_is_not_an_object_is_malformed);
 	tcase_add_test(oai, test_openai_events_after_done_are_ignored);
 	tcase_add_test(oai, test_openai_stream_without_usage_reports_zero_tokens);
+	tcase_add_test(oai, test_openai_huge_usage_saturates_at_number_max);
+	tcase_add_test(oai, test_openai_negative_or_fractional_usage_is_ignored);
 	tcase_add_test(oai, test_openai_comments_and_keepalives_are_ignored);
 	tcase_add_test(ant, test_anthropic_complete_stream_gives_text_usage_and_stop);
 	tcase_add_test(ant, test_anthropic_stream_split_at_every_byte_gives_the_same_result);
+	tcase_add_test(ant, test_anthropic_huge_usage_saturates_and_negative_usage_is_ignored);
 	tcase_add_test(ant, test_anthropic_stream_cut_anywhere_before_message_stop_fails_as_truncated);
 	tcase_add_test(ant, test_anthropic_message_delta_without_message_stop_is_truncated);
 	tcase_add_test(ant, test_anthropic_stop_reasons_map_to_stop_reasons);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/number.h"
 #include "core/assistant.h"
 
 Suite *assistant_suite(void);
@@ -190,6 +191,31 @@ START_TEST(test_close_records_stop_reason_error_and_usage)
 }
 END_TEST
 
+START_TEST(test_close_saturates_huge_counts_and_their_sum_and_drops_negatives)
+{
+	struct assistant a;
+	json_t *msg, *usage;
+
+	init(&a, false);
+	assistant_open(&a, "x", "sim", "sim-1", 0);
+	/* The reported defect: these two gave totalTokens -2 (and UB). */
+	msg = assistant_close(&a, "stop", NULL, INT64_MAX, INT64_MAX);
+	usage = json_object_get(msg, "usage");
+	ck_assert_int_eq(json_integer_value(json_object_get(usage, "input")), NUMBER_MAX);
+	ck_assert_int_eq(json_integer_value(json_object_get(usage, "output")), NUMBER_MAX);
+	ck_assert_int_eq(json_integer_value(json_object_get(usage, "totalTokens")), NUMBER_MAX);
+	json_decref(msg);
+	assistant_open(&a, "x", "sim", "sim-1", 0);
+	msg = assistant_close(&a, "stop", NULL, -1, INT64_MIN);
+	usage = json_object_get(msg, "usage");
+	ck_assert_int_eq(json_integer_value(json_object_get(usage, "input")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(usage, "output")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(usage, "totalTokens")), 0);
+	json_decref(msg);
+	assistant_release(&a);
+}
+END_TEST
+
 START_TEST(test_last_text_joins_the_blocks_of_the_last_assistant_message)
 {
 	json_t *messages = json_loads("[{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"old\"}]},"
@@ -221,6 +247,7 @@ Suite *assistant_suite(void)
 	tcase_add_test(tc, test_delta_updates_write_lines_and_close_keeps_every_block);
 	tcase_add_test(tc, test_text_that_is_not_utf8_is_refused_like_jansson_does);
 	tcase_add_test(tc, test_close_records_stop_reason_error_and_usage);
+	tcase_add_test(tc, test_close_saturates_huge_counts_and_their_sum_and_drops_negatives);
 	tcase_add_test(tc, test_last_text_joins_the_blocks_of_the_last_assistant_message);
 	suite_add_tcase(s, tc);
 	return s;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/number.h"
 #include "provider/cli/cli_parser.h"
 #include "provider/cli/cli_profile.h"
 
@@ -537,6 +538,60 @@ START_TEST(test_terminal_line_is_settled_until_something_follows_it)
 }
 END_TEST
 
+/* Numbers from a hostile CLI. */
+
+START_TEST(test_huge_counts_and_delays_saturate_and_negative_ones_are_dropped)
+{
+	struct fx f;
+	json_t *ev;
+
+	fx_init(&f, "claude");
+	feed_file(&f, "claude-hostile-numbers.jsonl");
+	ck_assert_str_eq(f.t.text, "session:S-num|provider_retry|start|delta:Counted.|end|ok");
+	ck_assert_int_eq(f.parser.input_tokens, NUMBER_MAX);
+	ck_assert_int_eq(f.parser.output_tokens, NUMBER_MAX);
+	ev = event(&f, 0);
+	ck_assert_ptr_null(json_object_get(ev, "attempt"));
+	ck_assert_int_eq(num(ev, "maxAttempts"), NUMBER_MAX);
+	ck_assert_int_eq(num(ev, "delayMs"), NUMBER_MAX);
+	/* error_status -529 is no status to put first. */
+	ck_assert_str_eq(str(ev, "errorMessage"), "overloaded");
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_negative_and_fractional_counts_are_treated_as_absent)
+{
+	struct fx f;
+	json_t *ev;
+
+	fx_init(&f, "claude");
+	feed_file(&f, "claude-negative-usage.jsonl");
+	ck_assert_str_eq(f.t.text, "session:S-neg|provider_retry|start|delta:Negative.|end|ok");
+	ck_assert_int_eq(f.parser.input_tokens, 0);
+	ck_assert_int_eq(f.parser.output_tokens, 0);
+	ev = event(&f, 0);
+	ck_assert_ptr_null(json_object_get(ev, "attempt"));
+	ck_assert_ptr_null(json_object_get(ev, "maxAttempts"));
+	ck_assert_ptr_null(json_object_get(ev, "delayMs"));
+	ck_assert_str_eq(str(ev, "errorMessage"), "529 overloaded");
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_captured_counts_too_long_for_an_integer_saturate)
+{
+	struct fx f;
+
+	fx_init(&f, "codex");
+	feed(&f, "{\"type\":\"error\",\"message\":\"Reconnecting... 99999999999999999999/5\"}");
+	ck_assert_str_eq(f.t.text, "provider_retry");
+	ck_assert_int_eq(num(event(&f, 0), "attempt"), NUMBER_MAX);
+	ck_assert_int_eq(num(event(&f, 0), "maxAttempts"), 5);
+	fx_release(&f);
+}
+END_TEST
+
 Suite *cli_parser_suite(void)
 {
 	Suite *s = suite_create("cli_parser");
@@ -567,6 +622,9 @@ Suite *cli_parser_suite(void)
 	tcase_add_test(any, test_repeated_tool_use_line_starts_the_call_once_and_ends_it_once);
 	tcase_add_test(any, test_no_terminal_line_leaves_the_outcome_open);
 	tcase_add_test(any, test_terminal_line_is_settled_until_something_follows_it);
+	tcase_add_test(any, test_huge_counts_and_delays_saturate_and_negative_ones_are_dropped);
+	tcase_add_test(any, test_negative_and_fractional_counts_are_treated_as_absent);
+	tcase_add_test(any, test_captured_counts_too_long_for_an_integer_saturate);
 	suite_add_tcase(s, claude);
 	suite_add_tcase(s, codex);
 	suite_add_tcase(s, gemini);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/number.h"
 #include "core/journal.h"
 #include "proto/message.h"
 
@@ -55,6 +56,37 @@ START_TEST(test_stats_count_roles_and_sum_usage)
 }
 END_TEST
 
+START_TEST(test_stats_sums_saturate_and_bad_counts_count_zero)
+{
+	json_t *msgs = json_loads("[{\"role\":\"assistant\",\"usage\":{\"input\":9223372036854775807,"
+				  "\"output\":9223372036854775807}},"
+				  "{\"role\":\"assistant\",\"usage\":{\"input\":9007199254740991,"
+				  "\"output\":1}},"
+				  "{\"role\":\"assistant\",\"usage\":{\"input\":-5,\"output\":2.5}},"
+				  "{\"role\":\"assistant\",\"usage\":{\"input\":\"7\",\"output\":null}}]",
+				  0, NULL);
+	json_t *st, *tokens;
+
+	ck_assert_ptr_nonnull(msgs);
+	st = message_stats(msgs, "abc", NULL);
+	tokens = json_object_get(st, "tokens");
+	ck_assert_int_eq(json_integer_value(json_object_get(tokens, "input")), NUMBER_MAX);
+	ck_assert_int_eq(json_integer_value(json_object_get(tokens, "output")), NUMBER_MAX);
+	ck_assert_int_eq(json_integer_value(json_object_get(tokens, "total")), NUMBER_MAX);
+	json_decref(st);
+	/* Only the bad ones: nothing negative is relayed. */
+	json_array_remove(msgs, 0);
+	json_array_remove(msgs, 0);
+	st = message_stats(msgs, "abc", NULL);
+	tokens = json_object_get(st, "tokens");
+	ck_assert_int_eq(json_integer_value(json_object_get(tokens, "input")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(tokens, "output")), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(tokens, "total")), 0);
+	json_decref(st);
+	json_decref(msgs);
+}
+END_TEST
+
 START_TEST(test_session_file_is_named_by_utc_start_time_and_id)
 {
 	char *p = journal_path("/d", "0190-id", 1700000000123);
@@ -72,6 +104,7 @@ Suite *message_suite(void)
 
 	tcase_add_test(tc, test_user_message_has_pis_shape_with_images_after_the_text);
 	tcase_add_test(tc, test_stats_count_roles_and_sum_usage);
+	tcase_add_test(tc, test_stats_sums_saturate_and_bad_counts_count_zero);
 	tcase_add_test(tc, test_session_file_is_named_by_utc_start_time_and_id);
 	suite_add_tcase(s, tc);
 	return s;

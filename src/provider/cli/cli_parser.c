@@ -1,8 +1,12 @@
 #include "provider/cli/cli_parser.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/log.h"
+#include "base/number.h"
 
 #define UNFINISHED_TOOL "the agent exited before the tool call finished"
 
@@ -96,11 +100,12 @@ static char *text_at(const json_t *root, const json_t *paths)
 static char *with_status(char *message, const json_t *status)
 {
 	char num[32], *out;
+	int64_t code;
 	size_t n;
 
-	if (!json_is_number(status) || message == NULL)
+	if (message == NULL || number_from_json(status, &code) <= 0)
 		return message;
-	snprintf(num, sizeof(num), "%.0f", json_number_value(status));
+	snprintf(num, sizeof(num), "%" PRId64, code);
 	if (strstr(message, num) != NULL)
 		return message;
 	n = strlen(num) + strlen(message) + 2;
@@ -117,30 +122,37 @@ static json_t *spec(const struct cli_profile_rule *rule, const char *key)
 	return json_object_get(rule->spec, key);
 }
 
-/* The number at a rule field, as an integer JSON value, or NULL. */
-static json_t *number_at(const json_t *root, const struct cli_profile_rule *rule, const char *key)
+/* r from reading field key: a rejection is logged at debug, once a run. */
+static bool number_kept(struct cli_parser *self, enum number_read r, const char *key)
+{
+	if (r == NUMBER_REJECTED && !self->bad_number_logged) {
+		self->bad_number_logged = true;
+		LOG_DEBUG("cli: ignored %s: not a whole number >= 0", key);
+	}
+	return r > 0;
+}
+
+/* The number at a rule field, in [0, NUMBER_MAX]: true with *out set;
+ * false when absent or rejected (number_from_json). delayMs is rounded:
+ * Claude's retry_delay_ms has been seen as 35073.757... */
+static bool number_at(struct cli_parser *self, const json_t *root,
+		      const struct cli_profile_rule *rule, const char *key, int64_t *out)
 {
 	json_t *paths = spec(rule, key);
 	json_t *v = paths ? cli_profile_get(root, paths) : NULL;
 
-	double x;
-
-	if (!json_is_number(v))
-		return NULL;
-	/* Claude's retry_delay_ms has been seen as 35073.757... */
-	x = json_number_value(v);
-	if (x != x || x > 9e15 || x < -9e15)
-		return NULL;
-	return json_integer((json_int_t)(x + (x >= 0 ? 0.5 : -0.5)));
+	return number_kept(self, strcmp(key, "delayMs") == 0 ? number_from_json_rounded(v, out)
+							     : number_from_json(v, out),
+			   key);
 }
 
-static int64_t tokens_at(const json_t *line, const struct cli_profile_rule *rule, const char *key)
+/* A token count: 0 when absent or rejected. */
+static int64_t tokens_at(struct cli_parser *self, const json_t *line,
+			 const struct cli_profile_rule *rule, const char *key)
 {
-	json_t *v = number_at(line, rule, key);
-	int64_t n = v ? (int64_t)json_integer_value(v) : 0;
+	int64_t n;
 
-	json_decref(v);
-	return n;
+	return number_at(self, line, rule, key, &n) ? n : 0;
 }
 
 static bool flag(const json_t *item, const json_t *how)
@@ -226,12 +238,19 @@ static void on_retry(struct cli_parser *self, const json_t *line, cli_parser_cb 
 	}
 	ev = json_pack("{s:s}", "type", "provider_retry");
 	for (size_t i = 0; ev != NULL && i < 3; i++) {
-		json_t *v = number_at(line, r, numbers[i]);
+		json_t *c = json_object_get(captures, numbers[i]);
+		int64_t v;
+		bool found = number_at(self, line, r, numbers[i], &v);
 
-		if (v == NULL && json_is_integer(json_object_get(captures, numbers[i])))
-			v = json_incref(json_object_get(captures, numbers[i]));
-		if (v != NULL)
-			json_object_set_new(ev, numbers[i], v);
+		/* A capture is digits: an integer, or a string when too long for one. */
+		if (!found && json_is_string(c))
+			found = number_kept(self, number_from_digits(json_string_value(c),
+								      json_string_length(c), &v),
+					    numbers[i]);
+		else if (!found && c != NULL)
+			found = number_kept(self, number_from_json(c, &v), numbers[i]);
+		if (found)
+			json_object_set_new(ev, numbers[i], json_integer((json_int_t)v));
 	}
 	msg = spec(r, "message") ? text_at(line, spec(r, "message")) : NULL;
 	msg = with_status(msg, spec(r, "status") ? cli_profile_get(line, spec(r, "status")) : NULL);
@@ -413,8 +432,8 @@ static void on_terminal(struct cli_parser *self, const json_t *line, cli_parser_
 	self->terminal = true;
 	self->settled = true;
 	self->failed = o.failed;
-	self->input_tokens = tokens_at(line, r, "inputTokens");
-	self->output_tokens = tokens_at(line, r, "outputTokens");
+	self->input_tokens = tokens_at(self, line, r, "inputTokens");
+	self->output_tokens = tokens_at(self, line, r, "outputTokens");
 	o.text = error;
 	o.len = error ? strlen(error) : 0;
 	cb(ctx, &o);

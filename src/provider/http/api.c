@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
+#include "base/number.h"
 #include "base/utf8.h"
 
 /* ---- error text ---------------------------------------------------------- */
@@ -310,6 +312,25 @@ int api_stream_event(struct api_stream *self, const struct sse_event *ev)
 int api_stream_sse_cb(void *ctx, const struct sse_event *ev)
 {
 	return api_stream_event(ctx, ev) != 0 ? 1 : 0;
+}
+
+static void take_count(struct api_stream *self, const json_t *v, int64_t *count, const char *what)
+{
+	int64_t n;
+	enum number_read r = number_from_json(v, &n);
+
+	if (r > 0) {
+		*count = n;
+	} else if (r == NUMBER_REJECTED && !self->bad_usage_logged) {
+		self->bad_usage_logged = true;
+		LOG_DEBUG("ignored the provider's %s token count: not a whole number >= 0", what);
+	}
+}
+
+void api_stream_usage(struct api_stream *self, const json_t *input, const json_t *output)
+{
+	take_count(self, input, &self->input_tokens, "input");
+	take_count(self, output, &self->output_tokens, "output");
 }
 
 bool api_stream_done(const struct api_stream *self)

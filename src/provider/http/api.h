@@ -94,8 +94,9 @@ struct api_stream {
 	bool done;                  /* nothing more is expected: [DONE] / message_stop */
 	bool failed;
 	enum stop_reason stop;      /* from the finish/stop reason */
-	int64_t input_tokens;
+	int64_t input_tokens;       /* in [0, NUMBER_MAX] (api_stream_usage) */
 	int64_t output_tokens;
+	bool bad_usage_logged;      /* a rejected count was logged */
 	char error[API_ERROR_MAX];  /* the failure, or the text for stop == STOP_ERROR */
 };
 
@@ -175,6 +176,11 @@ json_t *api_stream_parse(struct api_stream *self, const struct sse_event *ev);
 void api_stream_begin(struct api_stream *self);
 /* Text deltas, with start/text_start as needed; empty ones are dropped. */
 void api_stream_text(struct api_stream *self, const char *text, size_t len);
+/* A usage report's counts (borrowed; NULL when absent) through
+ * number_from_json(): a count above NUMBER_MAX is saturated; a negative,
+ * fractional or non-numeric one is ignored like an absent one (the count
+ * keeps its earlier value, 0 at first), logged at debug once a stream. */
+void api_stream_usage(struct api_stream *self, const json_t *input, const json_t *output);
 
 /* A format's quick reader starts with this: q emptied, js (the reader's
  * own) set on data[0..len) and inside its top-level object. Returns 0, or

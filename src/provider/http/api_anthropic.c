@@ -20,13 +20,8 @@ static bool str_eq(const json_t *v, const char *s)
 
 static void take_usage(struct api_stream *self, const json_t *usage)
 {
-	const json_t *in = json_object_get(usage, "input_tokens");
-	const json_t *out = json_object_get(usage, "output_tokens");
-
-	if (json_is_integer(in))
-		self->input_tokens = json_integer_value(in);
-	if (json_is_integer(out))
-		self->output_tokens = json_integer_value(out);
+	api_stream_usage(self, json_object_get(usage, "input_tokens"),
+			 json_object_get(usage, "output_tokens"));
 }
 
 /* pi's mapping, including its texts for the stop reasons that are errors. */

@@ -42,13 +42,8 @@ static void finish_reason(struct api_stream *self, const char *reason)
 
 static void take_usage(struct api_stream *self, const json_t *usage)
 {
-	const json_t *in = json_object_get(usage, "prompt_tokens");
-	const json_t *out = json_object_get(usage, "completion_tokens");
-
-	if (json_is_integer(in))
-		self->input_tokens = json_integer_value(in);
-	if (json_is_integer(out))
-		self->output_tokens = json_integer_value(out);
+	api_stream_usage(self, json_object_get(usage, "prompt_tokens"),
+			 json_object_get(usage, "completion_tokens"));
 }
 
 /* An in-stream error: {"error": {"message": ...}} (OpenAI, OpenRouter) or
