@@ -166,7 +166,10 @@ static void dispatch(struct rpc *self, struct command *cmd)
 		return;
 	case CMD_CLASSIFY_ERROR: {
 		struct classify_input in = {
-			.text = cmd->message, .len = strlen(cmd->message), .status = cmd->status,
+			.text = cmd->message,
+			/* The whole text, past any NUL it holds. */
+			.len = json_string_length(json_object_get(cmd->root, "message")),
+			.status = cmd->status,
 			.body = cmd->body, .body_len = cmd->body_len, .headers = cmd->headers,
 		};
 

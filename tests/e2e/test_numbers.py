@@ -98,14 +98,14 @@ class HttpNumbers:
         d.finish()
 
     def test_a_retry_after_beyond_int64_is_read_as_a_bounded_wait(self):
-        # The hint parser clamps at HINT_MAX_MS (10^15 ms): a wait that long
-        # is a usage limit, and its text names the clamped wait.
-        d = self.start([{"status": 503, "message": "busy",
+        # The hint parser clamps at HINT_MAX_MS (10^15 ms): a rate limit
+        # that long is a usage limit, and its text names the clamped wait.
+        d = self.start([{"status": 429, "message": "busy",
                          "headers": {"retry-after": "99999999999999999999999"}}])
         msgs = self.run_prompt(d, "q")
         self.check_schemas(msgs)
         [final] = assistant_ends(msgs)
-        self.assertEqual(final["errorMessage"], "503 busy " + CLAMPED_WAIT)
+        self.assertEqual(final["errorMessage"], "429 busy " + CLAMPED_WAIT)
         d.finish()
 
 
