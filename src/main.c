@@ -1,10 +1,12 @@
 /* retryd — entry point: options, settings, the loop, and orderly shutdown. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "base/errbuf.h"
@@ -497,14 +499,49 @@ static int run(struct daemon *d, const struct options *o)
 	return 0;
 }
 
+/* A daemon started with stdin, stdout or stderr closed (`retryd 2>&-`, an
+ * editor that closes stderr) gets /dev/null there before anything opens an
+ * fd: else the next fd opened (libuv's own, a session file) lands on 0-2 and
+ * libuv aborts when it closes it. Returns -1 when that cannot be done. */
+static int fill_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		int nul;
+
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		nul = open("/dev/null", O_RDWR);
+		if (nul < 0)
+			return -1;
+		/* The lowest free fd is this one unless a lower one was also
+		 * closed, which the loop has filled already. */
+		if (nul != fd) {
+			int rc = dup2(nul, fd);
+
+			close(nul);
+			if (rc < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	/* At most one --set per argument. */
-	const char **sets = calloc(argc > 0 ? (size_t)argc : 1, sizeof(*sets));
-	struct options o = { .sets = sets };
+	const char **sets;
+	struct options o;
 	struct daemon d;
 	int rc;
 
+	if (fill_std_fds() != 0) {
+		/* Written only if stderr is open (else EBADF, harmlessly). */
+		fprintf(stderr, "retryd: cannot open /dev/null for a closed stdin, stdout or stderr: %s\n",
+			strerror(errno));
+		return 1;
+	}
+	/* At most one --set per argument. */
+	sets = calloc(argc > 0 ? (size_t)argc : 1, sizeof(*sets));
+	o = (struct options){ .sets = sets };
 	if (sets == NULL) {
 		fprintf(stderr, "retryd: out of memory\n");
 		return 1;
