@@ -1,6 +1,7 @@
 /* retryd — entry point: options, settings, the loop, and orderly shutdown. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -355,14 +356,39 @@ static void on_signal(uv_signal_t *h, int signum)
 	begin_exit(d, true);
 }
 
+/* Closing the last uv_signal handle of a signal puts its default action
+ * back, and a SIGTERM then would kill the process while the exit finishes
+ * (a second signal during shutdown ended it by the signal, not exit 0). So
+ * the two are ignored from here on: blocked in this thread while libuv
+ * closes the handles, then SIG_IGN, which also drops any that came
+ * meanwhile. (Another thread, such as libuv's thread pool, could still take
+ * one in the instant between libuv's reset and SIG_IGN.) */
+static void close_signals(struct daemon *d)
+{
+	struct sigaction ign;
+	sigset_t stop, old;
+
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
+	uv_close((uv_handle_t *)&d->sigterm, NULL);
+	uv_close((uv_handle_t *)&d->sigint, NULL);
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGTERM, &ign, NULL);
+	sigaction(SIGINT, &ign, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 static void close_all(struct daemon *d)
 {
 	if (d->closed)
 		return;
 	d->closed = true;
 	if (d->handles_ready) {
-		uv_close((uv_handle_t *)&d->sigterm, NULL);
-		uv_close((uv_handle_t *)&d->sigint, NULL);
+		close_signals(d);
 		uv_close((uv_handle_t *)&d->grace, NULL);
 	}
 	if (d->reader != NULL)
