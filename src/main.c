@@ -449,43 +449,51 @@ static int run(struct daemon *d, const struct options *o)
 	};
 
 	const json_t *providers = settings_get(&d->settings, "providers");
+	bool sim = o->provider == NULL || strcmp(o->provider, "sim") == 0;
+	const json_t *entry = sim ? NULL : json_object_get(providers, o->provider);
 	char err[512];
 
+	/* Exit status (protocol/README.md section 2): 2 for a usage error on the
+	 * command line, an unknown provider name among them; 1 for a wrong
+	 * configuration (a provider entry or profile too) or a failed start. */
+	if (!sim && entry == NULL) {
+		unknown_provider(providers, o->provider, err, sizeof(err));
+		fprintf(stderr, "retryd: %s\n", err);
+		free(dir);
+		return 2;
+	}
 	d->loop = uv_default_loop();
 	clock_uv_init(&d->clock, d->loop);
-	if (o->provider == NULL || strcmp(o->provider, "sim") == 0) {
+	if (sim) {
 		d->provider = provider_sim_new(&d->clock.clock, settings_get(&d->settings, "sim.plan"),
 					       settings_get_int(&d->settings, "sim.chunkDelayMs"),
 					       settings_get(&d->settings, "sim.models"),
 					       settings_get(&d->settings, "sim.credentials"));
-	} else if (cli_profile_is_exec(json_object_get(providers, o->provider))) {
-		d->provider = provider_cli_new(d->loop, &d->clock.clock, o->provider,
-					       json_object_get(providers, o->provider), err, sizeof(err));
+	} else if (cli_profile_is_exec(entry)) {
+		d->provider = provider_cli_new(d->loop, &d->clock.clock, o->provider, entry,
+					       err, sizeof(err));
 		if (d->provider == NULL) {
 			fprintf(stderr, "retryd: %s\n", err);
 			free(dir);
-			return 2;
+			return 1;
 		}
 	} else {
 		struct provider_http_config hcfg = {
 			.name = o->provider,
-			.entry = json_object_get(providers, o->provider),
+			.entry = entry,
 			.connect_timeout_ms = (long)settings_get_int(&d->settings, "http.connectTimeoutMs"),
 			.idle_timeout_ms = (long)settings_get_int(&d->settings, "http.idleTimeoutMs"),
 		};
 
-		/* On failure err says why: libcurl did not load, the name is
-		 * unknown, or its entry is wrong. */
+		/* On failure err says why: libcurl did not load, or the entry is
+		 * wrong. */
 		d->http = http_client_new(d->loop, err, sizeof(err));
-		if (d->http != NULL && hcfg.entry == NULL)
-			unknown_provider(providers, o->provider, err, sizeof(err));
-		else if (d->http != NULL)
+		if (d->http != NULL)
 			d->provider = provider_http_new(d->http, &d->clock.clock, &hcfg, err, sizeof(err));
 		if (d->provider == NULL) {
-			/* An unknown name is a usage error; a bad entry, a settings one. */
 			fprintf(stderr, "retryd: %s\n", err);
 			free(dir);
-			return hcfg.entry != NULL ? 1 : 2;
+			return 1;
 		}
 	}
 	if (o->model == NULL && json_array_size(d->provider->models) > 0)

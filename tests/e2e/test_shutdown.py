@@ -211,7 +211,7 @@ class StdoutClosedTests(DaemonTestCase):
         d.check_no_sanitizer_report()
 
     @unittest.skipUnless(os.environ.get("E2E_STRICT"),
-                         "documented limitation (protocol/README.md section 12: a closed stdout is "
+                         "documented limitation (protocol/README.md section 13: a closed stdout is "
                          "noticed at the next write), so an idle daemon keeps running; "
                          "E2E_STRICT=1 runs it")
     def test_idle_daemon_exits_by_itself_when_the_reader_closes_stdout(self):
