@@ -183,6 +183,77 @@ class SignalBurstTests(DaemonTestCase):
                               types(msgs)[-1]), (1, 1, "agent_end"), "run %d" % i)
 
 
+class WholeLinesTests(DaemonTestCase):
+    """The output is whole lines up to the last complete one, also when the
+    shutdown flush limit runs out with a reader that stopped reading: the
+    writer never begins a line that the kernel's buffer cannot take whole.
+    Before, the last line in the pipe was cut."""
+
+    def _stall_then_term(self, d):
+        d.send({"type": "prompt", "message": "q"})
+        d.wait_for(lambda m: m.get("type") == "message_update")
+        d.pause_reading()
+        self.assertTrue(d.wait_quiescent(), "the daemon never blocked on its full stdout")
+        t0 = time.monotonic()
+        d.signal(signal.SIGTERM)
+        rc = d.wait_exit(timeout=5)
+        self.assertLess(d.exit_time - t0, 1.5)  # the drain grace is still bounded
+        self.assertEqual(rc, 0)
+        d.resume_reading()
+        return d.remaining()  # fails on any line that is not a whole JSON object
+
+    def test_sigterm_with_a_stalled_reader_leaves_only_whole_lines_full_updates(self):
+        # Full updates: each line repeats the answer so far, lines of 10-60 KB.
+        words = " ".join("w%d" % i for i in range(8000))
+        for run in range(3):
+            d = self.spawn(plan=[{"text": words}], args=["--no-session"])
+            msgs = self._stall_then_term(d)
+            self.assertTrue(msgs, "run %d: nothing after the stall" % run)
+            d.check_no_sanitizer_report()
+
+    def test_sigterm_with_a_stalled_reader_leaves_only_whole_lines_deltas(self):
+        words = " ".join("w%d" % i for i in range(200000))
+        d = self.spawn(settings={"sim": {"plan": [{"text": words}]}}, args=["--no-session"],
+                       sets={"rpc.messageUpdates": "delta"})
+        msgs = self._stall_then_term(d)
+        self.assertTrue(msgs)
+        d.check_no_sanitizer_report()
+
+    def test_sigterm_with_a_stalled_socket_reader_leaves_only_whole_lines(self):
+        """stdout a Unix socket, as libuv (and so libretryd-client) spawns it."""
+        import socket
+        from harness import binary_path
+        words = " ".join("w%d" % i for i in range(8000))
+        ours, theirs = socket.socketpair()
+        self.addCleanup(ours.close)
+        with tempfile.TemporaryDirectory(prefix="retryd-e2e-sock-") as tmp:
+            env = dict(os.environ, HOME=tmp, XDG_CONFIG_HOME=tmp, XDG_STATE_HOME=tmp)
+            p = subprocess.Popen([binary_path(), "--no-session", "--sim-plan",
+                                  json.dumps([{"text": words}])],
+                                 stdin=subprocess.PIPE, stdout=theirs.fileno(),
+                                 stderr=subprocess.PIPE, env=env)
+            theirs.close()
+            self.addCleanup(lambda: p.poll() is None and p.kill())
+            p.stdin.write(b'{"type":"prompt","message":"q"}\n')
+            p.stdin.flush()
+            got = ours.recv(4096)  # ready and the start of the run; then stop reading
+            time.sleep(scaled(0.5))  # the daemon fills the socket and blocks
+            p.send_signal(signal.SIGTERM)
+            self.assertEqual(p.wait(timeout=scaled(5)), 0)
+            err = p.stderr.read().decode("utf-8", "replace")
+            p.stdin.close()
+            p.stderr.close()
+            while True:
+                chunk = ours.recv(1 << 20)
+                if not chunk:
+                    break
+                got += chunk
+        self.assertTrue(got.endswith(b"\n"), "the last line is cut: ...%r" % got[-80:])
+        lines = [json.loads(line) for line in got.split(b"\n")[:-1]]
+        self.assertEqual(lines[0], {"type": "ready"})
+        self.assertEqual(sanitizer_report(err), "", err)
+
+
 class StdoutClosedTests(DaemonTestCase):
     def test_daemon_exits_when_the_reader_closes_stdout_during_a_stream(self):
         words = " ".join("w%d" % i for i in range(2000))
