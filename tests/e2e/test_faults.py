@@ -773,7 +773,8 @@ class ClosedStdStreamTests(unittest.TestCase):
             last = json.loads(f.read().splitlines()[-1])["message"]
         self.assertEqual((last["role"], text_of(last)), ("assistant", "kept"))
 
-    @unittest.skipIf(is_valgrind(), "valgrind itself needs file descriptors")
+    @unittest.skipIf(is_valgrind() or is_sanitized_build(),
+                     "valgrind and the ASan runtime need file descriptors themselves")
     def test_daemon_exits_1_with_a_message_when_no_fd_is_left_for_dev_null(self):
         # RLIMIT_NOFILE=1: fd 0 can be opened again, fd 1 cannot.
         rc, out, err = run_with_closed(self.argv(), (0, 1), rlimit_nofile=1)
