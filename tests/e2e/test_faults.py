@@ -739,6 +739,8 @@ class ClosedStdStreamTests(unittest.TestCase):
                  b'{"id":"p","type":"prompt","message":"q"}\n')
         for closed in COMBOS:
             with self.subTest(closed=[STREAMS[fd] for fd in closed]):
+                if is_valgrind() and 2 in closed:
+                    self.skipTest("valgrind itself exits 127 with stderr closed")
                 rc, out, err = run_with_closed(
                     self.argv("--sim-plan", '[{"error":"503"},{"text":"answered"}]',
                               "--set", "retry.baseDelayMs=1"), closed, stdin)
