@@ -1,10 +1,13 @@
 /* retryd — entry point: options, settings, the loop, and orderly shutdown. */
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "base/errbuf.h"
@@ -353,14 +356,39 @@ static void on_signal(uv_signal_t *h, int signum)
 	begin_exit(d, true);
 }
 
+/* Closing the last uv_signal handle of a signal puts its default action
+ * back, and a SIGTERM then would kill the process while the exit finishes
+ * (a second signal during shutdown ended it by the signal, not exit 0). So
+ * the two are ignored from here on: blocked in this thread while libuv
+ * closes the handles, then SIG_IGN, which also drops any that came
+ * meanwhile. (Another thread, such as libuv's thread pool, could still take
+ * one in the instant between libuv's reset and SIG_IGN.) */
+static void close_signals(struct daemon *d)
+{
+	struct sigaction ign;
+	sigset_t stop, old;
+
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
+	uv_close((uv_handle_t *)&d->sigterm, NULL);
+	uv_close((uv_handle_t *)&d->sigint, NULL);
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGTERM, &ign, NULL);
+	sigaction(SIGINT, &ign, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 static void close_all(struct daemon *d)
 {
 	if (d->closed)
 		return;
 	d->closed = true;
 	if (d->handles_ready) {
-		uv_close((uv_handle_t *)&d->sigterm, NULL);
-		uv_close((uv_handle_t *)&d->sigint, NULL);
+		close_signals(d);
 		uv_close((uv_handle_t *)&d->grace, NULL);
 	}
 	if (d->reader != NULL)
@@ -421,43 +449,51 @@ static int run(struct daemon *d, const struct options *o)
 	};
 
 	const json_t *providers = settings_get(&d->settings, "providers");
+	bool sim = o->provider == NULL || strcmp(o->provider, "sim") == 0;
+	const json_t *entry = sim ? NULL : json_object_get(providers, o->provider);
 	char err[512];
 
+	/* Exit status (protocol/README.md section 2): 2 for a usage error on the
+	 * command line, an unknown provider name among them; 1 for a wrong
+	 * configuration (a provider entry or profile too) or a failed start. */
+	if (!sim && entry == NULL) {
+		unknown_provider(providers, o->provider, err, sizeof(err));
+		fprintf(stderr, "retryd: %s\n", err);
+		free(dir);
+		return 2;
+	}
 	d->loop = uv_default_loop();
 	clock_uv_init(&d->clock, d->loop);
-	if (o->provider == NULL || strcmp(o->provider, "sim") == 0) {
+	if (sim) {
 		d->provider = provider_sim_new(&d->clock.clock, settings_get(&d->settings, "sim.plan"),
 					       settings_get_int(&d->settings, "sim.chunkDelayMs"),
 					       settings_get(&d->settings, "sim.models"),
 					       settings_get(&d->settings, "sim.credentials"));
-	} else if (cli_profile_is_exec(json_object_get(providers, o->provider))) {
-		d->provider = provider_cli_new(d->loop, &d->clock.clock, o->provider,
-					       json_object_get(providers, o->provider), err, sizeof(err));
+	} else if (cli_profile_is_exec(entry)) {
+		d->provider = provider_cli_new(d->loop, &d->clock.clock, o->provider, entry,
+					       err, sizeof(err));
 		if (d->provider == NULL) {
 			fprintf(stderr, "retryd: %s\n", err);
 			free(dir);
-			return 2;
+			return 1;
 		}
 	} else {
 		struct provider_http_config hcfg = {
 			.name = o->provider,
-			.entry = json_object_get(providers, o->provider),
+			.entry = entry,
 			.connect_timeout_ms = (long)settings_get_int(&d->settings, "http.connectTimeoutMs"),
 			.idle_timeout_ms = (long)settings_get_int(&d->settings, "http.idleTimeoutMs"),
 		};
 
-		/* On failure err says why: libcurl did not load, the name is
-		 * unknown, or its entry is wrong. */
+		/* On failure err says why: libcurl did not load, or the entry is
+		 * wrong. */
 		d->http = http_client_new(d->loop, err, sizeof(err));
-		if (d->http != NULL && hcfg.entry == NULL)
-			unknown_provider(providers, o->provider, err, sizeof(err));
-		else if (d->http != NULL)
+		if (d->http != NULL)
 			d->provider = provider_http_new(d->http, &d->clock.clock, &hcfg, err, sizeof(err));
 		if (d->provider == NULL) {
-			/* An unknown name is a usage error; a bad entry, a settings one. */
 			fprintf(stderr, "retryd: %s\n", err);
 			free(dir);
-			return hcfg.entry != NULL ? 1 : 2;
+			return 1;
 		}
 	}
 	if (o->model == NULL && json_array_size(d->provider->models) > 0)
@@ -497,14 +533,49 @@ static int run(struct daemon *d, const struct options *o)
 	return 0;
 }
 
+/* A daemon started with stdin, stdout or stderr closed (`retryd 2>&-`, an
+ * editor that closes stderr) gets /dev/null there before anything opens an
+ * fd: else the next fd opened (libuv's own, a session file) lands on 0-2 and
+ * libuv aborts when it closes it. Returns -1 when that cannot be done. */
+static int fill_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		int nul;
+
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		nul = open("/dev/null", O_RDWR);
+		if (nul < 0)
+			return -1;
+		/* The lowest free fd is this one unless a lower one was also
+		 * closed, which the loop has filled already. */
+		if (nul != fd) {
+			int rc = dup2(nul, fd);
+
+			close(nul);
+			if (rc < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	/* At most one --set per argument. */
-	const char **sets = calloc(argc > 0 ? (size_t)argc : 1, sizeof(*sets));
-	struct options o = { .sets = sets };
+	const char **sets;
+	struct options o;
 	struct daemon d;
 	int rc;
 
+	if (fill_std_fds() != 0) {
+		/* Written only if stderr is open (else EBADF, harmlessly). */
+		fprintf(stderr, "retryd: cannot open /dev/null for a closed stdin, stdout or stderr: %s\n",
+			strerror(errno));
+		return 1;
+	}
+	/* At most one --set per argument. */
+	sets = calloc(argc > 0 ? (size_t)argc : 1, sizeof(*sets));
+	o = (struct options){ .sets = sets };
 	if (sets == NULL) {
 		fprintf(stderr, "retryd: out of memory\n");
 		return 1;

@@ -1,8 +1,12 @@
 /* writer — the protocol's output: one compact JSON object per line on an fd.
  *
  * Objects are serialized straight into an in-memory queue, in order, and
- * never dropped. The queue is written with libuv (pipe or TTY) or plain
- * writes (a regular file or /dev/null, where uv_pipe_open would abort).
+ * never dropped. The queue is written with libuv (a TTY), plain blocking
+ * writes (a regular file or /dev/null, where uv_pipe_open would abort), or
+ * plain non-blocking writes (a pipe or socket) of whole lines only as far as
+ * the kernel's buffer surely takes them (measured on Linux pipes and Unix
+ * sockets), so that a reader who stopped reading finds whole lines up to the
+ * last complete one when the writer is closed with output still queued.
  * Backpressure: when the queued bytes pass the high-water mark the writer
  * reports congestion, and again when they fall below the low-water mark, so
  * the producers can pause rather than grow the queue without bound. */
@@ -40,8 +44,10 @@ void writer_line_done(struct writer *self);
 size_t writer_queued(const struct writer *self);
 /* Calls done(ctx) once everything queued so far is written (or failed). */
 void writer_flush(struct writer *self, void (*done)(void *ctx), void *ctx);
-/* Closes the handle and frees the writer once libuv is done with it, then
- * calls done(ctx) (done may be NULL). */
+/* Writes what still fits whole (a file: everything), drops the rest, closes
+ * the handles and frees the writer once libuv is done with them, then calls
+ * done(ctx) (done may be NULL). No callback of writer_callbacks comes after
+ * this call. */
 void writer_close(struct writer *self, void (*done)(void *ctx), void *ctx);
 
 #endif

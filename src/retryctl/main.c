@@ -5,6 +5,7 @@
  * cancels: abort_retry during a backoff, abort while an attempt runs; a
  * second Ctrl-C quits. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -541,15 +542,48 @@ static void close_walk_cb(uv_handle_t *h, void *arg)
 		uv_close(h, NULL);
 }
 
+/* stdin, stdout or stderr closed (`retryctl hi 2>&-`): /dev/null takes its
+ * place before anything opens an fd, else the next fd opened lands on 0-2 and
+ * libuv aborts when it closes it. Returns -1 when that cannot be done. */
+static int fill_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		int nul;
+
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		nul = open("/dev/null", O_RDWR);
+		if (nul < 0)
+			return -1;
+		/* The lowest free fd is this one unless a lower one was also
+		 * closed, which the loop has filled already. */
+		if (nul != fd) {
+			int rc = dup2(nul, fd);
+
+			close(nul);
+			if (rc < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ctl t;
 	struct args a = { 0 };
 	struct retryd_client_options o = { 0 };
-	/* The user's arguments and at most four of our own, then NULL. */
-	const char **daemon_args = calloc((size_t)argc + 4, sizeof(*daemon_args));
+	const char **daemon_args;
 	int status;
 
+	if (fill_std_fds() != 0) {
+		/* Written only if stderr is open. */
+		fprintf(stderr, "retryctl: cannot open /dev/null for a closed stdin, stdout or stderr: %s\n",
+			strerror(errno));
+		return EXIT_FAILED;
+	}
+	/* The user's arguments and at most four of our own, then NULL. */
+	daemon_args = calloc((size_t)argc + 4, sizeof(*daemon_args));
 	if (daemon_args == NULL) {
 		fprintf(stderr, "retryctl: out of memory\n");
 		return EXIT_FAILED;

@@ -681,5 +681,123 @@ class UnwritableFileTests(FaultCase):
                 d.finish()
 
 
+# ---------------------------------------------------------------------------
+# Started with stdin, stdout or stderr closed (`retryd <&-`, `>&-`, `2>&-`):
+# /dev/null takes the closed stream's place. Before, libuv aborted on an fd
+# <= 2 it did not expect.
+
+STREAMS = {0: "stdin", 1: "stdout", 2: "stderr"}
+COMBOS = [(0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2)]
+
+
+def run_with_closed(argv, closed, stdin=b"", timeout=10, extra_env=None, rlimit_nofile=None):
+    """Runs argv with the fds in `closed` closed in the child (the others
+    piped). Returns (exit status, stdout bytes or None, stderr text or None)."""
+    import resource
+
+    def pre():
+        if rlimit_nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (rlimit_nofile, rlimit_nofile))
+        for fd in closed:
+            os.close(fd)
+
+    tmp = tempfile.mkdtemp(prefix="retryd-closed-")
+    env = dict(os.environ, HOME=tmp, XDG_CONFIG_HOME=os.path.join(tmp, "c"),
+               XDG_STATE_HOME=os.path.join(tmp, "s"))
+    env.pop("RETRYD_LOG", None)
+    env.update(extra_env or {})
+    try:
+        p = subprocess.run(argv, input=None if 0 in closed else stdin,
+                           stdin=subprocess.DEVNULL if 0 in closed else None,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp,
+                           preexec_fn=pre, timeout=scaled(timeout))
+    finally:
+        subprocess.run(["rm", "-rf", tmp])
+    out = None if 1 in closed else p.stdout
+    err = None if 2 in closed else p.stderr.decode("utf-8", "replace")
+    return p.returncode, out, err
+
+
+class ClosedStdStreamTests(unittest.TestCase):
+    maxDiff = None
+
+    def argv(self, *extra):
+        from harness import binary_path, valgrind_argv
+        return (valgrind_argv() if is_valgrind() else []) + [binary_path(), "--no-session"] + list(extra)
+
+    def lines(self, out):
+        self.assertTrue(out.endswith(b"\n"), out[-200:])
+        return [json.loads(line) for line in out.split(b"\n")[:-1]]
+
+    def check_stderr(self, err):
+        from harness import sanitizer_report
+        if err is not None:
+            self.assertEqual(sanitizer_report(err), "", err)
+
+    def test_daemon_runs_and_exits_0_with_any_standard_stream_closed(self):
+        stdin = (b'{"id":"s","type":"get_state"}\n'
+                 b'{"id":"p","type":"prompt","message":"q"}\n')
+        for closed in COMBOS:
+            with self.subTest(closed=[STREAMS[fd] for fd in closed]):
+                if is_valgrind() and 2 in closed:
+                    self.skipTest("valgrind itself exits 127 with stderr closed")
+                rc, out, err = run_with_closed(
+                    self.argv("--sim-plan", '[{"error":"503"},{"text":"answered"}]',
+                              "--set", "retry.baseDelayMs=1"), closed, stdin)
+                self.assertEqual(rc, 0, err)
+                self.check_stderr(err)
+                if out is None:
+                    continue
+                msgs = self.lines(out)
+                self.assertEqual(msgs[0], {"type": "ready"})
+                if 0 in closed:
+                    # A closed stdin reads as empty: ready, EOF, exit 0.
+                    self.assertEqual(msgs, [{"type": "ready"}])
+                    continue
+                self.assertEqual([m["id"] for m in msgs if m.get("type") == "response"],
+                                 ["s", "p"])
+                self.assertEqual(msgs[-1]["type"], "agent_end")
+                self.assertEqual(text_of(msgs[-1]["messages"][-1]), "answered")
+                self.assertEqual(types(msgs).count("auto_retry_end"), 1)
+
+    def test_daemon_with_stdout_closed_runs_until_stdin_ends(self):
+        """The protocol goes to /dev/null, as asked; the daemon still serves
+        its input (here: writes the session file) and leaves at EOF."""
+        tmp = tempfile.mkdtemp(prefix="retryd-closed-session-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", tmp])
+        session = os.path.join(tmp, "s.jsonl")
+        argv = [a for a in self.argv("--session", session, "--sim-plan", '[{"text":"kept"}]')
+                if a != "--no-session"]
+        rc, out, err = run_with_closed(argv, (1,), b'{"type":"prompt","message":"q"}\n')
+        self.assertEqual(rc, 0, err)
+        self.check_stderr(err)
+        with open(session) as f:
+            last = json.loads(f.read().splitlines()[-1])["message"]
+        self.assertEqual((last["role"], text_of(last)), ("assistant", "kept"))
+
+    @unittest.skipIf(is_valgrind() or is_sanitized_build(),
+                     "valgrind and the ASan runtime need file descriptors themselves")
+    def test_daemon_exits_1_with_a_message_when_no_fd_is_left_for_dev_null(self):
+        # RLIMIT_NOFILE=1: fd 0 can be opened again, fd 1 cannot.
+        rc, out, err = run_with_closed(self.argv(), (0, 1), rlimit_nofile=1)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("retryd: cannot open /dev/null for a closed stdin, stdout or stderr", err)
+
+    def test_retryctl_runs_and_exits_0_with_any_standard_stream_closed(self):
+        from harness import binary_path
+        ctl = os.path.join(os.path.dirname(binary_path()), "retryctl")
+        for closed in COMBOS:
+            for how in ("argument", "stdin"):
+                with self.subTest(closed=[STREAMS[fd] for fd in closed], prompt=how):
+                    args = [ctl, "--retryd", binary_path(), "--sim-plan", '[{"text":"hello"}]']
+                    if how == "argument":
+                        args.append("q")
+                    rc, out, err = run_with_closed(args, closed, b"q\n")
+                    self.assertEqual(rc, 0, err)
+                    self.check_stderr(err)
+                    if out is not None and (how == "argument" or 0 not in closed):
+                        self.assertEqual(out, b"hello\n")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -189,3 +189,75 @@ class PersistAutoRetryTests(DaemonTestCase):
         msgs = self.run_prompt(d2, "q")
         self.assertNotIn("auto_retry_start", [m["type"] for m in msgs])
         d2.finish()
+
+
+class ExitStatusRuleTests(DaemonTestCase):
+    """One rule (protocol/README.md section 2, "Exit status"): 2 for a usage
+    error on the command line, an unknown --provider name among them; 1 for
+    a wrong configuration (settings file, --set, --sim-plan, the chosen
+    provider's entry or agent-CLI profile) or a failed start; 0 otherwise.
+    Before, a bad HTTP entry exited 1 and a bad exec profile 2."""
+
+    HTTP_OK = {"api": "openai-completions", "baseUrl": "http://127.0.0.1:9/v1", "models": ["x"]}
+    EXEC_OK = {"type": "exec", "argv": ["true", "{prompt}"], "resumeArgv": ["true", "{sessionId}"]}
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="retryd-e2e-exit-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+
+    write = SettingsErrorTests.write
+
+    def run_status(self, args, env=None):
+        rc, out, err = run_cli(args, env=env)
+        self.assertEqual(sanitizer_report(err), "")
+        return rc, out, err
+
+    def settings(self, providers):
+        return self.write("s%d.json" % len(os.listdir(self.dir)),
+                          json.dumps({"providers": providers}))
+
+    def test_command_line_usage_errors_exit_2(self):
+        path = self.settings({"mine": self.HTTP_OK, "tool": self.EXEC_OK})
+        cases = [
+            ["--bogus"], ["--model"], ["--mode", "json"], ["--classify"],
+            ["--session", "/tmp/x.jsonl", "--no-session"],
+            ["--provider", "lcoal"],
+            ["--settings", path, "--provider", "nope"],
+        ]
+        for args in cases:
+            with self.subTest(args=args):
+                rc, out, err = self.run_status(args)
+                self.assertEqual((rc, out), (2, ""), err)
+                self.assertTrue(err.startswith("retryd: "), err)
+
+    def test_configuration_errors_exit_1_for_every_kind_of_provider(self):
+        http_bad = dict(self.HTTP_OK, api="openai-chat")
+        exec_bad = dict(self.EXEC_OK, argv=[])
+        cases = [
+            (["--settings", self.write("bad.json", "{")], "bad.json"),
+            (["--set", "retry.maxRetries=abc"], "retry.maxRetries"),
+            (["--sim-plan", "[{"], "--sim-plan"),
+            # the chosen provider's entry: HTTP, in the settings file and by --set
+            (["--settings", self.settings({"bad": http_bad}), "--provider", "bad"],
+             "providers.bad.api"),
+            (["--set", "providers.openai.baseUrl=\"ftp://x\"", "--provider", "openai"],
+             "providers.openai.baseUrl"),
+            # an agent CLI's profile: a built-in one changed by --set, and one of the file
+            (["--set", "providers.claude.argv=[]", "--provider", "claude"],
+             "providers.claude.argv"),
+            (["--settings", self.settings({"tool": exec_bad}), "--provider", "tool"],
+             "providers.tool.argv"),
+            # an entry that is not an object at all
+            (["--set", "providers.odd=5", "--provider", "odd"], "providers.odd"),
+        ]
+        for args, needle in cases:
+            with self.subTest(args=args):
+                rc, out, err = self.run_status(args)
+                self.assertEqual((rc, out), (1, ""), err)
+                self.assertIn(needle, err)
+
+    def test_help_version_and_classify_exit_0(self):
+        for args in (["--help"], ["--version"], ["--classify", "503"]):
+            with self.subTest(args=args):
+                rc, out, err = self.run_status(args)
+                self.assertEqual(rc, 0, err)
