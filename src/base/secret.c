@@ -49,11 +49,15 @@ static unsigned char first[256] = {
 	['b'] = FIRST_SHAPE, ['B'] = FIRST_SHAPE,
 };
 
-enum found_kind { FOUND_NONE, FOUND_MASK, FOUND_HOLD };
+/* MASK: s[start..end) becomes "***". HOLD: s[start..) may begin a key and
+ * waits for more. PREFIX: the text ends inside a shape's (public) prefix,
+ * which goes out; the next piece continues it (pend). */
+enum found_kind { FOUND_NONE, FOUND_MASK, FOUND_HOLD, FOUND_PREFIX };
 
 struct found {
-	size_t start, end;  /* what is masked, or (start) where the hold begins */
-	int swallow;        /* a shaped token that the text's end cut: its kind */
+	size_t start, end;
+	int swallow;            /* MASK: a shaped token that the text's end cut: its kind */
+	struct secret_pend pend; /* HOLD of a shape's token, PREFIX: where the shape stands */
 };
 
 static bool is_alnum(int c)
@@ -187,6 +191,7 @@ static enum found_kind at_known(const char *s, size_t n, size_t i, bool final, s
 		if (key->len > avail) {
 			if (!final && memcmp(s + i, key->value, avail) == 0) {
 				f->start = i;
+				memset(&f->pend, 0, sizeof(f->pend));
 				return FOUND_HOLD;
 			}
 			continue;
@@ -201,68 +206,113 @@ static enum found_kind at_known(const char *s, size_t n, size_t i, bool final, s
 	return FOUND_NONE;
 }
 
+static bool prefix_char(const struct shape *sh, char c, size_t m)
+{
+	return (sh->kind == SHAPE_BEARER ? lower((unsigned char)c) : c) == sh->prefix[m];
+}
+
+/* Shape k at s[i..n), its prefix matched m bytes (and, for bearer, sp
+ * spaces) before s[i]. Only the token after the prefix is masked: the
+ * prefix is public and says what kind of key stood there. */
+static enum found_kind shape_from(const char *s, size_t n, size_t i, size_t k, size_t m,
+				  size_t sp, bool final, struct found *f)
+{
+	const struct shape *sh = &shapes[k];
+	size_t j = i, e;
+
+	while (m < sh->plen && j < n && prefix_char(sh, s[j], m)) {
+		m++;
+		j++;
+	}
+	f->pend.shape = (int)k + 1;
+	f->pend.m = (unsigned char)m;
+	if (m < sh->plen) {
+		f->pend.spaces = 0;
+		return !final && j == n ? FOUND_PREFIX : FOUND_NONE;
+	}
+	if (sh->kind == SHAPE_BEARER) {
+		while (j < n && s[j] == ' ' && sp <= BEARER_SPACES_MAX) {
+			sp++;
+			j++;
+		}
+		f->pend.spaces = (unsigned char)sp;
+		if (sp > BEARER_SPACES_MAX)
+			return FOUND_NONE;
+		if (j == n)
+			return final ? FOUND_NONE : FOUND_PREFIX;
+		if (sp == 0)
+			return FOUND_NONE;
+	}
+	for (e = j; e < n && in_token(sh->kind, (unsigned char)s[e]); e++)
+		;
+	f->start = j;
+	if (e - j >= sh->min) {
+		f->end = e;
+		f->swallow = !final && e == n ? sh->kind : SHAPE_NONE;
+		return FOUND_MASK;
+	}
+	return !final && e == n ? FOUND_HOLD : FOUND_NONE;
+}
+
 static enum found_kind at_shape(const char *s, size_t n, size_t i, bool final, struct found *f)
 {
 	for (size_t k = 0; k < NSHAPES; k++) {
-		const struct shape *sh = &shapes[k];
-		size_t m = 0, j, e;
+		enum found_kind r;
 
-		while (m < sh->plen && i + m < n &&
-		       (sh->kind == SHAPE_BEARER ? lower((unsigned char)s[i + m]) : s[i + m]) ==
-			       sh->prefix[m])
-			m++;
-		if (m < sh->plen) {
-			if (!final && i + m == n) {
-				f->start = i;
-				return FOUND_HOLD;
-			}
+		if (!prefix_char(&shapes[k], s[i], 0))
 			continue;
-		}
-		j = i + m;
-		if (sh->kind == SHAPE_BEARER) {
-			while (j < n && s[j] == ' ' && j - (i + m) <= BEARER_SPACES_MAX)
-				j++;
-			if (j - (i + m) > BEARER_SPACES_MAX || (j == i + m && j < n))
-				continue;
-			if (j == n) {
-				if (final)
-					continue;
-				f->start = i;
-				return FOUND_HOLD;
-			}
-		}
-		for (e = j; e < n && in_token(sh->kind, (unsigned char)s[e]); e++)
-			;
-		if (e - j >= sh->min) {
-			f->start = sh->kind == SHAPE_BEARER ? j : i;
-			f->end = e;
-			f->swallow = !final && e == n ? sh->kind : SHAPE_NONE;
-			return FOUND_MASK;
-		}
-		if (!final && e == n) {
-			f->start = i;
-			return FOUND_HOLD;
-		}
+		r = shape_from(s, n, i, k, 0, 0, final, f);
+		if (r != FOUND_NONE)
+			return r;
 	}
 	return FOUND_NONE;
 }
 
-/* The first key, shaped token or hold in s[from..n); prev is the byte
- * before s[from] (-1: the text's start). */
+/* The first key, shaped token, hold or open prefix in s[from..n); prev is
+ * the byte before s[from] (-1: the text's start); pend (or NULL): a shape
+ * whose prefix the previous piece left open before s[0]. */
 static enum found_kind next_found(const char *s, size_t n, size_t from, int prev, bool final,
-				  struct found *f)
+				  const struct secret_pend *pend, struct found *f)
 {
 	for (size_t i = from; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
-		enum found_kind k;
+		bool cont = i == 0 && pend != NULL && pend->shape != 0, continued = false;
+		enum found_kind k = FOUND_NONE;
 
-		if (first[c] == 0)
+		if (first[c] == 0 && !cont)
 			continue;
-		if ((first[c] & FIRST_KNOWN) && (k = at_known(s, n, i, final, f)) != FOUND_NONE)
+		memset(&f->pend, 0, sizeof(f->pend));
+		/* A shape the previous piece opened began before s[0]: it comes
+		 * first, as it would in the whole text. */
+		if (cont) {
+			k = shape_from(s, n, 0, (size_t)pend->shape - 1, pend->m, pend->spaces, final, f);
+			continued = k != FOUND_NONE;
+		}
+		if (k == FOUND_NONE && (first[c] & FIRST_KNOWN) &&
+		    (k = at_known(s, n, i, final, f)) != FOUND_NONE)
 			return k;
-		if ((first[c] & FIRST_SHAPE) &&
-		    !in_token(SHAPE_TOKEN, i > from ? (unsigned char)s[i - 1] : prev) &&
-		    (k = at_shape(s, n, i, final, f)) != FOUND_NONE)
+		if (k == FOUND_NONE && (first[c] & FIRST_SHAPE) &&
+		    !in_token(SHAPE_TOKEN, i > from ? (unsigned char)s[i - 1] : prev))
+			k = at_shape(s, n, i, final, f);
+		if (k == FOUND_PREFIX || k == FOUND_HOLD) {
+			/* An open shape goes out (its prefix) or waits (its token)
+			 * from its start on when a registered key may stand inside
+			 * it: the key is then found whole once the shape is decided. */
+			struct found g;
+
+			for (size_t j = continued ? i : i + 1; j < n; j++) {
+				if ((first[(unsigned char)s[j]] & FIRST_KNOWN) &&
+				    at_known(s, n, j, final, &g) != FOUND_NONE) {
+					f->start = i;
+					if (continued)
+						f->pend = *pend;
+					else
+						memset(&f->pend, 0, sizeof(f->pend));
+					return FOUND_HOLD;
+				}
+			}
+		}
+		if (k != FOUND_NONE)
 			return k;
 	}
 	return FOUND_NONE;
@@ -290,12 +340,13 @@ struct run {
 	int prev;       /* the byte before the hold (or before the end) */
 	int swallow;    /* the last mask cut a token at the text's end: its kind */
 	bool masked;
+	struct secret_pend pend; /* a shape open at the end (held token or prefix) */
 };
 
 /* Masks s[0..n) into out[0..cap) and returns the bytes written. out may be
  * s (writes never pass reads: a mask is shorter than what it replaces). */
-static size_t run(const char *s, size_t n, int prev, bool final, char *out, size_t cap,
-		  struct run *r)
+static size_t run(const char *s, size_t n, int prev, bool final, const struct secret_pend *pend,
+		  char *out, size_t cap, struct run *r)
 {
 	size_t at = 0, o = 0;
 	struct found f;
@@ -303,14 +354,18 @@ static size_t run(const char *s, size_t n, int prev, bool final, char *out, size
 
 	r->swallow = SHAPE_NONE;
 	r->masked = false;
-	while ((k = next_found(s, n, at, prev, final, &f)) != FOUND_NONE) {
-		/* Bytes below `at` may be overwritten already; `prev` holds s[at - 1]. */
-		int before = f.start > at ? (unsigned char)s[f.start - 1] : prev;
-
+	memset(&r->pend, 0, sizeof(r->pend));
+	while ((k = next_found(s, n, at, prev, final, pend, &f)) != FOUND_NONE) {
+		if (k == FOUND_PREFIX) {
+			r->pend = f.pend;
+			break;
+		}
 		if (k == FOUND_HOLD) {
+			/* Bytes below `at` may be overwritten; `prev` holds s[at - 1]. */
+			r->prev = f.start > at ? (unsigned char)s[f.start - 1] : prev;
 			put(out, &o, cap, s + at, f.start - at, true);
 			r->used = f.start;
-			r->prev = before;
+			r->pend = f.pend;
 			return o;
 		}
 		prev = (unsigned char)s[f.end - 1];
@@ -333,7 +388,7 @@ bool secret_mask(char *text, size_t *len)
 {
 	struct run r;
 
-	*len = run(text, *len, -1, true, text, *len, &r);
+	*len = run(text, *len, -1, true, NULL, text, *len, &r);
 	return r.masked;
 }
 
@@ -353,7 +408,7 @@ size_t secret_copy(char *out, size_t outlen, const char *text, size_t len)
 
 	if (outlen == 0)
 		return 0;
-	o = run(text, len, -1, true, out, outlen - 1, &r);
+	o = run(text, len, -1, true, NULL, out, outlen - 1, &r);
 	out[o] = '\0';
 	return o;
 }
@@ -371,7 +426,7 @@ bool secret_mask_json(json_t *v)
 		size_t n = json_string_length(v);
 		char *copy;
 
-		if (next_found(s, n, 0, -1, true, &f) == FOUND_NONE)
+		if (next_found(s, n, 0, -1, true, NULL, &f) == FOUND_NONE)
 			return false;
 		copy = malloc(n + 1);
 		if (copy == NULL)
@@ -425,12 +480,13 @@ static int reserve(struct secret_stream *self, size_t n)
 
 /* Without memory to hold anything: masked as a finished text, piece by
  * piece (a key cut by the piece's end may then show in part). */
-static void emit_pieces(const char *s, size_t n, int prev, secret_emit_fn emit, void *ctx)
+static void emit_pieces(const char *s, size_t n, int prev, const struct secret_pend *pend,
+			secret_emit_fn emit, void *ctx)
 {
 	size_t at = 0;
 	struct found f;
 
-	while (next_found(s, n, at, prev, true, &f) == FOUND_MASK) {
+	while (next_found(s, n, at, prev, true, pend, &f) == FOUND_MASK) {
 		if (f.start > at)
 			emit(ctx, s + at, f.start - at);
 		emit(ctx, SECRET_MASK, MASK_LEN);
@@ -463,11 +519,20 @@ void secret_stream_feed(struct secret_stream *self, const char *text, size_t len
 	}
 	if (len == 0)
 		return;
-	/* The everyday piece: nothing held, nothing found, passed on as is. */
-	if (self->held == 0 && next_found(text, len, 0, self->prev, false, &f) == FOUND_NONE) {
-		self->prev = (unsigned char)text[len - 1];
-		emit(ctx, text, len);
-		return;
+	/* The everyday piece: nothing held, nothing found (or only an open
+	 * prefix at its end), passed on as is. */
+	if (self->held == 0) {
+		enum found_kind k = next_found(text, len, 0, self->prev, false, &self->pend, &f);
+
+		if (k == FOUND_NONE || k == FOUND_PREFIX) {
+			self->prev = (unsigned char)text[len - 1];
+			if (k == FOUND_PREFIX)
+				self->pend = f.pend;
+			else
+				memset(&self->pend, 0, sizeof(self->pend));
+			emit(ctx, text, len);
+			return;
+		}
 	}
 	if (self->start > 0) {
 		memmove(self->buf, self->buf + self->start, self->held);
@@ -475,22 +540,26 @@ void secret_stream_feed(struct secret_stream *self, const char *text, size_t len
 	}
 	if (reserve(self, self->held + len) != 0) {
 		int prev = self->prev;
+		struct secret_pend pend = self->pend;
 
 		o = self->held;
 		self->held = 0;
 		self->prev = (unsigned char)text[len - 1];
-		emit_pieces(self->buf, o, prev, emit, ctx);
-		emit_pieces(text, len, o > 0 ? (unsigned char)self->buf[o - 1] : prev, emit, ctx);
+		memset(&self->pend, 0, sizeof(self->pend));
+		emit_pieces(self->buf, o, prev, &pend, emit, ctx);
+		emit_pieces(text, len, o > 0 ? (unsigned char)self->buf[o - 1] : prev, o > 0 ? NULL : &pend,
+			    emit, ctx);
 		return;
 	}
 	memcpy(self->buf + self->held, text, len);
 	n = self->held + len;
-	o = run(self->buf, n, self->prev, false, self->buf, n, &r);
+	o = run(self->buf, n, self->prev, false, &self->pend, self->buf, n, &r);
 	/* run() wrote only below r.used: the held tail stays where it is. */
 	self->start = r.used;
 	self->held = n - r.used;
 	self->prev = r.prev;
 	self->swallow = r.swallow;
+	self->pend = r.pend;
 	if (o > 0)
 		emit(ctx, self->buf, o);
 }
@@ -501,11 +570,13 @@ void secret_stream_end(struct secret_stream *self, secret_emit_fn emit, void *ct
 	size_t o = 0;
 
 	if (self->held > 0)
-		o = run(self->buf + self->start, self->held, self->prev, true, self->buf, self->held, &r);
+		o = run(self->buf + self->start, self->held, self->prev, true, &self->pend, self->buf,
+			self->held, &r);
 	self->start = 0;
 	self->held = 0;
 	self->prev = -1;
 	self->swallow = SHAPE_NONE;
+	memset(&self->pend, 0, sizeof(self->pend));
 	if (o > 0)
 		emit(ctx, self->buf, o);
 }

@@ -77,11 +77,20 @@ bool secret_mask_json(json_t *v);
  * while unfinished is sent as "***" at once and the rest of it is dropped
  * as it comes. The hold always starts at a character boundary. After the
  * first few pieces nothing is allocated per piece. */
+/* A shape whose public prefix (or "Bearer" and its spaces) a piece ended
+ * in, or whose held token it begins: shape index + 1 (0: none), prefix
+ * bytes matched, spaces after it. */
+struct secret_pend {
+	int shape;
+	unsigned char m, spaces;
+};
+
 struct secret_stream {
 	char *buf;       /* owned: room to work; the held bytes are buf[start..start + held) */
 	size_t start, held, cap;
 	int prev;        /* the byte before the held ones (-1: none yet) */
 	int swallow;     /* dropping the rest of a masked token: its kind, or 0 */
+	struct secret_pend pend;
 };
 
 /* Receives masked text (borrowed for the call; never empty). */

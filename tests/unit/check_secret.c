@@ -94,11 +94,14 @@ END_TEST
 
 START_TEST(test_every_documented_key_shape_is_masked_whole_without_being_registered)
 {
-	assert_masked("key " OPENAI ".", "key ***.");
-	assert_masked("key=" ANTHROPIC "&x", "key=***&x");
-	assert_masked("\"" GOOGLE "\"", "\"***\"");
-	assert_masked("(" XAI ")", "(***)");
-	assert_masked(GROQ, "***");
+	assert_masked("key " OPENAI ".", "key sk-***.");
+	assert_masked("key=" ANTHROPIC "&x", "key=sk-***&x");
+	assert_masked("\"" GOOGLE "\"", "\"AIza***\"");
+	assert_masked("(" XAI ")", "(xai-***)");
+	assert_masked(GROQ, "gsk_***");
+	assert_masked("sk-e2e-7f3c9a1b5d2e8f40a6c4b1e9d7f2a3c5", "sk-***");
+	/* Registered, the same key is masked whole. */
+	secret_register("sk-e2e-7f3c9a1b5d2e8f40a6c4b1e9d7f2a3c5");
 	assert_masked("sk-e2e-7f3c9a1b5d2e8f40a6c4b1e9d7f2a3c5", "***");
 	assert_masked("Authorization: Bearer " JWT "==", "Authorization: Bearer ***");
 	assert_masked("authorization: bearer  abcdefghijklmnop", "authorization: bearer  ***");
@@ -132,7 +135,7 @@ START_TEST(test_json_strings_are_masked_in_place_and_keys_left_alone)
 	secret_register(PLAIN);
 	ck_assert(secret_mask_json(v));
 	dump = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
-	ck_assert_str_eq(dump, "{\"a\":\"key ***\",\"b\":[\"plain *** end\",3],\"c\":{\"d\":\"fine\"}}");
+	ck_assert_str_eq(dump, "{\"a\":\"key sk-***\",\"b\":[\"plain *** end\",3],\"c\":{\"d\":\"fine\"}}");
 	ck_assert(!secret_mask_json(v));
 	free(dump);
 	json_decref(v);
@@ -160,8 +163,8 @@ static void check_every_cut(const char *text)
 		ck_assert_uint_eq(out[got], '\0');
 		ck_assert(utf8_valid(out, got));
 		ck_assert_ptr_null(strstr(out, "Plain"));
-		ck_assert_ptr_null(strstr(out, "sk-"));
-		ck_assert_ptr_null(strstr(out, "AIza"));
+		ck_assert_ptr_null(strstr(out, "sk-p"));
+		ck_assert_ptr_null(strstr(out, "AIzaS"));
 	}
 	free(whole);
 }
@@ -236,6 +239,8 @@ static const char *const stream_texts[] = {
 	"no key at all, just bees and sk- and AI and xai and Bear",
 	"ends in a key " OPENAI,
 	"ends in a shorter " "abcdefgh12",
+	"a key inside a shape's prefix: x sk-abcdefgh1 y, gsk-abcdefgh1",
+	"the public prefix is not held: a b, a s, a Bear, bearer",
 };
 
 START_TEST(test_a_key_split_across_two_chunks_at_any_offset_is_masked_whole)
@@ -246,6 +251,7 @@ START_TEST(test_a_key_split_across_two_chunks_at_any_offset_is_masked_whole)
 	secret_register(PLAIN);
 	secret_register("abcdefgh12");
 	secret_register("abcdefgh12345678");
+	secret_register("k-abcdefgh1");
 	secret_stream_init(&st);
 	for (size_t t = 0; t < sizeof(stream_texts) / sizeof(stream_texts[0]); t++) {
 		char *whole = masked(stream_texts[t]);
@@ -288,6 +294,54 @@ START_TEST(test_a_key_fed_byte_by_byte_or_in_three_chunks_is_masked_whole)
 }
 END_TEST
 
+/* Texts built from key pieces, prefixes and words, cut at random places:
+ * the stream always says what the whole text masked says. */
+START_TEST(test_random_texts_cut_at_random_places_mask_as_the_whole_text_does)
+{
+	static const char *const parts[] = {
+		" ", "s", "k", "-", "sk-", "sk-proj-", "AI", "AIza", "xai-", "gsk_", "Bearer ", "bearer",
+		"  ", "abcdefghij", "0123456789", "KLMNOPQRST", "Zq8v", PLAIN, "abcdefgh12", "k-abcdefgh1",
+		"é", "日本", ".", "=", "_", "\n", "abcdefgh12345678",
+	};
+	struct secret_stream st;
+	struct sink sink;
+	unsigned long seed = 12345;
+	char text[400];
+
+	secret_register(PLAIN);
+	secret_register("abcdefgh12");
+	secret_register("abcdefgh12345678");
+	secret_register("k-abcdefgh1");
+	secret_stream_init(&st);
+	for (int round = 0; round < 3000; round++) {
+		size_t n = 0, cuts[16], nc = 0;
+		char *whole;
+
+		for (int p = 0; p < 12; p++) {
+			const char *part;
+
+			seed = seed * 6364136223846793005UL + 1442695040888963407UL;
+			part = parts[(seed >> 33) % (sizeof(parts) / sizeof(parts[0]))];
+			memcpy(text + n, part, strlen(part));
+			n += strlen(part);
+		}
+		text[n] = '\0';
+		for (size_t c = 0; c < 6; c++) {
+			seed = seed * 6364136223846793005UL + 1442695040888963407UL;
+			cuts[nc] = (seed >> 33) % (n + 1);
+			if (nc == 0 || cuts[nc] >= cuts[nc - 1])
+				nc++;
+		}
+		whole = masked(text);
+		stream_pieces(&st, text, cuts, nc, &sink);
+		ck_assert_msg(strcmp(sink.out, whole) == 0, "text %s: stream %s, whole %s", text, sink.out,
+			      whole);
+		free(whole);
+	}
+	secret_stream_release(&st);
+}
+END_TEST
+
 START_TEST(test_chunks_of_whole_characters_come_out_as_whole_characters)
 {
 	struct secret_stream st;
@@ -302,7 +356,7 @@ START_TEST(test_chunks_of_whole_characters_come_out_as_whole_characters)
 			cuts[nc++] = i;
 	stream_pieces(&st, text, cuts, nc, &sink);
 	ck_assert(!sink.bad_utf8);
-	ck_assert_str_eq(sink.out, "é***日本語 ***🎉 ü");
+	ck_assert_str_eq(sink.out, "é***日本語 sk-***🎉 ü");
 	secret_stream_release(&st);
 }
 END_TEST
@@ -330,6 +384,26 @@ START_TEST(test_an_ordinary_chunk_passes_at_once_in_one_piece)
 }
 END_TEST
 
+START_TEST(test_a_shape_prefix_goes_out_at_once_and_its_token_is_masked_in_the_next_chunk)
+{
+	struct secret_stream st;
+	struct sink sink = { .len = 0 };
+
+	secret_stream_init(&st);
+	secret_stream_feed(&st, "a b", 3, collect, &sink);
+	ck_assert_str_eq(sink.out, "a b");
+	secret_stream_feed(&st, "earer  ", 7, collect, &sink);
+	ck_assert_str_eq(sink.out, "a bearer  ");
+	ck_assert_uint_eq(st.held, 0);
+	secret_stream_feed(&st, "abcdefgh", 8, collect, &sink);
+	ck_assert_str_eq(sink.out, "a bearer  ");
+	secret_stream_feed(&st, "ijklmnop qrs", 12, collect, &sink);
+	secret_stream_end(&st, collect, &sink);
+	ck_assert_str_eq(sink.out, "a bearer  *** qrs");
+	secret_stream_release(&st);
+}
+END_TEST
+
 START_TEST(test_a_long_shaped_token_goes_out_as_stars_before_it_ends)
 {
 	struct secret_stream st;
@@ -337,15 +411,16 @@ START_TEST(test_a_long_shaped_token_goes_out_as_stars_before_it_ends)
 
 	secret_stream_init(&st);
 	secret_stream_feed(&st, "k: sk-proj-", 11, collect, &sink);
-	ck_assert_str_eq(sink.out, "k: ");
+	ck_assert_str_eq(sink.out, "k: sk-");
+	ck_assert_uint_eq(st.held, 5);
 	secret_stream_feed(&st, "0123456789abcdefghij", 20, collect, &sink);
-	ck_assert_str_eq(sink.out, "k: ***");
+	ck_assert_str_eq(sink.out, "k: sk-***");
 	ck_assert_uint_eq(st.held, 0);
 	for (int i = 0; i < 100; i++)
 		secret_stream_feed(&st, "AbCdEf0123", 10, collect, &sink);
 	secret_stream_feed(&st, "XYZ. done", 9, collect, &sink);
 	secret_stream_end(&st, collect, &sink);
-	ck_assert_str_eq(sink.out, "k: ***. done");
+	ck_assert_str_eq(sink.out, "k: sk-***. done");
 	secret_stream_release(&st);
 }
 END_TEST
@@ -359,12 +434,13 @@ START_TEST(test_the_end_of_a_text_releases_what_was_held)
 	secret_stream_init(&st);
 	secret_stream_feed(&st, "ends with sk-abc and Zq8vPlain", 30, collect, &sink);
 	ck_assert_str_eq(sink.out, "ends with sk-abc and ");
+	ck_assert_uint_eq(st.held, 9);
 	secret_stream_end(&st, collect, &sink);
 	ck_assert_str_eq(sink.out, "ends with sk-abc and Zq8vPlain");
 	/* A new text starts at a word boundary. */
 	secret_stream_feed(&st, "sk-0123456789abcdefghijk ok", 27, collect, &sink);
 	secret_stream_end(&st, collect, &sink);
-	ck_assert_str_eq(sink.out, "ends with sk-abc and Zq8vPlain*** ok");
+	ck_assert_str_eq(sink.out, "ends with sk-abc and Zq8vPlainsk-*** ok");
 	secret_stream_release(&st);
 }
 END_TEST
@@ -402,8 +478,10 @@ Suite *secret_suite(void)
 	tcase_add_test(cut, test_a_cut_never_splits_a_character);
 	tcase_add_test(st, test_a_key_split_across_two_chunks_at_any_offset_is_masked_whole);
 	tcase_add_test(st, test_a_key_fed_byte_by_byte_or_in_three_chunks_is_masked_whole);
+	tcase_add_test(st, test_random_texts_cut_at_random_places_mask_as_the_whole_text_does);
 	tcase_add_test(st, test_chunks_of_whole_characters_come_out_as_whole_characters);
 	tcase_add_test(st, test_an_ordinary_chunk_passes_at_once_in_one_piece);
+	tcase_add_test(st, test_a_shape_prefix_goes_out_at_once_and_its_token_is_masked_in_the_next_chunk);
 	tcase_add_test(st, test_a_long_shaped_token_goes_out_as_stars_before_it_ends);
 	tcase_add_test(st, test_the_end_of_a_text_releases_what_was_held);
 	suite_add_tcase(s, tc);
