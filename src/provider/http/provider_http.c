@@ -53,8 +53,9 @@ struct http_provider {
 	char *err_body;        /* masked as it arrives (err_masker), then cut */
 	size_t err_len;
 	struct secret_stream err_masker;
-	char *event_copy;      /* owned: an SSE event's data with the keys masked */
-	size_t event_cap;
+	/* The failure text decoded again from a masked copy of the event that
+	 * failed the stream ("" when masking changed nothing there). */
+	char stream_error[API_ERROR_MAX];
 	json_t *resp_headers;  /* owned: the response's headers, lower-case name -> value */
 	int64_t hint_ms;
 	struct provider_result result;
@@ -320,6 +321,8 @@ static void finish_stream(struct http_provider *self)
 
 	api_stream_end(&self->stream, &r);
 	r.hint_ms = -1;
+	if (r.stop == STOP_ERROR && self->stream_error[0] != '\0')
+		r.error_message = self->stream_error;
 	/* A failure inside a 200 stream has no status of its own; the headers
 	 * (a retry-after, the rate-limit state) still count. */
 	if (r.stop == STOP_ERROR)
@@ -403,32 +406,64 @@ static void append_err(void *ctx, const char *bytes, size_t len)
 	self->err_len += take;
 }
 
-/* An event whose data holds a registered key is decoded from a masked copy,
- * so an error text cut from it (api_json_text) has no piece of the key.
- * Shaped tokens the decoder masks as whole words itself. */
+static void none(void *ctx)
+{
+	(void)ctx;
+}
+
+static void none_delta(void *ctx, const char *text, size_t len)
+{
+	(void)ctx;
+	(void)text;
+	(void)len;
+}
+
+static void none_finish(void *ctx, const struct provider_result *result)
+{
+	(void)ctx;
+	(void)result;
+}
+
+/* The event that failed the stream: the decoder cut its error text from
+ * the event's data (api_json_text) before any mask could see a key whole.
+ * Decoded again from a masked copy, on a scratch decoder, for the text.
+ * Only failures pay for this; the everyday text delta is masked at the
+ * sink (masked_text_delta). */
+static void remask_failure(struct http_provider *self, const struct sse_event *ev)
+{
+	static const struct provider_sink quiet = { none, none, none_delta, none, none_finish, NULL,
+						    NULL };
+	struct api_stream scratch;
+	struct sse_event masked = *ev;
+	size_t n = ev->data_len;
+	char *copy = malloc(n + 1);
+
+	self->stream_error[0] = '\0';
+	if (copy == NULL)
+		return;
+	memcpy(copy, ev->data, n);
+	if (secret_mask(copy, &n)) {
+		copy[n] = '\0';
+		masked.data = copy;
+		masked.data_len = n;
+		api_stream_init(&scratch, self->format, &quiet);
+		api_stream_event(&scratch, &masked);
+		if (scratch.failed)
+			snprintf(self->stream_error, sizeof(self->stream_error), "%s", scratch.error);
+		else
+			snprintf(self->stream_error, sizeof(self->stream_error), "%s", SECRET_MASK);
+	}
+	free(copy);
+}
+
 static int on_sse_event(void *ctx, const struct sse_event *ev)
 {
 	struct http_provider *self = ctx;
-	struct sse_event masked;
-	size_t n = ev->data_len;
+	int rc = api_stream_sse_cb(&self->stream, ev);
 
-	if (!secret_known_in(ev->data, ev->data_len))
-		return api_stream_sse_cb(&self->stream, ev);
-	if (n + 1 > self->event_cap) {
-		char *p = realloc(self->event_copy, n + 1);
-
-		if (p == NULL)
-			return api_stream_sse_cb(&self->stream, ev);
-		self->event_copy = p;
-		self->event_cap = n + 1;
-	}
-	memcpy(self->event_copy, ev->data, n);
-	secret_mask(self->event_copy, &n);
-	self->event_copy[n] = '\0';
-	masked = *ev;
-	masked.data = self->event_copy;
-	masked.data_len = n;
-	return api_stream_sse_cb(&self->stream, &masked);
+	if (rc != 0)
+		remask_failure(self, ev);
+	return rc;
 }
 
 static void on_data(void *ctx, const char *bytes, size_t len)
@@ -624,6 +659,7 @@ static int http_start(struct provider *base, const struct attempt_ctx *ctx,
 						    masked_text_end, masked_finish, self,
 						    sink->event ? masked_event : NULL };
 	self->status = 0;
+	self->stream_error[0] = '\0';
 	self->is_error = false;
 	self->hint_ms = -1;
 	self->finishing = false;
@@ -667,7 +703,6 @@ static void http_free(struct provider *base)
 	release_result(self);
 	secret_stream_release(&self->masker);
 	secret_stream_release(&self->err_masker);
-	free(self->event_copy);
 	for (size_t i = 0; i < self->nkeys; i++) {
 		if (self->keys[i].secret != NULL)
 			memset(self->keys[i].secret, 0, strlen(self->keys[i].secret));
