@@ -560,6 +560,8 @@ static int cli_start(struct provider *base, const struct attempt_ctx *ctx,
 				  r);
 	rc = 0;
 out:
+	if (rc != 0)
+		secret_mask_str(err);
 	cli_profile_argv_free(argv);
 	free(prompt);
 	return rc;

@@ -670,6 +670,8 @@ static int http_start(struct provider *base, const struct attempt_ctx *ctx,
 		/* Report it like any transport failure, so it is retried. */
 		char text[512];
 
+		/* curl's text may quote the URL (a key in its query): masked first. */
+		secret_mask_str(err);
 		snprintf(text, sizeof(text), "connection error: %s", err);
 		errbuf_set(err, errlen, "%s", text);
 		release_attempt(self);
