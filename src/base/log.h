@@ -1,5 +1,6 @@
 /* log — diagnostics on stderr. stdout belongs to the protocol and is never
- * written here. The level is checked before the arguments are evaluated. */
+ * written here. The level is checked before the arguments are evaluated;
+ * every line passes base/secret's masker before it is written. */
 #ifndef RETRYD_LOG_H
 #define RETRYD_LOG_H
 

@@ -11,6 +11,7 @@
 
 #include "base/errbuf.h"
 #include "base/fsutil.h"
+#include "base/secret.h"
 
 int journal_init(struct journal *self, const char *path, const char *id, int64_t wall_ms)
 {
@@ -70,14 +71,23 @@ static void iso_time(int64_t ms, char *out, size_t len)
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
 }
 
+/* Every line passes the masker: what a message quotes (a user's prompt, a
+ * server's text) holds no key in the file. A mask only replaces bytes
+ * inside a JSON string with "***", so the line stays valid JSON. */
 static int write_line(FILE *fp, json_t *obj)
 {
-	int rc = json_dumpf(obj, fp, JSON_COMPACT);
+	char *line = json_dumps(obj, JSON_COMPACT);
+	size_t len;
+	int rc = -1;
 
-	if (rc == 0 && fputc('\n', fp) == EOF)
-		rc = -1;
-	if (rc == 0 && fflush(fp) != 0)
-		rc = -1;
+	if (line == NULL)
+		return -1;
+	len = strlen(line);
+	secret_mask(line, &len);
+	line[len++] = '\n';
+	if (fwrite(line, 1, len, fp) == len && fflush(fp) == 0)
+		rc = 0;
+	free(line);
 	return rc;
 }
 

@@ -2,7 +2,8 @@
  *
  * First line {"type":"session","version":1,"id","timestamp","cwd"}, then one
  * {"type":"message","message":{...}} per message, the failed attempts that a
- * retry drops from the in-memory context included. The file and its
+ * retry drops from the in-memory context included. Each line passes
+ * base/secret's masker before it is written. The file and its
  * directories are created at the first message, so an unused session leaves
  * nothing behind. */
 #ifndef RETRYD_JOURNAL_H

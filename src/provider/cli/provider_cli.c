@@ -14,7 +14,9 @@
 #include "shared/lines.h"
 
 #define ERR_LINE_MAX 512
-#define SECRET_MIN 8
+/* How much of the CLI's session id the debug log shows: enough to tell
+ * sessions apart, too little to resume one. */
+#define SESSION_ID_SHOWN 8
 
 extern char **environ;
 
@@ -35,7 +37,9 @@ struct cli_run {
 	struct clock_timer idle, wall;
 	int64_t idle_ms;
 	char killed[160];           /* why we ended it; "" when we did not */
-	char err_line[ERR_LINE_MAX];
+	struct secret_stream text_masker; /* the text deltas */
+	struct secret_stream err_masker;  /* the stderr line being read */
+	char err_line[ERR_LINE_MAX];      /* masked, then cut */
 	size_t err_len;
 	char last_err[ERR_LINE_MAX];
 	struct provider_result result;
@@ -48,76 +52,21 @@ struct cli_provider {
 	struct clock *clock;
 	struct cli_profile *profile;
 	char **env;           /* owned: "NAME=value", NULL-terminated */
-	char **secrets;       /* owned: values never shown, NULL-terminated */
 	char *session_id;     /* owned: the newest the CLI reported, or NULL */
 	size_t prev_messages; /* context size when the last attempt started */
 	struct cli_run *run;  /* the running attempt, or NULL */
 };
 
-/* Secrets. */
+/* Secrets: the values build_env() registers with base/secret are masked
+ * in every text, event, error and log line (the log masks its own). */
 
-/* Masks every secret in text[0..*len) in place; whether any was there. */
-static bool mask_all(char *const *secrets, char *text, size_t *len)
+/* "0a1b2c3d…" for the debug log. */
+static void short_id(const char *id, char *out, size_t outlen)
 {
-	bool hit = false;
-
-	for (char *const *s = secrets; s && *s; s++)
-		hit = secret_mask(text, len, *s) || hit;
-	return hit;
-}
-
-/* A masked copy of text[0..len) (NUL-terminated, *outlen its length), or
- * NULL when no secret is there or memory ran out (*hit tells which). */
-static char *masked(char *const *secrets, const char *text, size_t len, bool *hit, size_t *outlen)
-{
-	char *out;
-
-	*hit = false;
-	for (char *const *s = secrets; s && *s && !*hit; s++)
-		*hit = secret_found(text, len, *s);
-	if (!*hit || (out = malloc(len + 1)) == NULL)
-		return NULL;
-	memcpy(out, text, len);
-	*outlen = len;
-	mask_all(secrets, out, outlen);
-	out[*outlen] = '\0';
-	return out;
-}
-
-/* A NUL-terminated text masked where it is. */
-static void mask_in_place(char *const *secrets, char *text)
-{
-	size_t len = strlen(text);
-
-	if (mask_all(secrets, text, &len))
-		text[len] = '\0';
-}
-
-static void mask_json(char *const *secrets, json_t *v)
-{
-	size_t i;
-	const char *key;
-	json_t *item;
-
-	if (secrets == NULL || secrets[0] == NULL)
-		return;
-	if (json_is_string(v)) {
-		bool hit;
-		size_t n;
-		char *m = masked(secrets, json_string_value(v), json_string_length(v), &hit, &n);
-
-		if (m != NULL)
-			json_string_setn(v, m, n);
-		else if (hit)
-			json_string_set(v, "***");
-		free(m);
-	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, item)
-			mask_json(secrets, item);
-	} else if (json_is_object(v)) {
-		json_object_foreach(v, key, item)
-			mask_json(secrets, item);
-	}
+	if (strlen(id) <= SESSION_ID_SHOWN)
+		snprintf(out, outlen, "%s", id);
+	else
+		snprintf(out, outlen, "%.*s\u2026", SESSION_ID_SHOWN, id);
 }
 
 /* Runs. */
@@ -130,6 +79,8 @@ static void stop_timers(struct cli_run *r)
 
 static void free_run(struct cli_run *r)
 {
+	secret_stream_release(&r->text_masker);
+	secret_stream_release(&r->err_masker);
 	retryd_lines_release(&r->framer);
 	cli_parser_release(&r->parser);
 	free(r);
@@ -162,12 +113,19 @@ static void close_run(struct cli_run *r)
 	retryd_child_close(r->child, on_child_closed, r);
 }
 
+static void emit_text(void *ctx, const char *text, size_t len)
+{
+	struct cli_run *r = ctx;
+
+	if (r->owner != NULL)
+		r->sink.text_delta(r->sink.ctx, text, len);
+}
+
 static void deliver(void *ctx, const struct cli_parser_outcome *o)
 {
 	struct cli_run *r = ctx;
 	struct cli_provider *self = r->owner;
-	bool hit;
-	size_t mlen = 0;
+	char shown[3 * SESSION_ID_SHOWN + 8];
 	char *m;
 	json_t *ev;
 
@@ -186,21 +144,23 @@ static void deliver(void *ctx, const struct cli_parser_outcome *o)
 			return;
 		free(self->session_id);
 		self->session_id = m;
-		LOG_INFO("%s: session %s", self->base.name, m);
+		/* Whoever has the whole id can resume the conversation. */
+		if (log_level >= LOG_LEVEL_DEBUG) {
+			short_id(m, shown, sizeof(shown));
+			LOG_DEBUG("%s: session %s", self->base.name, shown);
+		}
 		break;
 	case CLI_OUT_TEXT_START:
 		r->sink.text_start(r->sink.ctx);
 		break;
 	case CLI_OUT_TEXT_DELTA:
-		m = masked(self->secrets, o->text, o->len, &hit, &mlen);
-		if (!hit)
-			r->sink.text_delta(r->sink.ctx, o->text, o->len);
-		else if (m != NULL && mlen > 0)
-			r->sink.text_delta(r->sink.ctx, m, mlen);
-		free(m);
+		/* A key split across two deltas is held back and masked whole. */
+		secret_stream_feed(&r->text_masker, o->text, o->len, emit_text, r);
 		break;
 	case CLI_OUT_TEXT_END:
-		r->sink.text_end(r->sink.ctx);
+		secret_stream_end(&r->text_masker, emit_text, r);
+		if (r->owner != NULL)
+			r->sink.text_end(r->sink.ctx);
 		break;
 	case CLI_OUT_EVENT:
 		if (r->sink.event == NULL)
@@ -208,7 +168,7 @@ static void deliver(void *ctx, const struct cli_parser_outcome *o)
 		ev = json_deep_copy(o->event);
 		if (ev == NULL)
 			break;
-		mask_json(self->secrets, ev);
+		secret_mask_json(ev);
 		if (strcmp(json_string_value(json_object_get(ev, "type")), "provider_retry") == 0)
 			json_object_set_new(ev, "provider", json_string(self->base.name));
 		r->sink.event(r->sink.ctx, ev);
@@ -251,8 +211,10 @@ static void build_result(struct cli_run *r)
 		if (r->killed[0] != '\0')
 			LOG_INFO("%s: ended after its terminal line (%s)", self->base.name, r->killed);
 		res->stop = r->parser.failed ? STOP_ERROR : STOP_STOP;
-		snprintf(r->error, sizeof(r->error), "%s",
-			 r->parser.error ? r->parser.error : "the agent reported a failure");
+		if (r->parser.error != NULL)
+			secret_copy(r->error, sizeof(r->error), r->parser.error, strlen(r->parser.error));
+		else
+			snprintf(r->error, sizeof(r->error), "the agent reported a failure");
 	} else {
 		char how[48];
 
@@ -266,7 +228,7 @@ static void build_result(struct cli_run *r)
 	}
 	if (res->stop != STOP_ERROR)
 		return;
-	mask_in_place(self->secrets, r->error);
+	secret_mask_str(r->error);
 	res->error_message = r->error;
 	if (self->profile->resume_argv == NULL)
 		res->no_resume = "the profile has no resumeArgv";
@@ -343,9 +305,24 @@ static void on_wall_timer(struct clock_timer *t, void *ctx)
 	terminate(r, why);
 }
 
+/* A stderr line is masked as it comes, and cut at ERR_LINE_MAX after. */
+static void append_err(void *ctx, const char *text, size_t len)
+{
+	struct cli_run *r = ctx;
+	size_t room = sizeof(r->err_line) - 1 - r->err_len;
+
+	if (len > room)
+		len = room;
+	memcpy(r->err_line + r->err_len, text, len);
+	r->err_len += len;
+}
+
 static void err_line_done(struct cli_run *r)
 {
-	size_t n = r->err_len;
+	size_t n;
+
+	secret_stream_end(&r->err_masker, append_err, r);
+	n = r->err_len;
 
 	while (n > 0 && (r->err_line[n - 1] == '\r' || r->err_line[n - 1] == ' '))
 		n--;
@@ -353,8 +330,6 @@ static void err_line_done(struct cli_run *r)
 	r->err_len = 0;
 	if (n == 0)
 		return;
-	if (r->owner != NULL)
-		mask_in_place(r->owner->secrets, r->err_line);
 	memcpy(r->last_err, r->err_line, sizeof(r->last_err));
 	LOG_DEBUG("%s stderr: %s", r->owner ? r->owner->base.name : "cli", r->last_err);
 }
@@ -370,11 +345,16 @@ static void on_child_data(struct retryd_child *child, int fd, const char *data, 
 		retryd_lines_feed(&r->framer, data, len, on_line, r);
 		return;
 	}
-	for (size_t i = 0; i < len; i++) {
-		if (data[i] == '\n')
-			err_line_done(r);
-		else if (r->err_len < sizeof(r->err_line) - 1)
-			r->err_line[r->err_len++] = data[i];
+	while (len > 0) {
+		const char *nl = memchr(data, '\n', len);
+		size_t n = nl ? (size_t)(nl - data) : len;
+
+		secret_stream_feed(&r->err_masker, data, n, append_err, r);
+		if (nl == NULL)
+			break;
+		err_line_done(r);
+		data += n + 1;
+		len -= n + 1;
 	}
 }
 
@@ -552,6 +532,8 @@ static int cli_start(struct provider *base, const struct attempt_ctx *ctx,
 	}
 	r->owner = self;
 	r->clock = self->clock;
+	secret_stream_init(&r->text_masker);
+	secret_stream_init(&r->err_masker);
 	r->sink = *sink;
 	r->idle_ms = ctx->idle_timeout_ms;
 	retryd_lines_init(&r->framer, (size_t)self->profile->max_line_bytes);
@@ -564,15 +546,22 @@ static int cli_start(struct provider *base, const struct attempt_ctx *ctx,
 		goto out;
 	}
 	self->run = r;
-	LOG_INFO("%s: pid %d started%s%s", base->name, retryd_child_pid(r->child),
-		 resume ? ", resuming " : "",
-		 resume ? self->session_id : "");
+	LOG_INFO("%s: pid %d started%s", base->name, retryd_child_pid(r->child),
+		 resume ? ", resuming its session" : "");
+	if (resume && log_level >= LOG_LEVEL_DEBUG) {
+		char shown[3 * SESSION_ID_SHOWN + 8];
+
+		short_id(self->session_id, shown, sizeof(shown));
+		LOG_DEBUG("%s: resuming session %s", base->name, shown);
+	}
 	start_idle(r);
 	if (self->profile->timeout_ms > 0)
 		clock_timer_start(r->clock, &r->wall, (uint64_t)self->profile->timeout_ms, on_wall_timer,
 				  r);
 	rc = 0;
 out:
+	if (rc != 0)
+		secret_mask_str(err);
 	cli_profile_argv_free(argv);
 	free(prompt);
 	return rc;
@@ -626,7 +615,6 @@ static void cli_free(struct provider *base)
 		self->run->owner = NULL;
 	cli_profile_free(self->profile);
 	free_strings(self->env);
-	free_strings(self->secrets);
 	free(self->session_id);
 	json_decref(base->credentials);
 	free(self);
@@ -640,25 +628,6 @@ static const struct provider_ops cli_ops = {
 };
 
 /* Environment. */
-
-static bool secret_name(const char *name, size_t n)
-{
-	static const char *const words[] = { "KEY", "TOKEN", "SECRET", "PASSWORD", NULL };
-
-	for (size_t w = 0; words[w] != NULL; w++) {
-		size_t k = strlen(words[w]);
-
-		for (size_t i = 0; i + k <= n; i++) {
-			size_t j;
-
-			for (j = 0; j < k && (name[i + j] & ~0x20) == words[w][j]; j++)
-				;
-			if (j == k)
-				return true;
-		}
-	}
-	return false;
-}
 
 static int push(char ***v, size_t *n, char *s)
 {
@@ -691,13 +660,12 @@ static char *env_entry(const char *name, const char *value)
 static int build_env(struct cli_provider *self)
 {
 	const json_t *env = self->profile->env;
-	size_t ne = 0, ns = 0;
+	size_t ne = 0;
 	const char *name;
 	json_t *v;
 
 	self->env = calloc(1, sizeof(char *));
-	self->secrets = calloc(1, sizeof(char *));
-	if (self->env == NULL || self->secrets == NULL)
+	if (self->env == NULL)
 		return -1;
 	for (char **e = environ; e && *e; e++) {
 		const char *eq = strchr(*e, '=');
@@ -707,8 +675,7 @@ static int build_env(struct cli_provider *self)
 			continue;
 		if (push(&self->env, &ne, strdup(*e)) != 0)
 			return -1;
-		if (secret_name(*e, n) && strlen(eq + 1) >= SECRET_MIN &&
-		    push(&self->secrets, &ns, strdup(eq + 1)) != 0)
+		if (secret_name(*e, n) && secret_register(eq + 1) != 0)
 			return -1;
 	}
 	json_object_foreach((json_t *)env, name, v) {
@@ -716,8 +683,8 @@ static int build_env(struct cli_provider *self)
 			continue;
 		if (push(&self->env, &ne, env_entry(name, json_string_value(v))) != 0)
 			return -1;
-		if (json_string_length(v) >= SECRET_MIN &&
-		    push(&self->secrets, &ns, strdup(json_string_value(v))) != 0)
+		/* Every value the profile sets counts as a secret. */
+		if (secret_register(json_string_value(v)) != 0)
 			return -1;
 	}
 	return 0;

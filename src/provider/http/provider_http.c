@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "provider/http/api.h"
 #include "provider/http/api_formats.h"
@@ -38,14 +39,22 @@ struct http_provider {
 	/* The running attempt. */
 	struct http_request *req;
 	struct provider_sink sink;
+	/* What the decoder writes to: sink, with every text delta passing
+	 * through `masker` first (ctx: this provider). */
+	struct provider_sink masked_sink;
+	struct secret_stream masker;
 	struct sse_parser sse;
 	struct api_stream stream;
 	char *body;            /* owned: the request JSON */
 	char **header_lines;   /* owned: NULL-terminated */
 	long status;
 	bool is_error;
-	char *err_body;
+	char *err_body;        /* masked as it arrives (err_masker), then cut */
 	size_t err_len;
+	struct secret_stream err_masker;
+	/* The failure text decoded again from a masked copy of the event that
+	 * failed the stream ("" when masking changed nothing there). */
+	char stream_error[API_ERROR_MAX];
 	json_t *resp_headers;  /* owned: the response's headers, lower-case name -> value */
 	struct provider_result result;
 	/* Owned: the typed failure the last result borrows (body, headers). */
@@ -111,6 +120,8 @@ static int add_key(struct http_provider *self, const char *label, const char *se
 	k->name = strdup(label);
 	k->secret = secret && secret[0] ? strdup(secret) : NULL;
 	k->hint = strdup(hint);
+	if (k->secret != NULL && secret_register(k->secret) != 0)
+		return -1;
 	return k->name && k->hint ? 0 : -1;
 }
 
@@ -150,6 +161,27 @@ static int load_keys(struct http_provider *self, const json_t *cfg, char *err, s
 out:
 	json_decref(literal);
 	json_decref(env);
+	return rc;
+}
+
+/* Header values that carry a credential ("Authorization", "X-Api-Key",
+ * ...) are masked like keys; "Bearer <token>" also by its token alone. */
+static int register_headers(struct http_provider *self)
+{
+	const char *name, *value, *sp;
+	json_t *v;
+	int rc = 0;
+
+	json_object_foreach(self->headers, name, v) {
+		if (!secret_name(name, strlen(name)) && strncasecmp(name, "authorization", 13) != 0 &&
+		    strncasecmp(name, "proxy-authorization", 19) != 0)
+			continue;
+		value = json_string_value(v);
+		rc |= secret_register(value);
+		sp = strchr(value, ' ');
+		if (sp != NULL)
+			rc |= secret_register(sp + 1);
+	}
 	return rc;
 }
 
@@ -215,6 +247,13 @@ static void on_finish(struct clock_timer *t, void *ctx)
 	sink.finish(sink.ctx, &self->result);
 }
 
+static void discard(void *ctx, const char *text, size_t len)
+{
+	(void)ctx;
+	(void)text;
+	(void)len;
+}
+
 static void release_attempt(struct http_provider *self)
 {
 	if (self->req != NULL)
@@ -232,6 +271,9 @@ static void release_attempt(struct http_provider *self)
 	free(self->err_body);
 	self->err_body = NULL;
 	self->err_len = 0;
+	/* What an ended attempt held back never reaches the next one. */
+	secret_stream_end(&self->err_masker, discard, NULL);
+	secret_stream_end(&self->masker, discard, NULL);
 	json_decref(self->resp_headers);
 	self->resp_headers = NULL;
 }
@@ -243,21 +285,6 @@ static void release_result(struct http_provider *self)
 	self->result_body = NULL;
 	json_decref(self->result_headers);
 	self->result_headers = NULL;
-}
-
-/* A server may echo the key back ("Incorrect API key provided: ..."): no
- * key this provider holds survives in a text that leaves it. */
-static void mask_secrets(struct http_provider *self, char *text)
-{
-	size_t len = strlen(text);
-
-	for (size_t i = 0; i < self->nkeys; i++) {
-		const char *secret = self->keys[i].secret;
-
-		if (secret != NULL && strlen(secret) >= 4)
-			secret_mask(text, &len, secret);
-	}
-	text[len] = '\0';
 }
 
 static void finish_with(struct http_provider *self, const struct provider_result *r)
@@ -273,9 +300,12 @@ static void finish_with(struct http_provider *self, const struct provider_result
 		self->resp_headers = NULL;
 	}
 	if (r->error_message != NULL) {
+		/* Masked before it is cut, so a cut cannot leave a piece of a key. */
 		if (r->error_message != self->result_error)
-			snprintf(self->result_error, sizeof(self->result_error), "%s", r->error_message);
-		mask_secrets(self, self->result_error);
+			secret_copy(self->result_error, sizeof(self->result_error), r->error_message,
+				    strlen(r->error_message));
+		else
+			secret_mask_str(self->result_error);
 		self->result.error_message = self->result_error;
 	}
 	release_attempt(self);
@@ -289,6 +319,8 @@ static void finish_stream(struct http_provider *self)
 
 	api_stream_end(&self->stream, &r);
 	r.hint_ms = -1;
+	if (r.stop == STOP_ERROR && self->stream_error[0] != '\0')
+		r.error_message = self->stream_error;
 	/* A failure inside a 200 stream has no status of its own; the headers
 	 * (a retry-after, the rate-limit state) still count. */
 	if (r.stop == STOP_ERROR)
@@ -316,6 +348,85 @@ static void on_response(void *ctx, long status, const char *const *headers, size
 	}
 }
 
+/* The error body, masked (a server may echo the key back: "Incorrect API
+ * key provided: ..."), is kept up to ERROR_BODY_MAX: the cut comes after
+ * the mask. */
+static void append_err(void *ctx, const char *bytes, size_t len)
+{
+	struct http_provider *self = ctx;
+	size_t take = self->err_len + len > ERROR_BODY_MAX ? ERROR_BODY_MAX - self->err_len : len;
+	char *p;
+
+	if (take == 0)
+		return;
+	p = realloc(self->err_body, self->err_len + take + 1);
+	if (p == NULL)
+		return;
+	self->err_body = p;
+	memcpy(p + self->err_len, bytes, take);
+	self->err_len += take;
+}
+
+static void none(void *ctx)
+{
+	(void)ctx;
+}
+
+static void none_delta(void *ctx, const char *text, size_t len)
+{
+	(void)ctx;
+	(void)text;
+	(void)len;
+}
+
+static void none_finish(void *ctx, const struct provider_result *result)
+{
+	(void)ctx;
+	(void)result;
+}
+
+/* The event that failed the stream: the decoder cut its error text from
+ * the event's data (api_json_text) before any mask could see a key whole.
+ * Decoded again from a masked copy, on a scratch decoder, for the text.
+ * Only failures pay for this; the everyday text delta is masked at the
+ * sink (masked_text_delta). */
+static void remask_failure(struct http_provider *self, const struct sse_event *ev)
+{
+	static const struct provider_sink quiet = { none, none, none_delta, none, none_finish, NULL,
+						    NULL };
+	struct api_stream scratch;
+	struct sse_event masked = *ev;
+	size_t n = ev->data_len;
+	char *copy = malloc(n + 1);
+
+	self->stream_error[0] = '\0';
+	if (copy == NULL)
+		return;
+	memcpy(copy, ev->data, n);
+	if (secret_mask(copy, &n)) {
+		copy[n] = '\0';
+		masked.data = copy;
+		masked.data_len = n;
+		api_stream_init(&scratch, self->format, &quiet);
+		api_stream_event(&scratch, &masked);
+		if (scratch.failed)
+			snprintf(self->stream_error, sizeof(self->stream_error), "%s", scratch.error);
+		else
+			snprintf(self->stream_error, sizeof(self->stream_error), "%s", SECRET_MASK);
+	}
+	free(copy);
+}
+
+static int on_sse_event(void *ctx, const struct sse_event *ev)
+{
+	struct http_provider *self = ctx;
+	int rc = api_stream_sse_cb(&self->stream, ev);
+
+	if (rc != 0)
+		remask_failure(self, ev);
+	return rc;
+}
+
 static void on_data(void *ctx, const char *bytes, size_t len)
 {
 	struct http_provider *self = ctx;
@@ -324,17 +435,11 @@ static void on_data(void *ctx, const char *bytes, size_t len)
 	if (self->finishing)
 		return;
 	if (self->is_error) {
-		size_t take = self->err_len + len > ERROR_BODY_MAX ? ERROR_BODY_MAX - self->err_len : len;
-		char *p = realloc(self->err_body, self->err_len + take + 1);
-
-		if (p == NULL)
-			return;
-		self->err_body = p;
-		memcpy(p + self->err_len, bytes, take);
-		self->err_len += take;
+		if (self->err_len < ERROR_BODY_MAX)
+			secret_stream_feed(&self->err_masker, bytes, len, append_err, self);
 		return;
 	}
-	rc = sse_feed(&self->sse, bytes, len, api_stream_sse_cb, &self->stream);
+	rc = sse_feed(&self->sse, bytes, len, on_sse_event, self);
 	if (rc == -1)
 		api_stream_fail(&self->stream, self->sse.error);
 	if (rc != 0 || api_stream_done(&self->stream))
@@ -351,6 +456,7 @@ static void on_done(void *ctx, int err, const char *message)
 	if (self->finishing)
 		return;
 	if (self->is_error) {
+		secret_stream_end(&self->err_masker, append_err, self);
 		api_http_error(self->status, self->err_body ? self->err_body : "", self->err_len,
 			       text, sizeof(text));
 		r.error_message = text;
@@ -366,6 +472,61 @@ static void on_done(void *ctx, int err, const char *message)
 		api_stream_fail(&self->stream, text);
 	}
 	finish_stream(self);
+}
+
+/* The decoder's sink: text deltas pass the streaming masker, so a key
+ * split across two deltas is masked whole; the held tail goes out at the
+ * text's end. */
+
+static void masked_start(void *ctx)
+{
+	struct http_provider *self = ctx;
+
+	self->sink.start(self->sink.ctx);
+}
+
+static void masked_text_start(void *ctx)
+{
+	struct http_provider *self = ctx;
+
+	self->sink.text_start(self->sink.ctx);
+}
+
+static void emit_text(void *ctx, const char *text, size_t len)
+{
+	struct http_provider *self = ctx;
+
+	self->sink.text_delta(self->sink.ctx, text, len);
+}
+
+static void masked_text_delta(void *ctx, const char *text, size_t len)
+{
+	struct http_provider *self = ctx;
+
+	secret_stream_feed(&self->masker, text, len, emit_text, self);
+}
+
+static void masked_text_end(void *ctx)
+{
+	struct http_provider *self = ctx;
+
+	secret_stream_end(&self->masker, emit_text, self);
+	self->sink.text_end(self->sink.ctx);
+}
+
+static void masked_finish(void *ctx, const struct provider_result *result)
+{
+	struct http_provider *self = ctx;
+
+	self->sink.finish(self->sink.ctx, result);
+}
+
+static void masked_event(void *ctx, json_t *event)
+{
+	struct http_provider *self = ctx;
+
+	secret_mask_json(event);
+	self->sink.event(self->sink.ctx, event);
 }
 
 /* The attempt. */
@@ -454,16 +615,22 @@ static int http_start(struct provider *base, const struct attempt_ctx *ctx,
 	opts.connect_timeout_ms = self->connect_timeout_ms;
 	opts.idle_timeout_ms = self->idle_timeout_ms;
 	self->sink = *sink;
+	self->masked_sink = (struct provider_sink){ masked_start, masked_text_start, masked_text_delta,
+						    masked_text_end, masked_finish, self,
+						    sink->event ? masked_event : NULL };
 	self->status = 0;
+	self->stream_error[0] = '\0';
 	self->is_error = false;
 	self->finishing = false;
 	sse_init(&self->sse, SSE_EVENT_MAX);
-	api_stream_init(&self->stream, self->format, sink);
+	api_stream_init(&self->stream, self->format, &self->masked_sink);
 	self->req = http_request_start(self->http, &opts, &cbs, err, errlen);
 	if (self->req == NULL) {
 		/* Report it like any transport failure, so it is retried. */
 		char text[512];
 
+		/* curl's text may quote the URL (a key in its query): masked first. */
+		secret_mask_str(err);
 		snprintf(text, sizeof(text), "connection error: %s", err);
 		errbuf_set(err, errlen, "%s", text);
 		release_attempt(self);
@@ -495,6 +662,8 @@ static void http_free(struct provider *base)
 
 	http_abort(base);
 	release_result(self);
+	secret_stream_release(&self->masker);
+	secret_stream_release(&self->err_masker);
 	for (size_t i = 0; i < self->nkeys; i++) {
 		if (self->keys[i].secret != NULL)
 			memset(self->keys[i].secret, 0, strlen(self->keys[i].secret));
@@ -556,9 +725,11 @@ struct provider *provider_http_new(struct http_client *http, struct clock *clock
 	self->base.base_url = self->base_url;
 	self->base.models = provider_models_from(json_object_get(cfg, "models"));
 	sse_init(&self->sse, SSE_EVENT_MAX);
+	secret_stream_init(&self->masker);
+	secret_stream_init(&self->err_masker);
 	if (self->name == NULL || self->api_name == NULL || self->base_url == NULL ||
 	    self->base.models == NULL || self->headers == NULL || load_keys(self, cfg, err, errlen) != 0 ||
-	    self->base.credentials == NULL) {
+	    self->base.credentials == NULL || register_headers(self) != 0) {
 		if (err[0] == '\0')
 			errbuf_set(err, errlen, "out of memory");
 		http_free(&self->base);
