@@ -369,7 +369,7 @@ class ArgvTests(CliCase):
         for extra, want in cases:
             with self.subTest(extra=extra):
                 rc, out, err = run_cli(["--provider", "claude"] + extra)
-                self.assertEqual(rc, 2, err)
+                self.assertEqual(rc, 1, err)
                 self.assertEqual(out, "")
                 self.assertIn(want, err)
 
