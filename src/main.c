@@ -18,6 +18,7 @@
 #include "shared/lines.h"
 #include "core/journal.h"
 #include "base/log.h"
+#include "base/secret.h"
 #include "io/http.h"
 #include "provider/cli/provider_cli.h"
 #include "provider/http/provider_http.h"
@@ -608,6 +609,7 @@ int main(int argc, char **argv)
 	retryd_lines_release(&d.framer);
 	classify_free(d.classify);
 	settings_release(&d.settings);
+	secret_reset();	/* wipes the registered keys' copies */
 	free(sets);
 	return rc;
 }

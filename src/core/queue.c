@@ -1,12 +1,18 @@
 #include "core/queue.h"
 
+#include "base/secret.h"
 #include "proto/message.h"
 
 json_t *queue_item_new(const char *text, const json_t *images, int64_t timestamp_ms,
 		       json_t *policy, unsigned auto_retry_gen)
 {
-	return json_pack("{s:o, s:o, s:I}", "message", message_user(text, images, timestamp_ms),
-			 "policy", policy, "autoRetryGen", (json_int_t)auto_retry_gen);
+	json_t *message = message_user(text, images, timestamp_ms);
+
+	/* A key pasted into a prompt leaves the process in message_start,
+	 * get_messages and agent_end: masked like everything else. */
+	secret_mask_json(message);
+	return json_pack("{s:o, s:o, s:I}", "message", message, "policy", policy, "autoRetryGen",
+			 (json_int_t)auto_retry_gen);
 }
 
 json_t *queue_take(json_t *queue, bool all)

@@ -202,6 +202,24 @@ def gemini_lines(session_id, deltas):
         [result]
 
 
+class PromptTests(SecretsCase):
+
+    def test_a_key_pasted_into_a_prompt_is_masked_on_stdout_in_messages_and_upstream(self):
+        plain, masked = with_keys()
+        d, srv, session = self.http([{"text": "ok"}])
+        msgs = self.run_prompt(d, plain)
+        user = [m["message"] for m in msgs
+                if m.get("type") == "message_start" and m["message"]["role"] == "user"][0]
+        self.assertEqual(text_of(user), masked)
+        got = d.request({"type": "get_messages"})["data"]["messages"][0]
+        self.assertEqual(text_of(got), masked)
+        sent = json.dumps(srv.requests()[0].get("body"))
+        for key in ALL_KEYS:
+            self.assertNotIn(secret_part(key), sent, "the key went upstream")
+        d.finish()
+        self.assertNoKey(d, session)
+
+
 class CliTests(SecretsCase):
 
     SID = "7bffa130-8c69-4cf8-ac8a-0d36b2d99f53"
