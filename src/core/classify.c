@@ -263,7 +263,7 @@ static const char *const gateway_patterns[] = {
 	 * answered instead of the API (Node, Go, Python parsers' words) */
 	"\\bUnexpected token '?<|\\binvalid character '<' looking for beginning of value\\b|"
 	"\\bExpecting value: line 1 column 1 \\(char 0\\)|\\bUnexpected end of JSON input\\b|"
-	"<!DOCTYPE html|\\bis not valid JSON\\W{0,4}<",
+	"<!DOCTYPE html|\\bis not valid JSON\\W{0,4}<|\\berror decoding response body\\b",
 	/* 1 a proxy with nowhere to send the request */
 	"\\bno healthy upstream\\b|\\bupstream connect error\\b",
 	NULL,
