@@ -723,12 +723,22 @@ static void find_statuses(const struct classify *self, int status, struct facts 
 	for (size_t i = 0; i < list->count; i++) {
 		size_t start = 0;
 
-		while (start <= f->len && match_at(self, list->codes[i], f, start) >= 0) {
-			const char *d = f->hay + ov[2];
-			int v = (d[0] - '0') * 100 + (d[1] - '0') * 10 + (d[2] - '0');
+		int groups;
 
-			if (v >= 400 && v <= 599)
-				add_status(f, v);
+		while (start <= f->len && (groups = match_at(self, list->codes[i], f, start)) >= 0) {
+			/* The status is the first group that took part: a pattern
+			 * with alternatives has one group per alternative. */
+			for (int g = 1; g < groups; g++) {
+				const char *d = f->hay + ov[2 * g];
+				int v;
+
+				if (ov[2 * g] == PCRE2_UNSET || ov[2 * g + 1] - ov[2 * g] != 3)
+					continue;
+				v = (d[0] - '0') * 100 + (d[1] - '0') * 10 + (d[2] - '0');
+				if (v >= 400 && v <= 599)
+					add_status(f, v);
+				break;
+			}
 			start = next_start(f, ov);
 		}
 	}
