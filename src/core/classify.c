@@ -479,10 +479,22 @@ struct classify_list {
 	size_t count;
 };
 
+/* The built-in patterns, compiled once for the whole process at the first
+ * decision (not at start: ~2.5 ms of PCRE2 JIT that a daemon which never
+ * sees a failure never needs), shared by every classifier, freed with the
+ * last one. The daemon is single-threaded. */
+static struct {
+	struct classify_list lists[B_COUNT];
+	uint32_t max_captures;
+	int users;	/* live classifiers */
+	bool ready;
+} shared;
+
 struct classify {
 	int refs;
-	struct classify_list builtin[B_COUNT];
+	const struct classify_list *builtin;	/* shared.lists once ready, else NULL */
 	struct classify_list user[U_COUNT];
+	uint32_t user_captures;
 	/* One block shared by every pattern, sized for the one with the most
 	 * groups, and one buffer for the normalised text: the daemon
 	 * classifies on a single thread. */
@@ -602,18 +614,15 @@ struct classify *classify_new(const json_t *retry, char *err, size_t errlen)
 		return NULL;
 	}
 	self->refs = 1;
-	for (size_t b = 0; b < B_COUNT; b++)
-		if (compile_builtin(&self->builtin[b], builtins[b].name, builtins[b].patterns,
-				    &max_captures, err, errlen) != 0)
-			goto fail;
+	shared.users++;
 	for (size_t u = 0; u < U_COUNT; u++)
 		if (compile_user(&self->user[u], user_keys[u],
 				 retry != NULL ? json_object_get(retry, user_keys[u]) : NULL,
 				 &max_captures, err, errlen) != 0)
 			goto fail;
-	self->match = pcre2_match_data_create(max_captures + 1, NULL);
+	self->user_captures = max_captures;
 	self->text = malloc(ERRTEXT_MAX);
-	if (self->match == NULL || self->text == NULL) {
+	if (self->text == NULL) {
 		errbuf_set(err, errlen, "retry: out of memory");
 		goto fail;
 	}
@@ -641,13 +650,47 @@ void classify_free(struct classify *self)
 {
 	if (self == NULL || --self->refs > 0)
 		return;
-	for (size_t b = 0; b < B_COUNT; b++)
-		release_list(&self->builtin[b]);
 	for (size_t u = 0; u < U_COUNT; u++)
 		release_list(&self->user[u]);
 	pcre2_match_data_free(self->match);
 	free(self->text);
 	free(self);
+	if (--shared.users == 0 && shared.ready) {
+		for (size_t b = 0; b < B_COUNT; b++)
+			release_list(&shared.lists[b]);
+		memset(&shared, 0, sizeof(shared));
+	}
+}
+
+/* Compiles the built-in patterns (once per process) and makes this
+ * classifier's match block. -1 only when memory ran out. */
+static int make_ready(struct classify *self)
+{
+	char err[256];
+
+	if (self->builtin != NULL)
+		return 0;
+	if (!shared.ready) {
+		uint32_t max = 0;
+
+		for (size_t b = 0; b < B_COUNT; b++) {
+			if (compile_builtin(&shared.lists[b], builtins[b].name, builtins[b].patterns,
+					    &max, err, sizeof(err)) != 0) {
+				for (size_t k = 0; k <= b; k++)
+					release_list(&shared.lists[k]);
+				memset(shared.lists, 0, sizeof(shared.lists));
+				return -1;
+			}
+		}
+		shared.max_captures = max;
+		shared.ready = true;
+	}
+	self->match = pcre2_match_data_create((shared.max_captures > self->user_captures
+					       ? shared.max_captures : self->user_captures) + 1, NULL);
+	if (self->match == NULL)
+		return -1;
+	self->builtin = shared.lists;
+	return 0;
 }
 
 /* --- one decision --- */
@@ -1011,13 +1054,20 @@ static void decide(const struct classify *self, const struct facts *f,
 	snprintf(rule, size, "%s", bad[0] != '\0' ? bad : "default");
 }
 
-void classify_decide(const struct classify *self, const struct classify_input *in,
+void classify_decide(struct classify *self, const struct classify_input *in,
 		     struct classify_result *out)
 {
 	struct facts f = { 0 };
 	int64_t hint;
 
 	assert(self != NULL && in != NULL && out != NULL);
+	if (make_ready(self) != 0) {
+		out->verdict = CLASSIFY_NOT_RETRYABLE;
+		out->overload = false;
+		out->hint_ms = -1;
+		snprintf(out->rule, sizeof(out->rule), "out-of-memory");
+		return;
+	}
 	f.hay = self->text;
 	f.len = errtext_normalize(self->text, in->text, in->text != NULL ? in->len : 0, in->body,
 				  in->body != NULL ? in->body_len : 0);
@@ -1034,7 +1084,7 @@ void classify_decide(const struct classify *self, const struct classify_input *i
 											: f.text_hint;
 }
 
-static void decide_text(const struct classify *self, const char *message, size_t len,
+static void decide_text(struct classify *self, const char *message, size_t len,
 			struct classify_result *out)
 {
 	struct classify_input in = { .text = message, .len = message != NULL ? len : 0 };
@@ -1042,7 +1092,7 @@ static void decide_text(const struct classify *self, const char *message, size_t
 	classify_decide(self, &in, out);
 }
 
-enum classify_verdict classify_error(const struct classify *self, const char *message, size_t len)
+enum classify_verdict classify_error(struct classify *self, const char *message, size_t len)
 {
 	struct classify_result r;
 
@@ -1050,12 +1100,12 @@ enum classify_verdict classify_error(const struct classify *self, const char *me
 	return r.verdict;
 }
 
-bool classify_is_usage_limit(const struct classify *self, const char *message, size_t len)
+bool classify_is_usage_limit(struct classify *self, const char *message, size_t len)
 {
 	return classify_error(self, message, len) == CLASSIFY_USAGE_LIMIT;
 }
 
-bool classify_is_overload(const struct classify *self, const char *message, size_t len)
+bool classify_is_overload(struct classify *self, const char *message, size_t len)
 {
 	struct classify_result r;
 

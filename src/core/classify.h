@@ -29,8 +29,9 @@
  * is checked first within its step, its rule "settings:<list>[i]":
  * contextOverflowPatterns (step 1), usageLimitPatterns (2),
  * nonRetryablePatterns (3), retryablePatterns and then overloadPatterns (4;
- * an overload pattern also sets `overload`). All are compiled once per
- * classifier, caseless and UTF, JIT where available.
+ * an overload pattern also sets `overload`). All are compiled caseless and
+ * UTF, JIT where available: the settings lists by classify_new (which
+ * refuses a bad one), the built-ins once per process, at the first decision.
  *
  * Only the first ERRTEXT_MAX (64 KiB) bytes of message + body are read
  * (base/errtext.h). The classifier keeps one match block and one text buffer:
@@ -95,18 +96,21 @@ struct classify *classify_new(const json_t *retry, char *err, size_t errlen);
 struct classify *classify_ref(struct classify *self);
 void classify_free(struct classify *self);
 
-/* Decides `in` into `out` (the table above). Allocates nothing. */
-void classify_decide(const struct classify *self, const struct classify_input *in,
+/* Decides `in` into `out` (the table above). The first decision of the
+ * process compiles the built-in patterns (shared by every classifier, freed
+ * with the last one) and this classifier's match block; after that it
+ * allocates nothing. Not reentrant: a classifier is for one thread. */
+void classify_decide(struct classify *self, const struct classify_input *in,
 		     struct classify_result *out);
 
 /* The verdict of classify_decide for a message alone (borrowed, `len` bytes,
  * need not be NUL-terminated). */
-enum classify_verdict classify_error(const struct classify *self, const char *message, size_t len);
+enum classify_verdict classify_error(struct classify *self, const char *message, size_t len);
 /* classify_error(...) == CLASSIFY_USAGE_LIMIT. */
-bool classify_is_usage_limit(const struct classify *self, const char *message, size_t len);
+bool classify_is_usage_limit(struct classify *self, const char *message, size_t len);
 /* The model is overloaded (what retry.fallbackAfterConsecutive counts): the
  * `overload` of classify_decide for the message alone. */
-bool classify_is_overload(const struct classify *self, const char *message, size_t len);
+bool classify_is_overload(struct classify *self, const char *message, size_t len);
 
 /* classify_error's answer and `retryd --classify`'s output, as a new
  * reference: {"errorClass", "overload", "hintMs": int|null, "rule"}. */

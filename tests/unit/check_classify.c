@@ -42,7 +42,7 @@ struct row {
 	const char *rule;
 };
 
-static void decide_row(const struct classify *c, const struct row *r, struct classify_result *out)
+static void decide_row(struct classify *c, const struct row *r, struct classify_result *out)
 {
 	json_error_t jerr;
 	json_t *headers = NULL;
@@ -65,7 +65,7 @@ static void decide_row(const struct classify *c, const struct row *r, struct cla
 	json_decref(headers);
 }
 
-static void check_row(const struct classify *c, const struct row *r)
+static void check_row(struct classify *c, const struct row *r)
 {
 	struct classify_result out;
 
@@ -832,7 +832,7 @@ static void expect_new_error(const char *json, const char *expected)
 	ck_assert_str_eq(err, expected);
 }
 
-static void check_text(const struct classify *c, const char *text, enum classify_verdict verdict,
+static void check_text(struct classify *c, const char *text, enum classify_verdict verdict,
 		       bool overload, const char *rule)
 {
 	const struct row r = { .name = text, .text = text, .verdict = verdict,

@@ -55,7 +55,7 @@ static bool hint_ok(int64_t got, const json_t *want)
 }
 
 /* One corpus entry, with its status, body and headers unless text_only. */
-static void score_row(const struct classify *c, const json_t *row, bool text_only,
+static void score_row(struct classify *c, const json_t *row, bool text_only,
 		      struct score *s)
 {
 	const json_t *text = json_object_get(row, "text");
