@@ -76,6 +76,7 @@ struct writer {
 	size_t sent;                  /* UV_NAMED_PIPE: of inflight, written so far */
 	size_t line_end;              /* > sent: a begun line, to be finished first */
 	unsigned recheck_ms;
+	bool polled;       /* waited for writable once since the last write */
 	enum room_kind room_kind;
 	size_t page;                  /* ROOM_PIPE: bytes per pipe buffer */
 	size_t cap_slots;             /* ROOM_PIPE: buffers in the pipe */
@@ -406,7 +407,19 @@ static void pump(struct writer *self)
 			n = self->line_end - self->sent;
 		} else {
 			n = lines_that_fit(self, p, left);
+			if (n == 0 && !self->polled) {
+				/* Wait for the kernel to say it took some out (a
+				 * pipe: a free slot), at once, not a timer's 1 ms:
+				 * a fast reader must not be made to wait. */
+				self->polled = true;
+				self->writing = true;
+				uv_poll_start(&self->h.poll, UV_WRITABLE, on_pipe_writable);
+				return;
+			}
 			if (n == 0) {
+				/* Writable, yet the next line still does not surely
+				 * fit (longer than the room one slot makes): look
+				 * again later, not in a busy loop. */
 				pump_later(self, self->recheck_ms);
 				if (self->recheck_ms < WRITER_RECHECK_MAX_MS)
 					self->recheck_ms *= 2;
@@ -422,6 +435,7 @@ static void pump(struct writer *self)
 		}
 		if (w > 0) {
 			self->recheck_ms = 1;
+			self->polled = false;
 			room_remember(self, (size_t)w);
 			self->sent += (size_t)w;
 		}
