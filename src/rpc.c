@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "proto/command.h"
+#include "base/errbuf.h"
 #include "base/utf8.h"
 
 void rpc_init(struct rpc *self, struct session *session, session_emit_fn emit, void *emit_ctx,
@@ -197,8 +198,8 @@ void rpc_handle_oversize(struct rpc *self)
 {
 	char err[200];
 
-	snprintf(err, sizeof(err),
-		 "Failed to parse command: line longer than rpc.maxLineBytes (%zu bytes); "
-		 "the rest of it was discarded", self->max_line);
+	errbuf_set(err, sizeof(err),
+		   "Failed to parse command: line longer than rpc.maxLineBytes (%zu bytes); "
+		   "the rest of it was discarded", self->max_line);
 	respond_error(self, NULL, "parse", err);
 }
