@@ -643,6 +643,16 @@ static void opt_dash(const char *s, size_t n, size_t *i)
 /* The value of a typed field starting at p, as [*a, *b). */
 typedef bool field_fn(const char *s, size_t n, size_t p, size_t *a, size_t *b);
 
+/* SEP N after the name that ends at i: the number as [*a, *b). */
+static bool sep_number(const char *s, size_t n, size_t i, size_t *a, size_t *b)
+{
+	if (!separator(s, n, &i))
+		return false;
+	*a = i;
+	*b = scan_number(s, n, i);
+	return *b > i;
+}
+
 /* retry[_-]?after[_-]?ms SEP N */
 static bool field_retry_after_ms(const char *s, size_t n, size_t p, size_t *a, size_t *b)
 {
@@ -654,11 +664,7 @@ static bool field_retry_after_ms(const char *s, size_t n, size_t p, size_t *a, s
 	if (!eat(s, n, &i, "after"))
 		return false;
 	opt_dash(s, n, &i);
-	if (!eat(s, n, &i, "ms") || !separator(s, n, &i))
-		return false;
-	*a = i;
-	*b = scan_number(s, n, i);
-	return *b > i;
+	return eat(s, n, &i, "ms") && sep_number(s, n, i, a, b);
 }
 
 /* retryDelay["']?\s*[:=]\s*["']N s["'] */
@@ -710,11 +716,7 @@ static bool field_estimated_time(const char *s, size_t n, size_t p, size_t *a, s
 {
 	size_t i = p;
 
-	if (!eat(s, n, &i, "estimated_time") || !separator(s, n, &i))
-		return false;
-	*a = i;
-	*b = scan_number(s, n, i);
-	return *b > i;
+	return eat(s, n, &i, "estimated_time") && sep_number(s, n, i, a, b);
 }
 
 /* resets?_in_seconds SEP N */
@@ -725,11 +727,7 @@ static bool field_resets_in_seconds(const char *s, size_t n, size_t p, size_t *a
 	if (!eat(s, n, &i, "reset"))
 		return false;
 	(void)eat(s, n, &i, "s");
-	if (!eat(s, n, &i, "_in_seconds") || !separator(s, n, &i))
-		return false;
-	*a = i;
-	*b = scan_number(s, n, i);
-	return *b > i;
+	return eat(s, n, &i, "_in_seconds") && sep_number(s, n, i, a, b);
 }
 
 /* retry[ _-]?after SEP N(?![0-9.]|\s*[a-z]) — a bare number of seconds
