@@ -1,0 +1,92 @@
+/* redis — a Redis client on the daemon's libuv loop: hiredis's async API
+ * with its libuv adapter. No threads, no blocking call: the host is
+ * resolved with uv_getaddrinfo, and since hiredis 0.14 has no async
+ * timeouts every call has its own uv_timer deadline.
+ *
+ * The client runs Lua scripts (EVALSHA, falling back to EVAL when the
+ * server answers NOSCRIPT, e.g. after SCRIPT FLUSH or a restart) and plain
+ * commands. It connects lazily and reconnects after a failure with a
+ * jittered backoff (100 ms doubling to 5 s); while it is not connected a
+ * call fails at once with REDIS_DOWN, never waits for a connection longer
+ * than its deadline, and never blocks the loop.
+ *
+ * Ownership: the client owns its hiredis context, timers and requests. A
+ * call's callback runs exactly once (also when the client closes: then with
+ * REDIS_CLOSED), unless the call was cancelled; after redis_cancel() or a
+ * deadline no callback for that call runs again, whatever hiredis does with
+ * the reply later. Replies are converted before the callback: nothing of
+ * hiredis reaches the caller. */
+#ifndef RETRYD_REDIS_H
+#define RETRYD_REDIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+struct redis;
+struct redis_call;
+
+enum redis_status {
+	REDIS_OK = 0,       /* a reply (it may still be a Redis error: see value) */
+	REDIS_TIMEOUT,      /* the deadline passed (the connection is kept) */
+	REDIS_DOWN,         /* not connected, connecting, or the connection broke */
+	REDIS_CLOSED,       /* redis_close() while the call was pending */
+	REDIS_NOMEM,
+};
+
+enum redis_type { REDIS_V_NIL, REDIS_V_INT, REDIS_V_STR, REDIS_V_ERR, REDIS_V_ARRAY };
+
+/* A reply, converted; borrowed for the callback. Arrays are one level
+ * deep (nested arrays become REDIS_V_NIL elements). */
+struct redis_value {
+	enum redis_type type;
+	int64_t i;           /* REDIS_V_INT */
+	const char *s;       /* REDIS_V_STR / REDIS_V_ERR: NUL-terminated, len bytes */
+	size_t len;
+	const struct redis_value *elems;  /* REDIS_V_ARRAY: n elements */
+	size_t n;
+};
+
+/* value: NULL unless status is REDIS_OK. */
+typedef void (*redis_cb)(void *ctx, enum redis_status status, const struct redis_value *value);
+
+struct redis_options {
+	const char *url;        /* redis://[:password@]host[:port][/db] or
+				 * unix:///path/to.sock[?db=N&password=P] */
+	const char *password;   /* overrides the URL's; NULL: none */
+	int timeout_ms;         /* every call's deadline, and the connect's (default 50) */
+};
+
+/* Parses the URL (nothing connects yet). Returns NULL with err saying what
+ * is wrong with it ("fleet.redis.url: ..."); the password never appears in
+ * err. */
+struct redis *redis_new(uv_loop_t *loop, const struct redis_options *opt, char *err,
+			size_t errlen);
+
+/* Runs a Lua script: keys and args are borrowed for the call (copied).
+ * sha1: the script's SHA-1 in hex (40 chars), computed by the caller or
+ * with redis_script_sha1(). Returns the call (to cancel), or NULL when the
+ * callback already ran (REDIS_DOWN / REDIS_NOMEM: from inside this call). */
+struct redis_call *redis_eval(struct redis *r, const char *sha1, const char *script,
+			      size_t nkeys, const char *const *keys, size_t nargs,
+			      const char *const *args, redis_cb cb, void *ctx);
+/* A plain command (argv borrowed for the call), e.g. {"PING"}. Same rules. */
+struct redis_call *redis_command(struct redis *r, size_t argc, const char *const *argv,
+				 redis_cb cb, void *ctx);
+/* No callback runs for call after this. call may be NULL. */
+void redis_cancel(struct redis *r, struct redis_call *call);
+
+/* Whether a connection is up now; the time of the last failure (uv_now ms,
+ * 0: none); the last failure in words (never a password). */
+bool redis_connected(const struct redis *r);
+const char *redis_last_error(const struct redis *r);
+
+/* The SHA-1 of text in lower-case hex (41 bytes with the NUL). */
+void redis_script_sha1(const char *text, char out[41]);
+
+/* Pending calls get REDIS_CLOSED, the connection closes, and done(ctx)
+ * runs once every handle is closed; r is freed then. */
+void redis_close(struct redis *r, void (*done)(void *ctx), void *ctx);
+
+#endif
