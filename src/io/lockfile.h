@@ -18,30 +18,53 @@ enum lockfile_status {
 	LOCKFILE_ERROR,  /* err says what (open, read, write failed) */
 };
 
-/* Creates dir (and its parents) with mode 0700 when missing, then checks
- * that it is a directory owned by this user with no access for group or
- * others. Returns 0, or -1 with err naming the directory and the problem. */
+/* Creates dir (and its parents) with mode 0700 when missing (another
+ * process making them at the same time is fine), then checks that it is a
+ * real directory (not a symbolic link) owned by this user (geteuid) with
+ * mode 0700: no access for group or others. Returns 0, or -1 with err
+ * naming the directory and the problem ("/tmp/x is mode 0755; it must be
+ * 0700 (chmod 700 /tmp/x)"); the caller may put the setting's name before
+ * it. dir is borrowed. */
 int lockfile_dir_check(const char *dir, char *err, size_t errlen);
 
 /* The read-modify-write of one record file, under an exclusive flock:
  * update(ctx, old, old_len, out, out_cap) gets the current contents (old
  * NULL/0 when the file is new or empty) and writes the new contents into
- * out, returning their length, or -1 to leave the file unchanged. The file
- * is rewritten in place (truncate + pwrite), never left half-written for a
- * reader that takes the lock. old and out are at most LOCKFILE_MAX bytes. */
+ * out, returning their length (at most out_cap), or -1 to leave the file
+ * unchanged. The file (created with mode 0600, never through a symbolic
+ * link) is rewritten in place: pwrite at offset 0, then ftruncate to the
+ * new length. Every reader takes the lock first, so none sees the moment
+ * between; a holder killed right there leaves the new record followed by
+ * the old one's tail, so record formats must tell where they end (and
+ * callers treat what they cannot parse as empty). old and out are at most
+ * LOCKFILE_MAX bytes; a file larger than that is taken as damaged: update
+ * sees it as empty (old NULL) and what it returns replaces it. A record
+ * removed while its lock was awaited is opened (created) again. path and
+ * ctx are borrowed; old is valid only during the call. Blocks for at most
+ * about wait_ms (0: one try). */
 #define LOCKFILE_MAX 4096
 typedef long (*lockfile_update_fn)(void *ctx, const char *old, size_t old_len, char *out,
 				   size_t out_cap);
 enum lockfile_status lockfile_update(const char *path, int wait_ms, lockfile_update_fn update,
 				     void *ctx, char *err, size_t errlen);
 
-/* A lease: one of `slots` lock files "<prefix>.<i>" held with flock while
- * the holder lives; the kernel frees it when the process dies, however it
- * dies. Returns the held fd (>= 0), -1 when every slot is taken (BUSY), -2
- * with err on an error. Release with lockfile_lease_release(fd). */
+/* A lease: one of `slots` (> 0) lock files "<prefix>.<i>" held with flock
+ * while the holder lives; the kernel frees it when the process dies,
+ * however it dies. Returns the held fd (>= 0, close-on-exec, so spawned
+ * children do not keep it), -1 when every slot is taken (BUSY), -2 with
+ * err on an error. The search starts at a slot picked by the pid, so
+ * holders spread. A flock belongs to its open file description, so one
+ * process may hold several leases (each take opens its own) and they
+ * count against each other like any other holder's. prefix is borrowed;
+ * the fd is owned by the caller until lockfile_lease_release(fd) (which
+ * takes ownership; -1 is ignored). */
 int lockfile_lease_take(const char *prefix, int slots, char *err, size_t errlen);
 void lockfile_lease_release(int fd);
-/* How many of the slots are held now (by anyone), for get_state. */
+/* How many of the slots are held now (by anyone, this process included),
+ * for get_state; -1 when a slot file cannot be opened. Each slot is probed
+ * with a shared non-blocking flock taken and dropped at once: holders are
+ * untouched, but a take racing with the probe may see that slot busy for
+ * those microseconds (it moves on to the next one). prefix is borrowed. */
 int lockfile_lease_count(const char *prefix, int slots);
 
 #endif
