@@ -17,11 +17,11 @@ BUILD   := build/san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
 
-PKGS      := libuv jansson libpcre2-8 libcurl
+PKGS      := libuv jansson libpcre2-8 libcurl hiredis
 # libcurl is not linked: src/curlsym.c loads it when the first HTTP client is
 # made (its headers are still needed), so a start without HTTP skips its ~30
 # libraries.
-LINK_PKGS := libuv jansson libpcre2-8
+LINK_PKGS := libuv jansson libpcre2-8 hiredis
 # Evaluated lazily, once, after scripts/deps.sh has had its chance to install them.
 PKG_CFLAGS = $(eval PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS)))$(PKG_CFLAGS)
 PKG_LIBS   = $(eval PKG_LIBS := $(shell pkg-config --libs $(LINK_PKGS)) -ldl)$(PKG_LIBS)
