@@ -290,6 +290,183 @@ class RuleVectorTests(FleetLuaCase):
             self.assertEqual(data, f.read() + b"\0")
 
 
+# A driver of core/fleet_rules.c for the random comparison: one op a line on
+# stdin, its result on stdout.
+DRIVER_C = r"""
+#include <stdio.h>
+#include <string.h>
+#include "core/fleet_rules.h"
+
+int main(void)
+{
+	struct fleet_params p;
+	struct fleet_scope s;
+	struct fleet_model m = { 0, 0 };
+	long long a[12], until = 0;
+	char op[8];
+
+	fleet_params_default(&p);
+	fleet_scope_init(&s);
+	while (scanf("%7s", op) == 1) {
+		if (strcmp(op, "P") == 0) {
+			for (int i = 0; i < 11; i++)
+				if (scanf("%lld", &a[i]) != 1)
+					return 2;
+			p.min_block_ms = a[0]; p.max_block_ms = a[1]; p.rpm = a[2];
+			p.probe_interval_ms = a[3]; p.open_after = a[4]; p.window_ms = a[5];
+			p.k_milli = a[6]; p.throttle_min = a[7]; p.budget_max = a[8];
+			p.budget_ratio = a[9]; p.divide = a[10];
+			fleet_scope_init(&s);
+			m.streak = m.cool_until = 0;
+			until = 0;
+			printf("ok\n");
+		} else if (strcmp(op, "A") == 0) {
+			struct fleet_verdict v;
+
+			if (scanf("%lld %lld %lld", &a[0], &a[1], &a[2]) != 3)
+				return 2;
+			fleet_rules_acquire(&s, &p, a[0], a[1] != 0, a[2], &v);
+			printf("%lld %d %d\n", (long long)v.wait_ms, (int)v.reason, v.probe ? 1 : 0);
+		} else if (strcmp(op, "R") == 0) {
+			struct fleet_outcome o;
+
+			if (scanf("%lld %lld %lld %lld %lld", &a[0], &a[1], &a[2], &a[3], &a[4]) != 5)
+				return 2;
+			o.kind = (enum fleet_outcome_kind)a[1];
+			o.block_ms = a[2];
+			o.rpm_limit = a[3];
+			o.member = a[4];
+			fleet_rules_report(&s, &p, a[0], &o);
+			printf("%lld\n", (long long)s.block_until);
+		} else if (strcmp(op, "C") == 0) {
+			fleet_rules_clear(&s);
+			printf("ok\n");
+		} else if (strcmp(op, "S") == 0) {
+			char text[512];
+
+			fleet_scope_format(&s, text, sizeof(text));
+			printf("%s\n", text);
+		} else if (strcmp(op, "E") == 0) {
+			int64_t u = until;
+
+			if (scanf("%lld %lld", &a[0], &a[1]) != 2)
+				return 2;
+			fleet_rules_exhaust(&u, &p, a[0], a[1]);
+			until = u;
+			printf("%lld\n", until);
+		} else if (strcmp(op, "M") == 0) {
+			if (scanf("%lld %lld %lld %lld %lld", &a[0], &a[1], &a[2], &a[3], &a[4]) != 5)
+				return 2;
+			fleet_rules_model_report(&m, a[0], a[1] != 0, a[2] != 0, a[3], a[4]);
+			printf("%lld %lld\n", (long long)m.streak, (long long)m.cool_until);
+		} else {
+			return 2;
+		}
+		fflush(stdout);
+	}
+	return 0;
+}
+"""
+
+
+class RandomComparisonTests(FleetLuaCase):
+    """Beyond the table: random params and op sequences (fixed seed) through
+    core/fleet_rules.c (compiled here) and the script; every result and every
+    record must be the same."""
+
+    def build_driver(self):
+        d = tempfile.mkdtemp(prefix="fleet-driver-")
+        self.addCleanup(shutil.rmtree, d, True)
+        src, exe = os.path.join(d, "driver.c"), os.path.join(d, "driver")
+        with open(src, "w") as f:
+            f.write(DRIVER_C)
+        def pkg(what):
+            return subprocess.run(["pkg-config", what, "jansson"], capture_output=True,
+                                  text=True).stdout.split()
+        cflags = pkg("--cflags")
+        cc = subprocess.run([os.environ.get("CC", "cc"), "-std=c11", "-D_POSIX_C_SOURCE=200809L",
+                             "-O1", "-I" + os.path.join(REPO_ROOT, "src")] + cflags +
+                            [src, RULES_C, os.path.join(REPO_ROOT, "src", "base", "number.c"),
+                             "-o", exe] + pkg("--libs"), capture_output=True, text=True)
+        self.assertEqual(cc.returncode, 0, cc.stderr)
+        proc = subprocess.Popen([exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.addCleanup(proc.wait, 5)
+        self.addCleanup(proc.stdin.close)
+        return proc
+
+    def test_random_sequences_decide_alike_in_c_and_lua(self):
+        import random
+        rnd = random.Random(14)
+        c = self.build_driver()
+
+        def cdo(line):
+            c.stdin.write(line + "\n")
+            c.stdin.flush()
+            out = c.stdout.readline()
+            self.assertTrue(out, "the C driver stopped at: " + line)
+            return out.split()
+
+        for n in range(150):
+            p = {
+                "min_block_ms": rnd.choice([0, 1, 1000, rnd.randint(0, 3000)]),
+                "max_block_ms": rnd.choice([1, 60000, rnd.randint(1, 100000)]),
+                "rpm": rnd.choice([0, 0, 1, 7, 600, rnd.randint(1, 5000)]),
+                "probe_interval_ms": rnd.choice([0, 2000, rnd.randint(0, 5000)]),
+                "open_after": rnd.choice([0, 1, 3, rnd.randint(0, 5)]),
+                "window_ms": rnd.choice([1, 999, 60000, rnd.randint(1, 5000)]),
+                "k_milli": rnd.choice([0, 2000, rnd.randint(0, 3000)]),
+                "throttle_min": rnd.choice([0, 1, 10, rnd.randint(0, 10)]),
+                "budget_max": rnd.choice([0, 4000, 10000, rnd.randint(1, 9999)]),
+                "budget_ratio": rnd.choice([0, 100, 1000, rnd.randint(0, 3000)]),
+                "divide": rnd.choice([0, 1, 1, 4, rnd.randint(0, 9)]),
+            }
+            params = param_list(p)
+            cdo("P " + " ".join(map(str, params)))
+            scope, cred, model = "r:{%d}:s" % n, "r:{%d}:c" % n, "r:{%d}:m" % n
+            now = rnd.randint(0, 10 ** 6)
+            rec = {f: 0 for f in SCOPE_FIELDS}
+            for i in range(40):
+                where = "seq %d step %d params %r" % (n, i, p)
+                now += rnd.choice([0, 0, 1, 10, 100, 1000, 30000, rnd.randint(-2000, 5000)])
+                now = max(now, 0)
+                what = rnd.random()
+                if what < 0.35:
+                    retry, r = rnd.randint(0, 1), rnd.randint(0, 999)
+                    # Often right at the throttle's edge, where rounding would show.
+                    req, acc = rec["req_cur"] + rec["req_prev"], rec["acc_cur"] + rec["acc_prev"]
+                    over = req * 1000 - p["k_milli"] * acc
+                    if over > 0 and rnd.random() < 0.5:
+                        r = min(max(over // (req + 1) + rnd.randint(-1, 1), 0), 999)
+                    got = self.op(scope, "acquire", now, retry, r, *params)[:3]
+                    want = [int(x) for x in cdo("A %d %d %d" % (now, retry, r))]
+                    self.assertEqual(got, want, where)
+                elif what < 0.75:
+                    kind = rnd.choice([0, 1, 2, 2, 2, 3])
+                    block = rnd.choice([-1, -1, 0, 999, 1000, rnd.randint(-1, 200000)])
+                    rpm = rnd.choice([0, 0, 60, rnd.randint(0, 3000)])
+                    member = rnd.randint(1, 3)
+                    got = self.op(scope, "report", now, kind, block, rpm, member, *params)[0]
+                    want = int(cdo("R %d %d %d %d %d" % (now, kind, block, rpm, member))[0])
+                    self.assertEqual(got, want, where)
+                elif what < 0.8:
+                    self.op(scope, "clear")
+                    cdo("C")
+                elif what < 0.9:
+                    reset = rnd.choice([-5, 0, 1000, rnd.randint(0, 10 ** 6)])
+                    got = self.op(cred, "exhaust", now, reset, *params)[0]
+                    self.assertEqual(got, int(cdo("E %d %d" % (now, reset))[0]), where)
+                else:
+                    ov, ok = rnd.randint(0, 1), rnd.randint(0, 1)
+                    after, cool = rnd.randint(0, 3), rnd.choice([0, 1000, 60000])
+                    got = self.op(model, "model", now, ov, ok, after, cool)[:2]
+                    want = [int(x) for x in cdo("M %d %d %d %d %d" % (now, ov, ok, after, cool))]
+                    self.assertEqual(got, want, where)
+                flat = self.op(scope, "record")
+                rec = dict(zip(flat[::2], flat[1::2]))
+                lua = " ".join("%s=%d" % (k, v) for k, v in rec.items())
+                self.assertEqual(lua, " ".join(cdo("S")), where)
+
+
 PREFIX = "retryd:{ns}:"
 
 
