@@ -17,11 +17,11 @@ BUILD   := build/san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 endif
 
-PKGS      := libuv jansson libpcre2-8 libcurl
+PKGS      := libuv jansson libpcre2-8 libcurl hiredis
 # libcurl is not linked: src/curlsym.c loads it when the first HTTP client is
 # made (its headers are still needed), so a start without HTTP skips its ~30
 # libraries.
-LINK_PKGS := libuv jansson libpcre2-8
+LINK_PKGS := libuv jansson libpcre2-8 hiredis
 # Evaluated lazily, once, after scripts/deps.sh has had its chance to install them.
 PKG_CFLAGS = $(eval PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS)))$(PKG_CFLAGS)
 PKG_LIBS   = $(eval PKG_LIBS := $(shell pkg-config --libs $(LINK_PKGS)) -ldl)$(PKG_LIBS)
@@ -61,6 +61,8 @@ CLIENT_OBJS := $(CLIENT_OWN_OBJS) $(SHARED_SRCS:src/%.c=$(BUILD)/lib/%.o)
 CTL_SRCS := $(wildcard src/retryctl/*.c)
 CTL_OBJS := $(CTL_SRCS:src/retryctl/%.c=$(BUILD)/retryctl.d/%.o)
 CTL_PURE_OBJS := $(filter-out $(BUILD)/retryctl.d/main.o,$(CTL_OBJS))
+# Generated sources: src/core/fleet.lua as the C string of core/fleet_script.h.
+GEN_OBJS := $(BUILD)/gen/fleet_script.o
 
 BIN      := $(BUILD)/retryd
 UNIT_BIN := $(BUILD)/check_unit
@@ -88,8 +90,18 @@ $(BUILD)/obj/%.o: src/%.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BIN): $(LIB_OBJS) $(BUILD)/obj/main.o
+$(BIN): $(LIB_OBJS) $(GEN_OBJS) $(BUILD)/obj/main.o
 	$(CC) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -o $@
+
+# The Redis store's Lua script, embedded so the daemon sends exactly the file
+# the tests run (scripts/embed.py; a char array: -Wpedantic limits literals).
+$(BUILD)/gen/fleet_script.c: src/core/fleet.lua scripts/embed.py
+	@mkdir -p $(@D)
+	python3 scripts/embed.py $< fleet_script_text core/fleet_script.h > $@.tmp
+	mv $@.tmp $@
+
+$(BUILD)/gen/%.o: $(BUILD)/gen/%.c | deps
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/lib/%.o: src/%.c | deps
 	@mkdir -p $(@D)
@@ -143,7 +155,8 @@ $(BUILD)/support/%.o: tests/support/%.c | deps
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Itests -c $< -o $@
 
-$(UNIT_BIN): $(UNIT_OBJS) $(BUILD)/unit/runner.o $(SUPPORT_OBJS) $(LIB_OBJS) $(CLIENT_OWN_OBJS) $(CTL_PURE_OBJS)
+$(UNIT_BIN): $(UNIT_OBJS) $(BUILD)/unit/runner.o $(SUPPORT_OBJS) $(LIB_OBJS) $(GEN_OBJS) \
+	     $(CLIENT_OWN_OBJS) $(CTL_PURE_OBJS)
 	$(CC) $(LDFLAGS_ALL) $^ $(CHECK_LIBS) $(PKG_LIBS) -o $@
 
 unit: $(UNIT_BIN)
@@ -198,8 +211,10 @@ FUZZ_SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omi
 FUZZ_CFLAGS   = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) -O1 -g $(FUZZ_SANFLAGS) \
                 -fsanitize=fuzzer-no-link -Iinclude -Isrc -Itests -Itests/fuzz $(PKG_CFLAGS) -MMD -MP
 FUZZ_OBJS    := $(FUZZ_LIB_SRCS:src/%.c=build/fuzz/obj/%.o) build/fuzz/obj/common.o \
+                build/fuzz/gen/fleet_script.o \
                 $(SUPPORT_SRCS:tests/support/%.c=build/fuzz/obj/support/%.o)
-REPLAY_OBJS  := $(FUZZ_LIB_SRCS:src/%.c=$(BUILD)/obj/%.o) $(SUPPORT_OBJS) $(BUILD)/replay/common.o \
+REPLAY_OBJS  := $(FUZZ_LIB_SRCS:src/%.c=$(BUILD)/obj/%.o) $(GEN_OBJS) $(SUPPORT_OBJS) \
+                $(BUILD)/replay/common.o \
                 $(BUILD)/replay/replay.o
 REPLAY_BINS  := $(FUZZ_TARGETS:%=$(BUILD)/replay/replay-%)
 
@@ -210,6 +225,10 @@ build/fuzz/obj/%.o: src/%.c | deps
 build/fuzz/obj/support/%.o: tests/support/%.c | deps
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Itests -c $< -o $@
+
+build/fuzz/gen/fleet_script.o: $(BUILD)/gen/fleet_script.c | deps
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
 build/fuzz/obj/%.o: tests/fuzz/%.c | deps
 	@mkdir -p $(@D)
@@ -290,6 +309,6 @@ FORCE:
 clean:
 	rm -rf build
 
--include $(LIB_OBJS:.o=.d) $(BUILD)/obj/main.d $(UNIT_OBJS:.o=.d) $(SUPPORT_OBJS:.o=.d) $(CLIENT_OBJS:.o=.d) \
+-include $(LIB_OBJS:.o=.d) $(GEN_OBJS:.o=.d) $(BUILD)/obj/main.d $(UNIT_OBJS:.o=.d) $(SUPPORT_OBJS:.o=.d) $(CLIENT_OBJS:.o=.d) \
          $(CTL_OBJS:.o=.d) $(BUILD)/e2e/client_probe.d \
 	 $(wildcard build/fuzz/obj/*.d) $(wildcard $(BUILD)/replay/*.d)

@@ -3,12 +3,15 @@
 # already find them. Safe to run repeatedly; make demo / make check call it.
 set -eu
 
-PKGS="libuv1-dev libjansson-dev libpcre2-dev libcurl4-openssl-dev check pkg-config python3"
-MODULES="libuv jansson libpcre2-8 libcurl check"
+PKGS="libuv1-dev libjansson-dev libpcre2-dev libcurl4-openssl-dev libhiredis-dev check pkg-config python3 redis-server"
+MODULES="libuv jansson libpcre2-8 libcurl hiredis check"
+# Programs the build or the tests run (redis-server: the Redis tests start their own).
+PROGRAMS="pkg-config python3 redis-server"
 
 missing=0
-command -v pkg-config >/dev/null 2>&1 || missing=1
-command -v python3 >/dev/null 2>&1 || missing=1
+for p in $PROGRAMS; do
+	command -v "$p" >/dev/null 2>&1 || { missing=1; break; }
+done
 if [ "$missing" -eq 0 ]; then
 	for m in $MODULES; do
 		pkg-config --exists "$m" || { missing=1; break; }
@@ -32,4 +35,7 @@ $SUDO apt-get install -y -qq --no-install-recommends $PKGS >&2
 
 for m in $MODULES; do
 	pkg-config --exists "$m" || { echo "deps.sh: $m still not found by pkg-config" >&2; exit 1; }
+done
+for p in $PROGRAMS; do
+	command -v "$p" >/dev/null 2>&1 || { echo "deps.sh: $p still not found in PATH" >&2; exit 1; }
 done
