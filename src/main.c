@@ -11,6 +11,9 @@
 #include <uv.h>
 
 #include "base/errbuf.h"
+#include "base/random.h"
+#include "core/fleet.h"
+#include "io/redis.h"
 #include "core/builtins.h"
 #include "core/classify.h"
 #include "provider/cli/cli_profile.h"
@@ -52,6 +55,7 @@ struct daemon {
 	struct clock_uv clock;
 	struct provider *provider;
 	struct http_client *http;   /* NULL with the sim provider */
+	struct fleet *fleet;        /* what this daemon shares with the others */
 	struct session session;
 	struct rpc rpc;
 	struct retryd_lines framer;
@@ -406,6 +410,12 @@ static void close_all(struct daemon *d)
 		http_client_close(d->http, NULL, NULL);
 		d->http = NULL;
 	}
+	if (d->fleet != NULL) {
+		/* Nothing the session does from here on reaches the fleet. */
+		d->session.cfg.fleet = NULL;
+		fleet_close(d->fleet, NULL, NULL);
+		d->fleet = NULL;
+	}
 	clock_uv_close(&d->clock, NULL, NULL);
 }
 
@@ -422,6 +432,51 @@ static void unknown_provider(const json_t *providers, const char *name, char *er
 		snprintf(list + n, sizeof(list) - n, ", %s", key);
 	}
 	errbuf_set(err, errlen, "unknown provider '%s' (available: %s)", name, list);
+}
+
+static void on_first_ping(void *ctx, enum redis_status st, const struct redis_value *v)
+{
+	(void)ctx;
+	(void)v;
+	if (st != REDIS_OK && st != REDIS_CLOSED)
+		LOG_INFO("fleet: redis not reachable yet; deciding locally until it is");
+}
+
+/* The fleet of fleet.mode; in Redis mode the connection starts now, so the
+ * first prompt finds it up. Returns 0, or -1 with err. */
+static int start_fleet(struct daemon *d, char *err, size_t errlen)
+{
+	struct fleet_config cfg;
+	uint64_t member = 0;
+
+	if (fleet_config_from_settings(&cfg, &d->settings, err, errlen) != 0)
+		return -1;
+	random_bytes(&member, sizeof(member));
+	cfg.member = (int64_t)(member >> 12) + 1; /* > 0, exact in a Lua number */
+	cfg.clock = &d->clock.clock;
+	if (cfg.mode == FLEET_MODE_REDIS) {
+		struct redis_options ro = {
+			.url = settings_get_string(&d->settings, "fleet.redis.url"),
+			.password = settings_string(&d->settings, "fleet.redis.password", NULL),
+			.timeout_ms = (int)settings_get_int(&d->settings, "fleet.redis.timeoutMs"),
+		};
+		const char *ping[] = { "PING" };
+
+		if (ro.password != NULL)
+			secret_register(ro.password);
+		cfg.redis = redis_new(d->loop, &ro, err, errlen);
+		if (cfg.redis == NULL)
+			return -1;
+		redis_command(cfg.redis, 1, ping, on_first_ping, d);
+	}
+	d->fleet = fleet_new(&cfg, err, errlen);
+	if (d->fleet == NULL) {
+		if (cfg.redis != NULL)
+			redis_close(cfg.redis, NULL, NULL);
+		return -1;
+	}
+	LOG_DEBUG("fleet: mode %s", fleet_mode_name(cfg.mode));
+	return 0;
 }
 
 static char *session_dir(const struct options *o)
@@ -500,6 +555,12 @@ static int run(struct daemon *d, const struct options *o)
 	if (o->model == NULL && json_array_size(d->provider->models) > 0)
 		scfg.model = json_string_value(json_object_get(json_array_get(d->provider->models, 0), "id"));
 	scfg.provider = d->provider;
+	if (start_fleet(d, err, sizeof(err)) != 0) {
+		fprintf(stderr, "retryd: %s\n", err);
+		free(dir);
+		return 1;
+	}
+	scfg.fleet = d->fleet;
 	d->writer = writer_new(d->loop, 1,
 			       (size_t)settings_get_int(&d->settings, "rpc.outputHighWaterBytes"),
 			       &wcb);

@@ -177,6 +177,9 @@ static void dispatch(struct rpc *self, struct command *cmd)
 		respond_ok(self, cmd, session_classify(s, &in));
 		return;
 	}
+	case CMD_FLEET_CLEAR:
+		respond_ok(self, cmd, session_fleet_clear(s));
+		return;
 	case CMD_UNSUPPORTED:
 		break;
 	}

@@ -1,5 +1,7 @@
 #include "base/secret.h"
 
+#include <stdio.h>
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -637,4 +639,29 @@ void secret_stream_end(struct secret_stream *self, secret_emit_fn emit, void *ct
 	memset(&self->pend, 0, sizeof(self->pend));
 	if (o > 0)
 		emit(ctx, self->buf, o);
+}
+
+/* FNV-1a, 64 bits, salted and folded once more so that short secrets
+ * spread too. Not a MAC: the hash only has to name a key without showing
+ * it; a secret's entropy is what keeps it from being guessed back. */
+static uint64_t fp_mix(uint64_t h, const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+void secret_fingerprint(const char *secret, char out[17])
+{
+	static const char salt[] = "retryd fleet credential fingerprint v1";
+	uint64_t h = fp_mix(14695981039346656037ULL, (const unsigned char *)salt, sizeof(salt));
+	unsigned char bytes[8];
+
+	h = fp_mix(h, (const unsigned char *)secret, strlen(secret));
+	for (int i = 0; i < 8; i++)
+		bytes[i] = (unsigned char)(h >> (8 * i));
+	h = fp_mix(h, bytes, sizeof(bytes));
+	snprintf(out, 17, "%016llx", (unsigned long long)h);
 }

@@ -108,4 +108,9 @@ void secret_stream_feed(struct secret_stream *self, const char *text, size_t len
  * and makes the stream ready for a new text. */
 void secret_stream_end(struct secret_stream *self, secret_emit_fn emit, void *ctx);
 
+/* A short, stable name for a credential that can be shared (fleet state,
+ * logs): 16 hex digits of a salted 64-bit hash of `secret` (borrowed),
+ * never the secret itself. out: 17 bytes with the NUL. */
+void secret_fingerprint(const char *secret, char out[17]);
+
 #endif

@@ -232,14 +232,20 @@ size_t fleet_scope_format(const struct fleet_scope *s, char *out, size_t cap)
 	n += k > 0 ? (size_t)k : 0;
 	SCOPE_FIELDS(FMT)
 #undef FMT
+	/* The newline ends the record: a writer killed between its write and
+	 * its truncate leaves an older tail after it, which is not read. */
+	k = snprintf(out + n, n < cap ? cap - n : 0, "\n");
+	n += k > 0 ? (size_t)k : 0;
 	return n < cap ? n : 0;
 }
 
 int fleet_scope_parse(struct fleet_scope *s, const char *text, size_t len)
 {
-	const char *p = text, *end = text + len;
+	const char *p = text, *end = memchr(text, '\n', len);
 	bool any = false;
 
+	if (end == NULL)
+		end = text + len;
 	fleet_scope_init(s);
 	while (p < end) {
 		const char *eq, *sp;
@@ -247,7 +253,7 @@ int fleet_scope_parse(struct fleet_scope *s, const char *text, size_t len)
 		long long v;
 		char *stop;
 
-		while (p < end && (*p == ' ' || *p == '\n'))
+		while (p < end && *p == ' ')
 			p++;
 		if (p == end)
 			break;

@@ -124,7 +124,8 @@ struct fleet_model {
 void fleet_rules_model_report(struct fleet_model *m, int64_t now, bool overload, bool success,
 			      int64_t after, int64_t cooldown_ms);
 
-/* Records as text for the user store's files: "k=v ..." on one line.
+/* Records as text for the user store's files: "k=v ...\n", one line; what
+ * follows the first newline is not read.
  * Unknown keys are skipped, missing ones keep the init value; returns -1
  * when the text is not a record at all (it is then started over). */
 size_t fleet_scope_format(const struct fleet_scope *s, char *out, size_t cap);

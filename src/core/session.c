@@ -9,8 +9,11 @@
 #endif
 
 #include "base/errbuf.h"
+#include "base/hint.h"
 #include "base/log.h"
+#include "base/number.h"
 #include "base/random.h"
+#include "base/secret.h"
 #include "base/utf8.h"
 #include "core/queue.h"
 #include "proto/command.h"
@@ -19,6 +22,7 @@
 #include "proto/state.h"
 
 #define ABORTED_MESSAGE "Request was aborted"
+#define FLEET_CANCELLED_MESSAGE "Fleet wait cancelled"
 
 /* Helpers. */
 
@@ -125,6 +129,7 @@ void session_release(struct session *self)
 		clock_timer_stop(self->cfg.clock, &self->retry_timer);
 		clock_timer_stop(self->cfg.clock, &self->idle_timer);
 		clock_timer_stop(self->cfg.clock, &self->start_failed_timer);
+		clock_timer_stop(self->cfg.clock, &self->hold_timer);
 	}
 	classify_free(self->cfg.classify);
 	policy_release(&self->policy);
@@ -349,6 +354,9 @@ static void report(struct session *self, const struct retry_decision *d,
 			  on_retry_timer, self);
 }
 
+static void tell_fleet(struct session *self, const struct provider_result *r,
+		       const struct policy_verdict *v, const struct retry_policy *policy);
+
 /* classify once → fallback plan → retry_decide → emit → timer. */
 static void sink_finish(void *ctx, const struct provider_result *r)
 {
@@ -373,6 +381,10 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 	if (v.failed) {
 		why.error_class = classify_class_name(v.verdict);
 		why.rule = v.rule;
+	}
+	if (self->cfg.fleet != NULL) {
+		tell_fleet(self, r, &v, &policy);
+		fleet_done(self->cfg.fleet);
 	}
 	msg = close_reply(self, r->stop, v.error, r->input_tokens, r->output_tokens);
 	if (r->stop == STOP_ERROR || r->stop == STOP_ABORTED) {
@@ -427,7 +439,7 @@ static const struct provider_sink sink_template = {
 	.event = sink_event,
 };
 
-static void start_attempt(struct session *self)
+static void send_attempt(struct session *self)
 {
 	struct provider_sink sink = sink_template;
 	struct attempt_ctx actx = {
@@ -445,13 +457,232 @@ static void start_attempt(struct session *self)
 	self->reply.delta_updates =
 		strcmp(settings_get_string(self->cfg.settings, "rpc.messageUpdates"), "delta") == 0;
 	touch(self);
+	self->attempt_sent = false;
 	if (p->ops->start(p, &actx, &sink, self->start_error, sizeof(self->start_error)) != 0) {
 		clock_timer_start(self->cfg.clock, &self->start_failed_timer, 0, on_start_failed,
 				  self);
 		return;
 	}
+	self->attempt_sent = true;
 	if (self->output_paused && p->ops->pause)
 		p->ops->pause(p, true);
+}
+
+
+/* The fleet. */
+
+/* The fleet's name for a credential: the provider's fingerprint of its
+ * secret, else one of its name (sim, agent CLIs: no secret here). */
+static const char *cred_fingerprint(struct session *self, const char *name, char out[17])
+{
+	const json_t *fp = json_object_get(self->cfg.provider->fingerprints, name);
+	char salted[300];
+
+	if (json_is_string(fp))
+		return json_string_value(fp);
+	snprintf(salted, sizeof(salted), "%s:%s", self->cfg.provider->name, name);
+	secret_fingerprint(salted, out);
+	return out;
+}
+
+static void on_fleet_answer(void *ctx, const struct fleet_answer *a);
+
+/* Before an attempt: whether the fleet lets it go, with which credential
+ * and model. The answer may come later (Redis); the phase is HOLD till then. */
+static void ask_fleet(struct session *self)
+{
+	struct authstore *auth = &self->fallback.auth;
+	const json_t *fallbacks = json_object_get(self->policy.json, "fallbackModels");
+	const char *creds[32], *models[33];
+	char fps[32][17];
+	struct fleet_ask q = { .provider = self->cfg.provider->name, .creds = creds,
+			       .models = models, .retry = self->chain.attempt > 0 };
+	struct fleet_answer a;
+	size_t i;
+
+	for (i = 0; i < auth->count && q.ncreds < 32; i++) {
+		size_t k = (auth->current + i) % auth->count;
+
+		creds[q.ncreds] = cred_fingerprint(self, auth->names[k], fps[q.ncreds]);
+		q.ncreds++;
+	}
+	models[q.nmodels++] = self->fallback.model;
+	for (i = 0; i < json_array_size(fallbacks) && q.nmodels < 33; i++) {
+		const char *m = json_string_value(json_array_get(fallbacks, i));
+
+		if (m != NULL && strcmp(m, self->fallback.model) != 0)
+			models[q.nmodels++] = m;
+	}
+	self->phase = SESSION_HOLD;
+	if (fleet_ask(self->cfg.fleet, &q, &a, on_fleet_answer, self) == 1)
+		on_fleet_answer(self, &a);
+}
+
+static void on_hold_over(struct clock_timer *timer, void *ctx)
+{
+	struct session *self = ctx;
+
+	(void)timer;
+	/* A reserved slot (a block's end, a pacing slot) is ours: go. A probe,
+	 * budget or lease wait asks again. */
+	if (self->fleet_ans.reserved)
+		send_attempt(self);
+	else
+		ask_fleet(self);
+}
+
+static void on_fleet_answer(void *ctx, const struct fleet_answer *a)
+{
+	struct session *self = ctx;
+	struct authstore *auth = &self->fallback.auth;
+	json_t *ev;
+
+	self->fleet_ans = *a;
+	self->fleet_cred = NULL;
+	if (auth->count > 0 && a->cred < 0) {
+		char left[64];
+
+		/* Every credential is spent, as the fleet knows: the answer a
+		 * request would get, without sending it. */
+		hint_format(a->cred_until - wall_ms(self), left, sizeof(left));
+		errbuf_set(self->start_error, sizeof(self->start_error),
+			   "Usage limit reached for every credential of %s (shared by the fleet; "
+			   "resets in %s)", self->cfg.provider->name, left);
+		self->phase = SESSION_ATTEMPT;
+		clock_timer_start(self->cfg.clock, &self->start_failed_timer, 0, on_start_failed,
+				  self);
+		return;
+	}
+	if (auth->count > 0 && a->cred > 0) {
+		struct fallback_plan plan = { .kind = RETRY_SWITCH_CREDENTIAL,
+					      .credential = (int)((auth->current + (size_t)a->cred) %
+								  auth->count) };
+
+		if (fallback_apply(&self->fallback, &plan, &ev))
+			emit(self, ev);
+	}
+	if (a->model > 0) {
+		const json_t *fallbacks = json_object_get(self->policy.json, "fallbackModels");
+		const char *to = NULL;
+		int seen = 0;
+
+		for (size_t i = 0; i < json_array_size(fallbacks) && to == NULL; i++) {
+			const char *m = json_string_value(json_array_get(fallbacks, i));
+
+			if (m != NULL && strcmp(m, self->fallback.model) != 0 && ++seen == a->model)
+				to = m;
+		}
+		if (to != NULL) {
+			struct fallback_plan plan = { .kind = RETRY_SWITCH_MODEL, .credential = -1,
+						      .model = to, .reason = "overloaded" };
+
+			if (fallback_apply(&self->fallback, &plan, &ev))
+				emit(self, ev);
+		}
+	}
+	if (auth->count > 0) {
+		const char *name = authstore_current(auth);
+
+		self->fleet_cred = cred_fingerprint(self, name, self->fleet_fp);
+		if (self->fleet_cred != self->fleet_fp) {
+			snprintf(self->fleet_fp, sizeof(self->fleet_fp), "%s", self->fleet_cred);
+			self->fleet_cred = self->fleet_fp;
+		}
+	}
+	if (a->wait_ms > 0) {
+		emit(self, event_fleet_wait(a->wait_ms, fleet_reason_name(a->reason), a->scope));
+		clock_timer_start(self->cfg.clock, &self->hold_timer, (uint64_t)a->wait_ms,
+				  on_hold_over, self);
+		return;
+	}
+	send_attempt(self);
+}
+
+static void start_attempt(struct session *self)
+{
+	if (self->cfg.fleet != NULL)
+		ask_fleet(self);
+	else
+		send_attempt(self);
+}
+
+/* Ends a hold without sending: no callback, no timer. */
+static void stop_hold(struct session *self)
+{
+	if (self->cfg.fleet != NULL)
+		fleet_cancel(self->cfg.fleet);
+	clock_timer_stop(self->cfg.clock, &self->hold_timer);
+}
+
+/* How the provider's answer counts for the fleet. */
+static enum fleet_outcome_kind fleet_kind(const struct provider_result *r,
+					  const struct policy_verdict *v)
+{
+	if (r->stop != STOP_ERROR)
+		return FLEET_OUT_SUCCESS;
+	if (!v->failed)
+		return FLEET_OUT_LOCAL;
+	if (v->verdict == CLASSIFY_RETRYABLE) {
+		/* No answer at all (refused, reset, timed out, a stall): this
+		 * daemon's network, not the provider's state. */
+		if (r->http_status == 0 && !v->overload &&
+		    (strncmp(v->rule, "text:transientPatterns", 22) == 0 ||
+		     strncmp(v->rule, "text:transportPatterns", 22) == 0 ||
+		     strstr(v->error ? v->error : "", "stream stall") != NULL))
+			return FLEET_OUT_LOCAL;
+		return FLEET_OUT_SERVER;
+	}
+	return FLEET_OUT_ANSWERED;
+}
+
+/* A request limit per minute the answer announced (OpenAI's and
+ * Anthropic's headers), or 0. */
+static int64_t announced_rpm(const json_t *headers)
+{
+	static const char *const names[] = { "x-ratelimit-limit-requests",
+					     "anthropic-ratelimit-requests-limit" };
+	int64_t v;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *s = json_string_value(json_object_get(headers, names[i]));
+
+		if (s != NULL && number_from_digits(s, strlen(s), &v) == NUMBER_EXACT && v > 0)
+			return v;
+	}
+	return 0;
+}
+
+static void tell_fleet(struct session *self, const struct provider_result *r,
+		       const struct policy_verdict *v, const struct retry_policy *policy)
+{
+	struct fleet_tell t = {
+		.provider = self->cfg.provider->name,
+		.cred = self->fleet_cred,
+		.model = self->fallback.model,
+		.out = { .kind = fleet_kind(r, v), .block_ms = -1,
+			 .rpm_limit = announced_rpm(r->headers), .member = 0 },
+		.usage_reset_ms = -1,
+		.overload = v->failed && v->overload,
+		.fallback_after = policy->fallback_after_consecutive,
+		.cooldown_ms = policy_int(&self->policy, "fallbackCooldownMs"),
+	};
+
+	if (r->stop == STOP_ABORTED || !self->attempt_sent)
+		return;
+	/* The server's word is shared only when this daemon takes it itself. */
+	if (policy->respect_hints) {
+		if (v->failed && v->hint_ms > 0)
+			t.out.block_ms = v->hint_ms;
+		else if (r->stop != STOP_ERROR &&
+			 !hint_in_headers(r->headers, wall_ms(self), true, &t.out.block_ms))
+			t.out.block_ms = -1;
+	}
+	if (v->failed && v->usage_limit) {
+		t.usage_reset_ms = v->hint_ms > 0 ? v->hint_ms
+			: policy_int(&self->policy, "usageLimitCooldownMs");
+		t.out.block_ms = -1; /* the credential's, not the scope's */
+	}
+	fleet_tell(self->cfg.fleet, &t);
 }
 
 /* Commands. */
@@ -523,10 +754,27 @@ int session_follow_up(struct session *self, const char *text, const json_t *imag
 	return enqueue_plain(self, self->follow_ups, text, images, taken, ctx);
 }
 
+/* A held attempt ends as an aborted message, inside its turn. */
+static void abort_hold(struct session *self)
+{
+	struct retry_decision d;
+
+	stop_hold(self);
+	emit(self, event_turn_end(close_reply(self, STOP_ABORTED, FLEET_CANCELLED_MESSAGE, 0, 0)));
+	retry_cancel(&self->chain, &d);
+	emit_retry_end(self, &d, NULL);
+}
+
 void session_abort_retry(struct session *self)
 {
 	struct retry_decision d;
 
+	if (self->phase == SESSION_HOLD) {
+		abort_hold(self);
+		self->phase = SESSION_IDLE;
+		next_or_end(self);
+		return;
+	}
 	if (self->phase != SESSION_BACKOFF)
 		return;
 	clock_timer_stop(self->cfg.clock, &self->retry_timer);
@@ -548,6 +796,8 @@ void session_abort(struct session *self, json_t **data)
 		clock_timer_stop(self->cfg.clock, &self->retry_timer);
 		retry_cancel(&self->chain, &d);
 		emit_retry_end(self, &d, NULL);
+	} else if (self->phase == SESSION_HOLD) {
+		abort_hold(self);
 	} else if (self->phase == SESSION_ATTEMPT) {
 		stop_attempt(self);
 		emit(self, event_turn_end(close_reply(self, STOP_ABORTED, ABORTED_MESSAGE, 0, 0)));
@@ -602,8 +852,36 @@ json_t *session_state(struct session *self)
 		.retry_policy = self->busy ? self->policy.json : NULL,
 		.retry_budget = retry_budget_json(&self->budget),
 	};
+	json_t *state = state_json(&v);
 
-	return state_json(&v);
+	if (state != NULL && self->cfg.fleet != NULL) {
+		struct authstore *auth = &self->fallback.auth;
+		char fp[17];
+		const char *cred = auth->count > 0
+			? cred_fingerprint(self, authstore_current(auth), fp) : NULL;
+
+		json_object_set_new(state, "fleet", fleet_state(self->cfg.fleet,
+								self->cfg.provider->name, cred,
+								self->fallback.model));
+	}
+	return state;
+}
+
+json_t *session_fleet_clear(struct session *self)
+{
+	struct authstore *auth = &self->fallback.auth;
+	char fp[17], scope[160];
+	const char *cred;
+	int n;
+
+	if (self->cfg.fleet == NULL)
+		return json_pack("{s:i}", "cleared", 0);
+	cred = auth->count > 0 ? cred_fingerprint(self, authstore_current(auth), fp) : NULL;
+	n = fleet_clear(self->cfg.fleet, self->cfg.provider->name, cred, self->fallback.model,
+			scope, sizeof(scope));
+	LOG_INFO("fleet: fleet_clear on %s", scope);
+	return json_pack("{s:i, s:s, s:s}", "cleared", n, "scope", scope, "mode",
+			 fleet_mode_name(fleet_config_mode(self->cfg.fleet)));
 }
 
 json_t *session_retry_policy(struct session *self)

@@ -27,6 +27,7 @@
 #include "core/assistant.h"
 #include "core/classify.h"
 #include "core/fallback.h"
+#include "core/fleet.h"
 #include "core/journal.h"
 #include "core/policy.h"
 #include "core/retry.h"
@@ -46,6 +47,7 @@ struct session_config {
 	struct classify *classify;   /* takes ownership: compiled from the settings */
 	struct clock *clock;         /* borrowed */
 	struct provider *provider;   /* borrowed */
+	struct fleet *fleet;         /* borrowed; NULL: the daemon shares nothing */
 	const char *model;           /* borrowed (copied) */
 	const char *session_file;    /* borrowed (copied); NULL = a new file in session_dir */
 	const char *session_dir;     /* borrowed (copied); NULL with session_file NULL = no file */
@@ -63,6 +65,7 @@ enum session_phase {
 	SESSION_IDLE,
 	SESSION_ATTEMPT,  /* a provider attempt is running */
 	SESSION_BACKOFF,  /* waiting to retry */
+	SESSION_HOLD,     /* inside a turn: the fleet holds the attempt (fleet_wait) */
 };
 
 struct session {
@@ -90,6 +93,11 @@ struct session {
 	/* A provider that could not start is reported from here, on the next
 	 * loop turn (with start_error), so a queue of prompts never recurses. */
 	struct clock_timer start_failed_timer;
+	struct clock_timer hold_timer;  /* the fleet's wait */
+	struct fleet_answer fleet_ans;  /* the last answer: its scope and lease */
+	const char *fleet_cred;         /* the fingerprint the attempt runs with, or NULL */
+	char fleet_fp[17];
+	bool attempt_sent;              /* the provider took the attempt (not a start failure) */
 	char start_error[512];
 	struct policy policy;   /* the running chain's snapshot (policy.json NULL when none yet) */
 	unsigned auto_retry_gen;  /* bumped by set_auto_retry */
@@ -147,6 +155,10 @@ json_t *session_messages(struct session *self);       /* new reference */
 json_t *session_last_assistant_text(struct session *self); /* new reference */
 json_t *session_stats(struct session *self);          /* new reference */
 json_t *session_models(struct session *self);         /* new reference */
+/* fleet_clear: forgets what the fleet holds against the credential and
+ * model in use (a wrong block). {"cleared", "scope", "mode"}; {"cleared":0}
+ * without a fleet. New reference. */
+json_t *session_fleet_clear(struct session *self);
 /* New reference to a shared object: callers must not change it. */
 json_t *session_model(struct session *self);
 int session_set_model(struct session *self, const char *provider, const char *model_id,

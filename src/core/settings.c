@@ -66,6 +66,8 @@ static const struct rule rules[] = {
 	/* Entries are checked when one is chosen (provider_http.c, cli_profile.c);
 	 * the built-in ones come with the built-in layer. */
 	SECTION("providers"),
+	SECTION("fleet"),
+	SECTION("fleet.redis"),
 	INT("http.connectTimeoutMs",         0, DAY_MS, 30000),
 	INT("http.idleTimeoutMs",            0, DAY_MS, 300000),
 	BOOL("retry.enabled",                true),
@@ -97,6 +99,22 @@ static const struct rule rules[] = {
 	CHOICE("rpc.messageUpdates",         "full|delta", "full"),
 	JSON("sim.plan",                     RULE_ARRAY, "[]"),
 	INT("sim.chunkDelayMs",              0, 3600000, 0),
+	/* What many daemons share (core/fleet.h, README "Many daemons"). */
+	CHOICE("fleet.mode",                 "process|user|redis", "user"),
+	CHOICE("fleet.scope",                "model|credential|provider", "model"),
+	TEXT("fleet.namespace",              "default"),
+	TEXT("fleet.dir",                    NULL),
+	TEXT("fleet.redis.url",              "redis://127.0.0.1:6379/0"),
+	TEXT("fleet.redis.password",         NULL),
+	INT("fleet.redis.timeoutMs",         1, 60000, 50),
+	INT("fleet.rpm",                     0, 100000000, 0),
+	INT("fleet.probeIntervalMs",         1, DAY_MS, 2000),
+	INT("fleet.openAfter",               0, 1000, 3),
+	INT("fleet.minSharedBlockMs",        0, 30 * DAY_MS, 1000),
+	INT("fleet.maxSharedBlockMs",        0, 30 * DAY_MS, 6 * 3600 * 1000),
+	BUDGET("fleet.retryBudget",          1000, "{\"maxTokens\": 10, \"tokenRatio\": 0.1}"),
+	INT("fleet.concurrency",             0, 100000, 0),
+	INT("fleet.leaseTtlMs",              100, DAY_MS, 30000),
 	JSON("sim.credentials",              RULE_STRINGS, "[]"),
 	JSON("sim.models",                   RULE_SOME_STRINGS, "[\"sim-1\"]"),
 };

@@ -31,6 +31,7 @@ static const struct command_spec specs[] = {
 	{ "get_retry_policy", CMD_GET_RETRY_POLICY },
 	{ "set_retry_policy", CMD_SET_RETRY_POLICY },
 	{ "classify_error", CMD_CLASSIFY_ERROR },
+	{ "fleet_clear", CMD_FLEET_CLEAR },
 };
 
 const char *const command_names[] = {
@@ -38,7 +39,7 @@ const char *const command_names[] = {
 	"get_state", "get_messages", "get_last_assistant_text", "new_session",
 	"set_model", "get_available_models", "set_steering_mode", "set_follow_up_mode",
 	"set_session_name", "get_session_stats", "get_commands", "get_retry_policy",
-	"set_retry_policy", "classify_error", NULL,
+	"set_retry_policy", "classify_error", "fleet_clear", NULL,
 };
 
 /* pi commands with no meaning in retryd, and why. */

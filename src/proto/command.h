@@ -34,6 +34,7 @@ enum command_type {
 	CMD_GET_RETRY_POLICY,
 	CMD_SET_RETRY_POLICY,
 	CMD_CLASSIFY_ERROR,
+	CMD_FLEET_CLEAR,
 	CMD_UNSUPPORTED, /* a pi command that has no meaning here */
 };
 

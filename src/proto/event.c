@@ -109,6 +109,12 @@ json_t *event_fallback_applied(const char *kind, const char *from, const char *t
 	return ev;
 }
 
+json_t *event_fleet_wait(int64_t delay_ms, const char *reason, const char *scope)
+{
+	return json_pack("{s:s, s:I, s:s, s:s}", "type", "fleet_wait", "delayMs",
+			 (json_int_t)delay_ms, "reason", reason, "scope", scope);
+}
+
 json_t *event_notice(const char *level, const char *source, const char *message)
 {
 	return json_pack("{s:s, s:s, s:s, s:s}", "type", "notice", "level", level,

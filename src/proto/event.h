@@ -73,6 +73,10 @@ json_t *event_auto_retry_end(bool success, int attempt, const char *final_error,
 json_t *event_fallback_applied(const char *kind, const char *from, const char *to,
 			       const char *reason);
 
+/* {"type":"fleet_wait","delayMs","reason","scope"}: the fleet holds
+ * an attempt before it is sent. Strings: borrowed. */
+json_t *event_fleet_wait(int64_t delay_ms, const char *reason, const char *scope);
+
 /* {"type":"notice","level","source","message"}. Strings: borrowed. */
 json_t *event_notice(const char *level, const char *source, const char *message);
 

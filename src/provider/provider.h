@@ -39,7 +39,8 @@ struct provider_result {
 	int http_status;            /* the response's status, 0 when none */
 	const char *error_body;     /* the raw error body, error_body_len bytes, or NULL */
 	size_t error_body_len;
-	const json_t *headers;      /* the response headers: lower-case name -> string, or NULL */
+	const json_t *headers;      /* the response headers: lower-case name -> string, or NULL
+				     * (on a success too: the fleet reads the rate-limit state) */
 };
 
 /* Callbacks from provider to session; every string is borrowed for the call.
@@ -88,6 +89,10 @@ struct provider {
 	const char *base_url;  /* "" when there is none */
 	json_t *models;        /* owned by the provider: [{"id", "contextWindow"?, "maxTokens"?}] */
 	json_t *credentials;   /* owned by the provider: credential names, never secrets */
+	/* Owned by the provider, or NULL: credential name -> the fleet's name
+	 * for its secret (base/secret.h secret_fingerprint), so daemons that
+	 * call one key by different names share its state. */
+	json_t *fingerprints;
 	/* The provider enforces attempt_ctx.idle_timeout_ms itself (it must
 	 * take a process down first); the session then runs no stall timer. */
 	bool owns_idle_timeout;

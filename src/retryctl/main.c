@@ -26,6 +26,7 @@
 
 static const char usage_text[] =
 	"usage: retryctl [options] [--] [PROMPT]\n"
+	"       retryctl fleet clear|status [retryd options]\n"
 	"\n"
 	"Starts retryd, sends PROMPT, prints the answer on stdout as it streams and\n"
 	"shows retries on stderr while they wait. Without PROMPT, reads prompts from\n"
@@ -46,6 +47,10 @@ static const char usage_text[] =
 	"  --provider NAME  --model ID  --settings FILE  --set KEY=VALUE\n"
 	"  --session FILE  --no-session  --sim-plan JSON\n"
 	"retryctl keeps no session file unless --session is given.\n"
+	"\n"
+	"fleet status prints what the daemons sharing this one's fleet know of the\n"
+	"provider, credential and model in use (a server block, the circuit, the\n"
+	"rate); fleet clear removes it (a wrong block).\n"
 	"\n"
 	"Exit status: 0 answered, 1 failed, 2 usage, 130 cancelled.\n";
 
@@ -529,6 +534,69 @@ static void parse_args(int argc, char **argv, struct ctl *t, struct args *a)
 	}
 }
 
+struct fleet_reply {
+	bool done;
+	bool ok;
+	json_t *data;   /* owned */
+	char error[512];
+};
+
+static void on_fleet_reply(struct retryd_client *c, const struct retryd_result *r, void *ctx)
+{
+	struct fleet_reply *w = ctx;
+
+	(void)c;
+	w->done = true;
+	w->ok = r->success;
+	if (r->success && r->data != NULL)
+		w->data = json_incref(r->data);
+	else
+		snprintf(w->error, sizeof(w->error), "%s", r->error ? r->error : "no answer");
+}
+
+/* retryctl fleet clear|status: one command, its answer in words. */
+static int run_fleet(struct ctl *t, const char *sub)
+{
+	struct fleet_reply w = { 0 };
+	bool clear = strcmp(sub, "clear") == 0;
+	json_t *cmd = json_pack("{s:s}", "type", clear ? "fleet_clear" : "get_state"), *f;
+
+	if (cmd == NULL || retryd_client_send(t->client, cmd, on_fleet_reply, &w) != 0) {
+		fprintf(stderr, "retryctl: %s\n", retryd_client_last_error(t->client));
+		return EXIT_FAILED;
+	}
+	while (!w.done)
+		uv_run(&t->loop, UV_RUN_ONCE);
+	if (!w.ok) {
+		fprintf(stderr, "retryctl: fleet %s: %s\n", sub, w.error);
+		return EXIT_FAILED;
+	}
+	if (clear) {
+		printf("fleet cleared: %s (%s mode, %lld record(s))\n",
+		       json_string_value(json_object_get(w.data, "scope")),
+		       json_string_value(json_object_get(w.data, "mode")),
+		       (long long)json_integer_value(json_object_get(w.data, "cleared")));
+	} else {
+		f = json_object_get(w.data, "fleet");
+		printf("mode %s, scope %s\n", json_string_value(json_object_get(f, "mode")),
+		       json_string_value(json_object_get(f, "scope")));
+		if (json_object_get(f, "blockedForMs") != NULL)
+			printf("blocked for %.1f s more (the server's word)\n",
+			       (double)json_integer_value(json_object_get(f, "blockedForMs")) / 1000.0);
+		else
+			printf("not blocked\n");
+		if (json_is_true(json_object_get(f, "open")))
+			printf("failing for everyone: one probe at a time\n");
+		if (json_object_get(f, "rpm") != NULL)
+			printf("paced at %lld requests per minute\n",
+			       (long long)json_integer_value(json_object_get(f, "rpm")));
+		if (json_is_true(json_object_get(f, "degraded")))
+			printf("redis unreachable: deciding locally\n");
+	}
+	json_decref(w.data);
+	return EXIT_ANSWERED;
+}
+
 static void closed_cb(struct retryd_client *c, void *ctx)
 {
 	(void)c;
@@ -574,6 +642,7 @@ int main(int argc, char **argv)
 	struct args a = { 0 };
 	struct retryd_client_options o = { 0 };
 	const char **daemon_args;
+	const char *fleet = NULL;
 	int status;
 
 	if (fill_std_fds() != 0) {
@@ -590,7 +659,17 @@ int main(int argc, char **argv)
 	}
 	memset(&t, 0, sizeof(t));
 	a.daemon = daemon_args;
-	parse_args(argc, argv, &t, &a);
+	if (argc >= 2 && strcmp(argv[1], "fleet") == 0) {
+		if (argc < 3 || (strcmp(argv[2], "clear") != 0 && strcmp(argv[2], "status") != 0))
+			die_usage("%s", "fleet wants clear or status");
+		fleet = argv[2];
+		/* The retryd options after the subcommand. */
+		parse_args(argc - 2, argv + 2, &t, &a);
+		if (a.prompt != NULL)
+			die_usage("%s", "fleet takes no prompt");
+	} else {
+		parse_args(argc, argv, &t, &a);
+	}
 	if (!t.json) {
 		/* Deltas only: the full shape repeats the whole answer in every update.
 		 * First, so that a --set of the user's comes later and wins. */
@@ -634,6 +713,8 @@ int main(int argc, char **argv)
 	} else if (retryd_client_start(t.client) != 0) {
 		fprintf(stderr, "retryctl: %s\n", retryd_client_last_error(t.client));
 		status = EXIT_FAILED;
+	} else if (fleet != NULL) {
+		status = run_fleet(&t, fleet);
 	} else if (a.prompt != NULL) {
 		status = run_prompt(&t, a.prompt);
 	} else {

@@ -198,8 +198,12 @@ class Daemon:
 
         e = dict(os.environ)
         e.pop("RETRYD_LOG", None)
+        # Each daemon its own runtime dir, so fleet.mode "user" (the default)
+        # shares nothing between tests; fleet tests pass a common one.
+        self.runtime_dir = os.path.join(self.tmp, "run")
+        os.makedirs(self.runtime_dir, mode=0o700)
         e.update(HOME=self.home, XDG_CONFIG_HOME=self.config_home,
-                 XDG_STATE_HOME=self.state_home)
+                 XDG_STATE_HOME=self.state_home, XDG_RUNTIME_DIR=self.runtime_dir)
         for k, v in (env or {}).items():
             if v is None:
                 e.pop(k, None)
@@ -655,8 +659,9 @@ def run_cli(args, env=None, timeout=5.0, stdin_data=b""):
     try:
         e = dict(os.environ)
         e.pop("RETRYD_LOG", None)
+        os.makedirs(os.path.join(tmp, "run"), mode=0o700)
         e.update(HOME=os.path.join(tmp, "home"), XDG_CONFIG_HOME=os.path.join(tmp, "config"),
-                 XDG_STATE_HOME=os.path.join(tmp, "state"))
+                 XDG_STATE_HOME=os.path.join(tmp, "state"), XDG_RUNTIME_DIR=os.path.join(tmp, "run"))
         for k, v in (env or {}).items():
             if v is None:
                 e.pop(k, None)

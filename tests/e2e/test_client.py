@@ -30,7 +30,8 @@ class ClientLibraryTests(unittest.TestCase):
     def probe(self, scenario, timeout=20.0):
         env = dict(os.environ, RETRYD=harness.binary_path(), FAKE_RETRYD=FAKE,
                    HOME=self.tmp, XDG_CONFIG_HOME=os.path.join(self.tmp, "config"),
-                   XDG_STATE_HOME=os.path.join(self.tmp, "state"))
+                   XDG_STATE_HOME=os.path.join(self.tmp, "state"),
+                   XDG_RUNTIME_DIR=self.tmp)
         env.pop("RETRYD_LOG", None)
         try:
             p = subprocess.run([probe_path(), scenario], env=env, cwd=harness.REPO_ROOT,

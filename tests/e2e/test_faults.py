@@ -703,7 +703,7 @@ def run_with_closed(argv, closed, stdin=b"", timeout=10, extra_env=None, rlimit_
 
     tmp = tempfile.mkdtemp(prefix="retryd-closed-")
     env = dict(os.environ, HOME=tmp, XDG_CONFIG_HOME=os.path.join(tmp, "c"),
-               XDG_STATE_HOME=os.path.join(tmp, "s"))
+               XDG_STATE_HOME=os.path.join(tmp, "s"), XDG_RUNTIME_DIR=tmp)
     env.pop("RETRYD_LOG", None)
     env.update(extra_env or {})
     try:

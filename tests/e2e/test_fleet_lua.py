@@ -345,7 +345,7 @@ int main(void)
 			char text[512];
 
 			fleet_scope_format(&s, text, sizeof(text));
-			printf("%s\n", text);
+			printf("%s", text); /* the record ends with its newline */
 		} else if (strcmp(op, "E") == 0) {
 			int64_t u = until;
 

@@ -60,7 +60,8 @@ class InstallTests(unittest.TestCase):
         for k in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "RETRYD", "RETRYD_LOG"):
             env.pop(k, None)
         env.update(HOME=self.tmp, XDG_CONFIG_HOME=os.path.join(self.tmp, "config"),
-                   XDG_STATE_HOME=os.path.join(self.tmp, "state"))
+                   XDG_STATE_HOME=os.path.join(self.tmp, "state"),
+                   XDG_RUNTIME_DIR=self.tmp)
         self.env = env
 
     def make(self, target):

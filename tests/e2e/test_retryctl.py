@@ -96,7 +96,8 @@ class RetryctlTestCase(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.tmp, True)
         self.env = dict(os.environ, RETRYD=harness.binary_path(), HOME=self.tmp,
                         XDG_CONFIG_HOME=os.path.join(self.tmp, "config"),
-                        XDG_STATE_HOME=os.path.join(self.tmp, "state"))
+                        XDG_STATE_HOME=os.path.join(self.tmp, "state"),
+                        XDG_RUNTIME_DIR=self.tmp)
         self.env.pop("RETRYD_LOG", None)
 
     def pty(self, args):

@@ -97,7 +97,8 @@ class Daemon:
         full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "RETRYD_LOG": "warn"}
         if not plain_env:
             full_env.update(HOME=str(self.home), XDG_CONFIG_HOME=str(self.config),
-                            XDG_STATE_HOME=str(self.state))
+                            XDG_STATE_HOME=str(self.state),
+                            XDG_RUNTIME_DIR=str(self.state))
         full_env.update(env or {})
         self.stderr_path = base / "stderr.txt"
         self._stderr = open(self.stderr_path, "wb")

@@ -229,7 +229,8 @@ class WholeLinesTests(DaemonTestCase):
         ours, theirs = socket.socketpair()
         self.addCleanup(ours.close)
         with tempfile.TemporaryDirectory(prefix="retryd-e2e-sock-") as tmp:
-            env = dict(os.environ, HOME=tmp, XDG_CONFIG_HOME=tmp, XDG_STATE_HOME=tmp)
+            env = dict(os.environ, HOME=tmp, XDG_CONFIG_HOME=tmp, XDG_STATE_HOME=tmp,
+                       XDG_RUNTIME_DIR=tmp)
             p = subprocess.Popen([binary_path(), "--no-session", "--sim-plan",
                                   json.dumps([{"text": words}])],
                                  stdin=subprocess.PIPE, stdout=theirs.fileno(),
@@ -318,7 +319,7 @@ class FileOutputTests(unittest.TestCase):
         out = open(self.out_path, "wb")
         self.addCleanup(out.close)
         env = dict(os.environ, HOME=self.tmp, XDG_CONFIG_HOME=os.path.join(self.tmp, "c"),
-                   XDG_STATE_HOME=os.path.join(self.tmp, "s"))
+                   XDG_STATE_HOME=os.path.join(self.tmp, "s"), XDG_RUNTIME_DIR=self.tmp)
         p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.PIPE,
                              env=env, cwd=self.tmp)
         self.addCleanup(lambda: p.poll() is None and p.kill())

@@ -176,6 +176,18 @@ START_TEST(test_a_broken_record_is_refused_and_unknown_fields_skipped)
 }
 END_TEST
 
+START_TEST(test_an_older_tail_after_the_newline_is_not_read)
+{
+	struct fleet_scope s;
+	const char text[] = "open=1 tokens=5\n00 tokens=77 fail_streak=9";
+
+	ck_assert_int_eq(fleet_scope_parse(&s, text, sizeof(text) - 1), 0);
+	ck_assert_int_eq(s.open, 1);
+	ck_assert_int_eq(s.tokens, 5);
+	ck_assert_int_eq(s.fail_streak, 0);
+}
+END_TEST
+
 START_TEST(test_a_record_that_does_not_fit_formats_to_nothing)
 {
 	struct fleet_scope s;
@@ -195,6 +207,7 @@ Suite *fleet_rules_suite(void)
 	tcase_add_test(tc, test_a_record_survives_its_text_form);
 	tcase_add_test(tc, test_a_broken_record_is_refused_and_unknown_fields_skipped);
 	tcase_add_test(tc, test_a_record_that_does_not_fit_formats_to_nothing);
+	tcase_add_test(tc, test_an_older_tail_after_the_newline_is_not_read);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -156,6 +156,19 @@ static int load_keys(struct http_provider *self, const json_t *cfg, char *err, s
 	for (i = 0; i < self->nkeys && self->base.credentials &&
 		    json_array_size(self->base.credentials) == 0; i++)
 		json_array_append_new(self->base.credentials, json_string(self->keys[i].name));
+	/* The fleet names each key by a hash of its secret, so daemons that
+	 * call one key by different names share what is known of it. */
+	self->base.fingerprints = json_object();
+	for (i = 0; i < self->nkeys && self->base.fingerprints; i++) {
+		char fp[17];
+
+		if (self->keys[i].secret == NULL)
+			continue;
+		secret_fingerprint(self->keys[i].secret, fp);
+		json_object_set_new(self->base.fingerprints, self->keys[i].name, json_string(fp));
+	}
+	if (self->base.fingerprints == NULL)
+		rc = -1;
 	if (rc != 0)
 		errbuf_set(err, errlen, "out of memory");
 out:
@@ -322,9 +335,9 @@ static void finish_stream(struct http_provider *self)
 	if (r.stop == STOP_ERROR && self->stream_error[0] != '\0')
 		r.error_message = self->stream_error;
 	/* A failure inside a 200 stream has no status of its own; the headers
-	 * (a retry-after, the rate-limit state) still count. */
-	if (r.stop == STOP_ERROR)
-		r.headers = self->resp_headers;
+	 * (a retry-after, the rate-limit state) still count — and on a success
+	 * the fleet reads the rate-limit state from them. */
+	r.headers = self->resp_headers;
 	finish_with(self, &r);
 }
 
@@ -675,6 +688,7 @@ static void http_free(struct provider *base)
 	json_decref(self->headers);
 	json_decref(self->base.models);
 	json_decref(self->base.credentials);
+	json_decref(self->base.fingerprints);
 	free(self->name);
 	free(self->api_name);
 	free(self->base_url);

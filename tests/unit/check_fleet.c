@@ -1,0 +1,296 @@
+/* fleet (src/core/fleet.c) in process and user mode, on the fake clock:
+ * what two daemons' fleet objects share through real record files under
+ * flock, what stays local, and what a busy lock does. Redis mode runs on a
+ * real redis-server in tests/e2e/test_fleet_redis.py. */
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/fleet.h"
+
+Suite *fleet_suite(void);
+
+static char dir[256];
+static struct clock clk;
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/retryd-check-fleet-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	clock_fake_init(&clk, 1000);
+	clk.fake_wall = 1800000000000LL;
+}
+
+static void teardown(void)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static struct fleet *new_fleet(enum fleet_mode mode, int64_t member)
+{
+	struct fleet_config cfg;
+	char err[256];
+	struct fleet *f;
+
+	memset(&cfg, 0, sizeof(cfg));
+	fleet_params_default(&cfg.params);
+	cfg.mode = mode;
+	cfg.scope = FLEET_SCOPE_MODEL;
+	cfg.dir = dir;
+	cfg.ns = "t";
+	cfg.clock = &clk;
+	cfg.member = member;
+	cfg.lock_wait_ms = 2;
+	cfg.lease_ttl_ms = 30000;
+	f = fleet_new(&cfg, err, sizeof(err));
+	ck_assert_msg(f != NULL, "%s", err);
+	return f;
+}
+
+static const char *const creds[] = { "fpA", "fpB" };
+static const char *const models[] = { "m1", "m2" };
+
+static void ask(struct fleet *f, size_t ncreds, bool retry, struct fleet_answer *a)
+{
+	struct fleet_ask q = { .provider = "p", .creds = creds, .ncreds = ncreds,
+			       .models = models, .nmodels = 2, .retry = retry };
+
+	ck_assert_int_eq(fleet_ask(f, &q, a, NULL, NULL), 1);
+}
+
+static void tell(struct fleet *f, const char *cred, enum fleet_outcome_kind kind, int64_t block,
+		 int64_t usage, bool overload)
+{
+	struct fleet_tell t = { .provider = "p", .cred = cred, .model = "m1",
+				.out = { .kind = kind, .block_ms = block },
+				.usage_reset_ms = usage, .overload = overload,
+				.fallback_after = 2, .cooldown_ms = 60000 };
+
+	fleet_tell(f, &t);
+}
+
+START_TEST(test_user_mode_a_block_told_by_one_holds_the_other)
+{
+	struct fleet *a = new_fleet(FLEET_MODE_USER, 1), *b = new_fleet(FLEET_MODE_USER, 2);
+	struct fleet_answer ans;
+
+	tell(a, "fpA", FLEET_OUT_SERVER, 5000, -1, false);
+	ask(b, 1, false, &ans);
+	ck_assert_int_eq(ans.wait_ms, 5000);
+	ck_assert_int_eq(ans.reason, FLEET_SERVER_BLOCK);
+	ck_assert(ans.reserved);
+	ck_assert(!ans.local);
+	ck_assert_str_eq(ans.scope, "p|fpA|m1");
+	clk.fake_wall += 5000;
+	ask(b, 1, false, &ans);
+	ck_assert_int_eq(ans.wait_ms, 0);
+	fleet_close(a, NULL, NULL);
+	fleet_close(b, NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_process_mode_shares_nothing_between_two)
+{
+	struct fleet *a = new_fleet(FLEET_MODE_PROCESS, 1), *b = new_fleet(FLEET_MODE_PROCESS, 2);
+	struct fleet_answer ans;
+
+	tell(a, "fpA", FLEET_OUT_SERVER, 5000, -1, false);
+	ask(b, 1, false, &ans);
+	ck_assert_int_eq(ans.wait_ms, 0);
+	/* ... but a daemon keeps its own: */
+	ask(a, 1, false, &ans);
+	ck_assert_int_eq(ans.wait_ms, 5000);
+	fleet_close(a, NULL, NULL);
+	fleet_close(b, NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_an_exhausted_credential_is_skipped_by_everyone_until_its_reset)
+{
+	struct fleet *a = new_fleet(FLEET_MODE_USER, 1), *b = new_fleet(FLEET_MODE_USER, 2);
+	struct fleet_answer ans;
+
+	tell(a, "fpA", FLEET_OUT_ANSWERED, -1, 3600000, false);
+	ask(b, 2, false, &ans);
+	ck_assert_int_eq(ans.cred, 1);
+	ck_assert_str_eq(ans.scope, "p|fpB|m1");
+	/* Only A listed: none is left, and the answer says when A comes back. */
+	ask(b, 1, false, &ans);
+	ck_assert_int_eq(ans.cred, -1);
+	ck_assert_int_eq(ans.cred_until, clock_wall_ms(&clk) + 3600000);
+	clk.fake_wall += 3600000;
+	ask(b, 1, false, &ans);
+	ck_assert_int_eq(ans.cred, 0);
+	fleet_close(a, NULL, NULL);
+	fleet_close(b, NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_overloads_from_two_daemons_cool_the_model_for_all)
+{
+	struct fleet *a = new_fleet(FLEET_MODE_USER, 1), *b = new_fleet(FLEET_MODE_USER, 2);
+	struct fleet *c = new_fleet(FLEET_MODE_USER, 3);
+	struct fleet_answer ans;
+
+	tell(a, "fpA", FLEET_OUT_SERVER, -1, -1, true);
+	ask(c, 1, false, &ans);
+	ck_assert_int_eq(ans.model, 0);
+	tell(b, "fpA", FLEET_OUT_SERVER, -1, -1, true);
+	ask(c, 1, false, &ans);
+	ck_assert_int_eq(ans.model, 1);
+	ck_assert_str_eq(ans.scope, "p|fpA|m2");
+	fleet_close(a, NULL, NULL);
+	fleet_close(b, NULL, NULL);
+	fleet_close(c, NULL, NULL);
+}
+END_TEST
+
+/* Every record file of the fleet, flocked by this process through its own
+ * open file descriptions (which conflict with the fleet's). */
+static int lock_all(int *fds, int max)
+{
+	char sub[300], path[600];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	snprintf(sub, sizeof(sub), "%s/t", dir);
+	d = opendir(sub);
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) != NULL && n < max) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", sub, e->d_name);
+		fds[n] = open(path, O_RDWR);
+		ck_assert_int_ge(fds[n], 0);
+		ck_assert_int_eq(flock(fds[n], LOCK_EX | LOCK_NB), 0);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+START_TEST(test_a_busy_lock_means_deciding_locally_this_time)
+{
+	struct fleet *a = new_fleet(FLEET_MODE_USER, 1), *b = new_fleet(FLEET_MODE_USER, 2);
+	struct fleet_answer ans;
+	int fds[16], n;
+
+	tell(a, "fpA", FLEET_OUT_SERVER, 5000, -1, false);
+	ask(b, 1, false, &ans);      /* b learns the block: its local copy has it */
+	n = lock_all(fds, 16);
+	ck_assert_int_ge(n, 1);
+	clk.fake_wall += 1000;
+	ask(b, 1, false, &ans);
+	ck_assert(ans.local);
+	ck_assert_int_eq(ans.wait_ms, 4000);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	ask(b, 1, false, &ans);
+	ck_assert(!ans.local);
+	fleet_close(a, NULL, NULL);
+	fleet_close(b, NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_leases_bound_the_attempts_in_flight_and_come_back_when_done)
+{
+	struct fleet_config cfg;
+	struct fleet *a, *b;
+	struct fleet_answer ans;
+	char err[256];
+
+	memset(&cfg, 0, sizeof(cfg));
+	fleet_params_default(&cfg.params);
+	cfg.mode = FLEET_MODE_USER;
+	cfg.dir = dir;
+	cfg.ns = "t";
+	cfg.clock = &clk;
+	cfg.concurrency = 1;
+	cfg.lock_wait_ms = 2;
+	cfg.member = 1;
+	a = fleet_new(&cfg, err, sizeof(err));
+	cfg.member = 2;
+	b = fleet_new(&cfg, err, sizeof(err));
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ask(a, 1, false, &ans);
+	ck_assert(ans.lease);
+	ck_assert_int_eq(ans.wait_ms, 0);
+	ask(b, 1, false, &ans);
+	ck_assert_int_eq(ans.reason, FLEET_CONCURRENCY);
+	ck_assert_int_ge(ans.wait_ms, 50);
+	ck_assert(!ans.reserved);
+	fleet_done(a);
+	ask(b, 1, false, &ans);
+	ck_assert(ans.lease);
+	fleet_close(a, NULL, NULL);
+	fleet_close(b, NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_state_shows_the_block_and_clear_removes_it_for_all)
+{
+	struct fleet *a = new_fleet(FLEET_MODE_USER, 1), *b = new_fleet(FLEET_MODE_USER, 2);
+	json_t *st;
+	char scope[160];
+
+	tell(a, "fpA", FLEET_OUT_SERVER, 5000, 60000, true);
+	st = fleet_state(b, "p", "fpA", "m1");
+	ck_assert_str_eq(json_string_value(json_object_get(st, "mode")), "user");
+	ck_assert_int_eq(json_integer_value(json_object_get(st, "blockedForMs")), 5000);
+	json_decref(st);
+	ck_assert_int_eq(fleet_clear(b, "p", "fpA", "m1", scope, sizeof(scope)), 3);
+	ck_assert_str_eq(scope, "p|fpA|m1");
+	st = fleet_state(a, "p", "fpA", "m1");
+	ck_assert_ptr_null(json_object_get(st, "blockedUntil"));
+	json_decref(st);
+	fleet_close(a, NULL, NULL);
+	fleet_close(b, NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_a_fleet_dir_open_to_others_is_refused)
+{
+	struct fleet_config cfg;
+	char err[256];
+
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	memset(&cfg, 0, sizeof(cfg));
+	fleet_params_default(&cfg.params);
+	cfg.mode = FLEET_MODE_USER;
+	cfg.dir = dir;
+	cfg.ns = "t";
+	cfg.clock = &clk;
+	cfg.member = 1;
+	ck_assert_ptr_null(fleet_new(&cfg, err, sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, "0700"));
+}
+END_TEST
+
+Suite *fleet_suite(void)
+{
+	Suite *s = suite_create("fleet");
+	TCase *tc = tcase_create("stores");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_user_mode_a_block_told_by_one_holds_the_other);
+	tcase_add_test(tc, test_process_mode_shares_nothing_between_two);
+	tcase_add_test(tc, test_an_exhausted_credential_is_skipped_by_everyone_until_its_reset);
+	tcase_add_test(tc, test_overloads_from_two_daemons_cool_the_model_for_all);
+	tcase_add_test(tc, test_a_busy_lock_means_deciding_locally_this_time);
+	tcase_add_test(tc, test_leases_bound_the_attempts_in_flight_and_come_back_when_done);
+	tcase_add_test(tc, test_state_shows_the_block_and_clear_removes_it_for_all);
+	tcase_add_test(tc, test_a_fleet_dir_open_to_others_is_refused);
+	suite_add_tcase(s, tc);
+	return s;
+}
