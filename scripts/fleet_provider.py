@@ -4,7 +4,7 @@ daemons share, with the limits a real one has. Python standard library only
 (asyncio), 127.0.0.1 only.
 
     python3 scripts/fleet_provider.py --port 0 --port-file F [--time-scale 10]
-        [--rpm 600] [--concurrency 30] [--conc-status 529] [--outage 60,120]
+        [--rpm 600] [--window 10] [--concurrency 30] [--conc-status 529] [--outage 60,120]
         [--usage-key A --usage-after 200 --usage-reset 3600]
         [--latency-ms 2000 --chunks 4] [--key A=sk-... --key B=sk-...]
 
@@ -20,8 +20,13 @@ stream_options.include_usage, [DONE]). Each request meets, in this order:
                 request with that key: 429 {"error":{"type":"usage_limit_reached",
                 "code":"usage_limit_reached","resets_in_seconds":R,...}} (ChatGPT /
                 Codex's shape; R is --usage-reset, compressed)
-  RPM limit     per key, a sliding window of one (compressed) minute holding
-                at most --rpm accepted requests: 429 with OpenAI's body
+  RPM limit     per key, a sliding window of --window scenario seconds
+                (default 10) holding at most rpm * window / 60 accepted
+                requests, i.e. the per-minute limit enforced over a shorter
+                period, as OpenAI says it may do (a whole-minute window lets
+                the fleet spend the minute in its first seconds and then
+                stand still, which measures the window, not the clients):
+                429 with OpenAI's body
                 ("Rate limit reached for ... on requests per min (RPM): Limit L,
                 Used U, Requested 1. Please try again in 350ms. ...", type
                 "requests", code "rate_limit_exceeded") and headers retry-after,
@@ -32,11 +37,12 @@ stream_options.include_usage, [DONE]). Each request meets, in this order:
   answer        200, streamed over --latency-ms, with the x-ratelimit-* headers
 
 TIME COMPRESSION. --time-scale S makes a scenario second last 1/S s: the RPM
-window is 60/S s, the outage and the latency are divided by S. The headers
-speak real time, so a client that paces itself by them needs no knowledge of
-the scale: x-ratelimit-limit-requests is --rpm * S (the same rate, per real
-minute), remaining is (rpm - used) * S, the reset durations and retry-after(-ms)
-are real. So is the usage limit's resets_in_seconds.
+window, the outage and the latency are divided by S. The headers speak real
+time, so a client that paces itself by them needs no knowledge of the scale:
+x-ratelimit-limit-requests is --rpm * S (the same rate, per real minute),
+remaining is what is left in the window at that rate (left * 60 / window *
+S), the reset durations and retry-after(-ms) are real, and so is the usage
+limit's resets_in_seconds.
 
 Control endpoints (not recorded):
   POST /_start {...}   forget everything, start the scenario clock now; the
@@ -87,13 +93,15 @@ def fmt_duration(seconds):
 
 
 class Config:
-    FIELDS = {"timeScale": float, "rpm": int, "concurrency": int, "concStatus": int,
+    FIELDS = {"timeScale": float, "rpm": int, "window": float, "concurrency": int,
+              "concStatus": int,
               "outage": None, "usageKey": str, "usageAfter": int, "usageReset": float,
               "latencyMs": float, "chunks": int, "model": str}
 
     def __init__(self, args):
         self.timeScale = args.time_scale
         self.rpm = args.rpm
+        self.window = args.window
         self.concurrency = args.concurrency
         self.concStatus = args.conc_status
         self.outage = [float(x) for x in args.outage.split(",")] if args.outage else None
@@ -157,16 +165,18 @@ class Account:
                 "resets_in_seconds": int(math.ceil(reset))}}, {}
         headers = {}
         if cfg.rpm:
-            window = 60.0 / scale
+            window = cfg.window / scale
+            cap = max(1, int(round(cfg.rpm * cfg.window / 60.0)))
+            per_min = 60.0 / cfg.window * scale     # one request left in the window, per real minute
             q = self.windows[key]
             while q and q[0] <= t - window:
                 q.popleft()
             used = len(q)
             reset = (q[0] + window - t) if q else window
             headers = {"x-ratelimit-limit-requests": str(int(cfg.rpm * scale)),
-                       "x-ratelimit-remaining-requests": str(int(max(0, cfg.rpm - used - 1) * scale)),
+                       "x-ratelimit-remaining-requests": str(int(max(0, cap - used - 1) * per_min)),
                        "x-ratelimit-reset-requests": fmt_duration(reset)}
-            if used >= cfg.rpm:
+            if used >= cap:
                 headers["x-ratelimit-remaining-requests"] = "0"
                 headers["retry-after"] = str(int(math.ceil(reset)))
                 headers["retry-after-ms"] = str(int(math.ceil(reset * 1000)))
@@ -175,7 +185,7 @@ class Account:
                                 "requests per min (RPM): Limit %d, Used %d, Requested 1. Please "
                                 "try again in %s. Visit https://platform.openai.com/account/"
                                 "rate-limits to learn more." % (
-                                    cfg.model, int(cfg.rpm * scale), int(used * scale),
+                                    cfg.model, int(cfg.rpm * scale), int(used * per_min),
                                     fmt_duration(reset))),
                     "type": "requests", "param": None, "code": "rate_limit_exceeded"}}, headers
         if cfg.concurrency and self.inflight >= cfg.concurrency:
@@ -311,6 +321,8 @@ class Server:
                                                            "type": "invalid_request_error",
                                                            "param": None, "code": None}})
                 await writer.drain()
+                if headers.get("connection", "").lower() == "close":
+                    return
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
@@ -425,6 +437,8 @@ def main():
     ap.add_argument("--port-file")
     ap.add_argument("--time-scale", type=float, default=10.0)
     ap.add_argument("--rpm", type=int, default=600, help="per key, scenario minutes; 0: none")
+    ap.add_argument("--window", type=float, default=10.0,
+                    help="scenario seconds over which the RPM limit is enforced")
     ap.add_argument("--concurrency", type=int, default=0, help="answers in flight; 0: no limit")
     ap.add_argument("--conc-status", type=int, default=529, choices=(429, 529))
     ap.add_argument("--outage", help="START,END in scenario seconds after /_start")
