@@ -346,6 +346,8 @@ class Bench:
         try:
             ready, failed = (int(x) for x in expect("ready", 120))
             run.ready = ready
+            if not ready:
+                raise BenchError("%s: no daemon started (see %s)" % (run.name, err.name))
             if failed:
                 self.notes.append("%s: %d of %d daemons did not start" % (run.name, failed, run.n))
             t_ready = time.monotonic() - started
@@ -366,7 +368,11 @@ class Bench:
                 killer.start()
             done = expect("done", T_END / self.scale + GRACE_S / self.scale + 120)
             run.done = [int(x) for x in done]
-            proc.wait(30)
+            if proc.wait(30) != 0:
+                err.flush()
+                with open(err.name, errors="replace") as f:
+                    tail = f.read()[-400:].strip().replace("\n", " / ")
+                self.notes.append("%s: the driver exited %d: %s" % (run.name, proc.returncode, tail))
         finally:
             if killer:
                 killer.cancel()
