@@ -79,7 +79,7 @@ MANPAGES   := man/retryd.1 man/retryctl.1
 SCHEMAS    := $(wildcard protocol/schemas/*.json)
 HEADERS    := include/retryd/client.h include/retryd/protocol.h
 
-.PHONY: all deps layers check unit e2e demo bench conformance interop install uninstall clean FORCE \
+.PHONY: all deps layers check unit e2e demo bench bench-fleet conformance interop install uninstall clean FORCE \
 	fuzz fuzz-build fuzz-replay check-valgrind
 all: $(BIN) $(CTL) $(CLIENT_A) $(CLIENT_SO) $(CLIENT_PC)
 
@@ -270,6 +270,27 @@ bench: deps
 	@$(MAKE) --no-print-directory $(BIN)
 	RETRYD=$(abspath $(BIN)) python3 scripts/bench.py $(BENCH_ARGS)
 
+# Not part of make check either. bench-fleet runs 50 and 200 daemons from one
+# driver process (the client library) against a fake provider with an RPM
+# limit, a concurrency limit, an outage and a usage limit, in each fleet.mode,
+# with its own redis-server; one table, a check line per target, and
+# build/bench-fleet.svg (scripts/bench_fleet.py, docs/bench-fleet.md;
+# BENCH_FLEET_ARGS="--quick" for a ~1 min run).
+BENCH_FLEET_ARGS ?=
+FLEET_DRIVER := $(BUILD)/bench_fleet_driver
+
+$(BUILD)/bench/bench_fleet_driver.o: scripts/bench_fleet_driver.c | deps
+	@mkdir -p $(@D)
+	$(CC) $(CTL_CFLAGS) -c $< -o $@
+
+$(FLEET_DRIVER): $(BUILD)/bench/bench_fleet_driver.o $(CLIENT_A)
+	$(CC) $(LDFLAGS_ALL) $^ $(CLIENT_PKG_LIBS) -o $@
+
+bench-fleet: deps
+	@$(MAKE) --no-print-directory $(BIN) $(FLEET_DRIVER)
+	RETRYD=$(abspath $(BIN)) FLEET_DRIVER=$(abspath $(FLEET_DRIVER)) \
+	    python3 scripts/bench_fleet.py $(BENCH_FLEET_ARGS)
+
 conformance: deps
 	@$(MAKE) --no-print-directory $(BIN)
 	RETRYD=$(abspath $(BIN)) python3 scripts/conformance.py
@@ -310,5 +331,5 @@ clean:
 	rm -rf build
 
 -include $(LIB_OBJS:.o=.d) $(GEN_OBJS:.o=.d) $(BUILD)/obj/main.d $(UNIT_OBJS:.o=.d) $(SUPPORT_OBJS:.o=.d) $(CLIENT_OBJS:.o=.d) \
-         $(CTL_OBJS:.o=.d) $(BUILD)/e2e/client_probe.d \
+         $(CTL_OBJS:.o=.d) $(BUILD)/e2e/client_probe.d $(BUILD)/bench/bench_fleet_driver.d \
 	 $(wildcard build/fuzz/obj/*.d) $(wildcard $(BUILD)/replay/*.d)

@@ -37,7 +37,8 @@
 --
 -- The daemon's ops, KEYS[1] = a prefix ending in "}:" ("retryd:{ns}:").
 -- Every key is built from it, so all share its hash tag and one cluster
--- slot (the keys are not declared in KEYS: one slot makes that safe):
+-- slot (the keys are not declared in KEYS: one slot makes that safe; a
+-- prefix without a "{...}" is refused):
 --   PREFIX members              ZSET member -> last seen (fleet size)
 --   PREFIX s:<scope>            scope record
 --   PREFIX l:<scope>            ZSET lease holder -> expiry
@@ -52,7 +53,8 @@
 --       models... concurrency leaseTtlMs holder
 --     creds: fingerprints, the current first; models: the current, then
 --     the fallbacks. Registers member (members seen in the last 30 s make
---     the fleet size); picks the first credential whose until <= now (none:
+--     the fleet size); picks the first credential whose until <= now
+--     (cred_until is then that one's, already past; none:
 --     index -1, cred_until the soonest until, wait until then with reason
 --     1 and no acquire; no credentials listed: -1 and 0, and the scope uses
 --     cred ""); picks the first model whose cool_until <= now, else the
@@ -364,6 +366,7 @@ local function clear_key(key)
 		args[#args + 1] = fmt(s[f])
 	end
 	redis.call('HSET', key, unpack(args))
+	redis.call('PEXPIRE', key, fmt(KEEP_MS))
 	return 1
 end
 
@@ -382,9 +385,14 @@ local function scope_id(kind, provider, cred, model)
 	error('fleet.lua: scope kind must be model, credential or provider: ' .. tostring(kind))
 end
 
+-- The prefix must hold a hash tag: without one the keys would spread over
+-- a cluster's slots and the script would fail there, not here.
 local function prefix()
 	local pre = KEYS[1]
-	if pre == nil or pre == '' then error('fleet.lua: ' .. ARGV[1] .. ' wants KEYS[1] = the key prefix') end
+	if pre == nil or not string.find(pre, '{[^}]+}') then
+		error('fleet.lua: ' .. ARGV[1] .. ' wants KEYS[1] = a key prefix with a hash tag, ' ..
+			'like "retryd:{ns}:"')
+	end
 	return pre
 end
 

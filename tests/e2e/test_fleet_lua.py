@@ -280,6 +280,10 @@ class RuleVectorTests(FleetLuaCase):
             self.op("k", "acquire", "soon", 0, 999, *param_list(c_defaults()))
         with self.assertRaisesRegex(RedisError, "11 params"):
             self.op("k", "acquire", 0, 0, 999, 1, 2)
+        with self.assertRaisesRegex(RedisError, "hash tag"):
+            self.op("retryd:ns:", "state", 0, "provider", "p", "", "", 0)
+        with self.assertRaisesRegex(RedisError, "scope kind"):
+            self.op(PREFIX, "state", 0, "account", "p", "", "", 0)
 
     def test_the_embedded_c_string_is_the_script(self):
         out = subprocess.run(["python3", EMBED, SCRIPT, "fleet_script_text", "core/fleet_script.h"],
@@ -640,6 +644,7 @@ class AskTellTests(FleetLuaCase):
         self.op("rule:{x}:s", "acquire", 1000, 0, 999, *param_list(p))
         self.op("rule:{x}:c", "exhaust", 1000, 500, *param_list(p))
         self.op("rule:{x}:m", "model", 1000, 1, 0, 1, 100)
+        self.assertEqual(self.op(PREFIX, "clear", "provider", "prov", "kx", "mx"), 1)
         keys = self.keys()
         self.assertEqual(len(keys), 9, keys)
         for k in keys:
