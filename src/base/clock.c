@@ -1,5 +1,7 @@
 #include "base/clock.h"
 
+#include <time.h>
+
 #include <stddef.h>
 
 void clock_init(struct clock *self, const struct clock_backend *backend, void *backend_data)
@@ -15,6 +17,14 @@ void clock_init(struct clock *self, const struct clock_backend *backend, void *b
 uint64_t clock_now(struct clock *self)
 {
 	return self->backend->now(self);
+}
+
+uint64_t clock_precise_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 int64_t clock_wall_ms(struct clock *self)

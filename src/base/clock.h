@@ -43,6 +43,9 @@ struct clock {
 void clock_init(struct clock *self, const struct clock_backend *backend, void *backend_data);
 uint64_t clock_now(struct clock *self);
 int64_t clock_wall_ms(struct clock *self);
+/* The system's monotonic clock in microseconds: for measuring how long
+ * something took (the fleet's ask latency), never for deciding. */
+uint64_t clock_precise_us(void);
 
 /* (Re)starts `timer` (caller-owned; must outlive its activity) to fire once
  * after delay_ms. A running timer is restarted. */

@@ -15,6 +15,8 @@
 #include "io/lockfile.h"
 #include "io/redis.h"
 
+#define LAT_N 512
+
 struct local_scope {
 	char *key;
 	struct fleet_scope s;
@@ -69,6 +71,11 @@ struct fleet {
 
 	void (*close_done)(void *ctx);
 	void *close_ctx;
+
+	/* How long asks took (µs), the last LAT_N of them, for get_state. */
+	uint32_t lat[LAT_N];
+	uint64_t asks;
+	uint64_t ask_started;
 };
 
 const char *fleet_mode_name(enum fleet_mode m)
@@ -619,6 +626,34 @@ static void ask_local(struct fleet *f, const struct fleet_ask *q, struct fleet_a
 	lease_local(f, a->scope, a);
 }
 
+/* One ask's latency, from fleet_ask to its answer. */
+static void took(struct fleet *f)
+{
+	uint64_t us = clock_precise_us() - f->ask_started;
+
+	f->lat[f->asks++ % LAT_N] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The 99th percentile of the asks kept, in µs. */
+static uint32_t p99(const struct fleet *f)
+{
+	uint32_t sorted[LAT_N];
+	size_t n = f->asks < LAT_N ? (size_t)f->asks : LAT_N;
+
+	if (n == 0)
+		return 0;
+	memcpy(sorted, f->lat, n * sizeof(sorted[0]));
+	qsort(sorted, n, sizeof(sorted[0]), cmp_u32);
+	return sorted[(n * 99 + 99) / 100 - 1];
+}
+
 /* Redis mode. The script's contract is at the top of core/fleet.lua. */
 
 static void start_renew(struct fleet *f);
@@ -711,6 +746,10 @@ static void on_ask_reply(void *ctx, enum redis_status st, const struct redis_val
 		ask_local(f, &p->q, &a);
 		a.local = true;
 	}
+	took(f);
+	LOG_DEBUG("fleet: %s: %s %lld ms%s%s", a.scope, fleet_reason_name(a.reason),
+		  (long long)a.wait_ms, a.probe ? " (the probe)" : "",
+		  a.local ? " (decided locally)" : "");
 	if (a.lease)
 		start_renew(f);
 	if (p->sync_out != NULL) {
@@ -771,8 +810,13 @@ int fleet_ask(struct fleet *f, const struct fleet_ask *q, struct fleet_answer *a
 	size_t n = 0;
 
 	fleet_cancel(f);
+	f->ask_started = clock_precise_us();
 	if (f->cfg.mode != FLEET_MODE_REDIS || q->ncreds > 32 || q->nmodels > 32) {
 		ask_local(f, q, a);
+		took(f);
+		LOG_DEBUG("fleet: %s: %s %lld ms%s%s", a->scope, fleet_reason_name(a->reason),
+			  (long long)a->wait_ms, a->probe ? " (the probe)" : "",
+			  a->local ? " (decided locally)" : "");
 		return 1;
 	}
 	p = pending_new(q);
@@ -1053,5 +1097,7 @@ json_t *fleet_state(struct fleet *f, const char *provider, const char *cred, con
 		json_object_set_new(o, "members", json_integer(f->fleet_size));
 	if (f->cfg.concurrency > 0)
 		json_object_set_new(o, "concurrency", json_integer(f->cfg.concurrency));
+	json_object_set_new(o, "asks", json_integer((json_int_t)f->asks));
+	json_object_set_new(o, "askP99Us", json_integer(p99(f)));
 	return o;
 }

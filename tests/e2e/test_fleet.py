@@ -224,6 +224,50 @@ class PacingTests(FleetCase):
         self.assertEqual(self.state(b)["fleet"]["rpm"], 120)
 
 
+class ReleaseTests(FleetCase):
+    def test_fifty_waiters_leave_one_by_one_at_the_known_rate_when_a_block_ends(self):
+        srv = self.server({"steps": [{"status": 429, "headers": {"retry-after": "2"}}],
+                           "default": {"text": "ok"}})
+        sets = {"fleet.rpm": 1200, "retry.maxRetries": 0}
+        first = self.daemon(srv, sets=sets)
+        self.run_prompt(first, "the 429")
+        ds = [self.daemon(srv, sets=sets) for _ in range(50)]
+        for i, d in enumerate(ds):
+            d.send({"type": "prompt", "message": "w%d" % i, "id": "p"})
+        held = 0
+        for d in ds:
+            msgs = d.collect_until(is_type("agent_end"), timeout=scaled(30))
+            waits = events(msgs, "fleet_wait")
+            held += bool(waits) and waits[0]["reason"] == "server-block"
+            self.assertEqual(text_of(events(msgs, "message_end")[-1]["message"]), "ok")
+        reqs = srv.wait_requests(51)
+        self.assertEqual(len(reqs), 51)
+        self.assertGreaterEqual(held, 45)   # the last few may start after the block
+        times = sorted(r["time"] for r in reqs[1:])
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        # 1200 rpm: one every 50 ms, not 50 in the same second.
+        self.assertGreaterEqual(min(gaps), 0.035, gaps)
+        self.assertGreaterEqual(times[-1] - times[0], 49 * 0.045)
+
+
+class ModelTests(FleetCase):
+    def test_overloads_from_two_daemons_move_a_third_to_the_fallback_model_before_it_sends(self):
+        over = {"status": 529, "message": "Overloaded"}
+        srv = self.server({"steps": [over, over], "default": {"text": "ok"}})
+        sets = {"retry.fallbackModels": ["m2"], "retry.fallbackAfterConsecutive": 2,
+                "retry.maxRetries": 0}
+        a = self.daemon(srv, sets=sets)
+        b = self.daemon(srv, sets=sets)
+        self.run_prompt(a, "one")
+        self.run_prompt(b, "two")
+        c = self.daemon(srv, sets=sets)
+        msgs = self.run_prompt(c, "three")
+        switch = events(msgs, "retry_fallback_applied")
+        self.assertEqual([(e["kind"], e["to"]) for e in switch], [("model", "m2")], msgs)
+        reqs = srv.wait_requests(3)
+        self.assertEqual([r["body"]["model"] for r in reqs], ["m1", "m1", "m2"])
+
+
 class CircuitTests(FleetCase):
     def test_a_provider_failing_for_everyone_gets_one_probe_per_interval_then_all_recover(self):
         down = {"status": 503, "message": "Service Unavailable"}
