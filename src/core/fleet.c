@@ -72,10 +72,17 @@ struct fleet {
 	void (*close_done)(void *ctx);
 	void *close_ctx;
 
+	/* User mode: writes whose lock was busy, tried again from a timer
+	 * (a report lost under contention would be knowledge lost). */
+	struct deferred *later;
+	size_t nlater;
+	struct clock_timer later_timer;
+
 	/* How long asks took (µs), the last LAT_N of them, for get_state. */
 	uint32_t lat[LAT_N];
 	uint64_t asks;
 	uint64_t ask_started;
+	uint64_t local_decisions;   /* records decided on the local copy */
 };
 
 const char *fleet_mode_name(enum fleet_mode m)
@@ -239,26 +246,45 @@ static long scope_update(void *ctx, const char *old, size_t len, char *out, size
  * when the file's lock is busy or fails — on the local copy. The local copy
  * ends up equal to what was decided. Returns whether it was decided
  * locally. */
+static void defer_scope(struct fleet *f, const char *key, const struct scope_job *j);
+
 static bool run_scope(struct fleet *f, const char *key, struct scope_job *j)
 {
 	struct fleet_scope *local = local_scope(f, key);
 	struct fleet_scope scratch;
 
 	if (f->cfg.mode == FLEET_MODE_USER) {
-		char path[4200], err[256];
+		char path[4200], err[256], buf[LOCKFILE_MAX];
 		enum lockfile_status st;
+		size_t len;
 
 		record_path(f, 's', key, path, sizeof(path));
-		st = lockfile_update(path, f->cfg.lock_wait_ms, scope_update, j, err, sizeof(err));
-		if (st == LOCKFILE_OK) {
-			if (local != NULL)
-				*local = j->result;
-			return false;
+		if (j->op == OP_READ) {
+			st = lockfile_read(path, f->cfg.lock_wait_ms, buf, sizeof(buf), &len, err,
+					   sizeof(err));
+			if (st == LOCKFILE_OK) {
+				if (len == 0 || fleet_scope_parse(&j->result, buf, len) != 0)
+					fleet_scope_init(&j->result);
+				if (local != NULL)
+					*local = j->result;
+				return false;
+			}
+		} else {
+			st = lockfile_update(path, f->cfg.lock_wait_ms, scope_update, j, err,
+					     sizeof(err));
+			if (st == LOCKFILE_OK) {
+				if (local != NULL)
+					*local = j->result;
+				return false;
+			}
+			if (st == LOCKFILE_BUSY && (j->op == OP_REPORT || j->op == OP_CLEAR))
+				defer_scope(f, key, j);
 		}
 		if (st == LOCKFILE_ERROR)
 			LOG_WARN("fleet: %s; deciding locally", err);
 		else
 			LOG_DEBUG("fleet: %s is busy; deciding locally this time", path);
+		f->local_decisions++;
 	}
 	if (local == NULL) {
 		fleet_scope_init(&scratch);
@@ -321,23 +347,38 @@ static long int_update(void *ctx, const char *old, size_t len, char *out, size_t
 }
 
 /* The same for a credential's or a model's record. */
+static void defer_int(struct fleet *f, const char *key, const struct int_job *j);
+
 static void run_int(struct fleet *f, const char *key, struct int_job *j)
 {
 	int64_t *cred = j->kind == 'c' ? local_cred(f, key) : NULL;
 	struct fleet_model *model = j->kind == 'm' ? local_model(f, key) : NULL;
 
 	if (f->cfg.mode == FLEET_MODE_USER) {
-		char path[4200], err[256];
+		char path[4200], err[256], buf[LOCKFILE_MAX];
+		enum lockfile_status st;
+		size_t len;
 
 		record_path(f, j->kind, key, path, sizeof(path));
-		if (lockfile_update(path, f->cfg.lock_wait_ms, int_update, j, err, sizeof(err)) ==
-		    LOCKFILE_OK) {
+		if (j->op == 0) {
+			st = lockfile_read(path, f->cfg.lock_wait_ms, buf, sizeof(buf), &len, err,
+					   sizeof(err));
+			if (st == LOCKFILE_OK)
+				int_update(j, len > 0 ? buf : NULL, len, buf, 0);
+		} else {
+			st = lockfile_update(path, f->cfg.lock_wait_ms, int_update, j, err,
+					     sizeof(err));
+			if (st == LOCKFILE_BUSY)
+				defer_int(f, key, j);
+		}
+		if (st == LOCKFILE_OK) {
 			if (cred != NULL)
 				*cred = j->until;
 			if (model != NULL)
 				*model = j->m;
 			return;
 		}
+		f->local_decisions++;
 	}
 	if (cred != NULL)
 		j->until = *cred;
@@ -348,6 +389,111 @@ static void run_int(struct fleet *f, const char *key, struct int_job *j)
 		*cred = j->until;
 	if (model != NULL)
 		*model = j->m;
+}
+
+/* Writes whose lock was busy: tried again every 2 ms, for up to half a
+ * second, then given up (logged at debug). At most LATER_MAX wait. */
+#define LATER_MAX 64
+#define LATER_TRIES 250
+
+struct deferred {
+	char kind;                 /* 's', 'c' or 'm' */
+	char key[400];
+	enum rec_op op;            /* 's': OP_REPORT or OP_CLEAR */
+	struct fleet_outcome out;  /* 's' */
+	struct int_job ij;         /* 'c', 'm' */
+	int64_t now;               /* when it happened */
+	int tries;
+};
+
+static void on_later(struct clock_timer *timer, void *ctx);
+
+static struct deferred *defer_slot(struct fleet *f, const char *key)
+{
+	struct deferred *d;
+
+	if (f->nlater >= LATER_MAX) {
+		LOG_DEBUG("fleet: too many reports waiting for their locks; %s stays local", key);
+		return NULL;
+	}
+	if (f->later == NULL) {
+		f->later = calloc(LATER_MAX, sizeof(*f->later));
+		if (f->later == NULL)
+			return NULL;
+	}
+	d = &f->later[f->nlater++];
+	memset(d, 0, sizeof(*d));
+	snprintf(d->key, sizeof(d->key), "%s", key);
+	if (!clock_timer_active(&f->later_timer))
+		clock_timer_start(f->cfg.clock, &f->later_timer, 2, on_later, f);
+	return d;
+}
+
+static void defer_scope(struct fleet *f, const char *key, const struct scope_job *j)
+{
+	struct deferred *d = defer_slot(f, key);
+
+	if (d == NULL)
+		return;
+	d->kind = 's';
+	d->op = j->op;
+	if (j->out != NULL)
+		d->out = *j->out;
+	d->now = j->now;
+}
+
+static void defer_int(struct fleet *f, const char *key, const struct int_job *j)
+{
+	struct deferred *d = defer_slot(f, key);
+
+	if (d == NULL)
+		return;
+	d->kind = j->kind;
+	d->ij = *j;
+	d->now = j->now;
+}
+
+/* One more try of a deferred write, without waiting for the lock. */
+static bool retry_write(struct fleet *f, struct deferred *d)
+{
+	char path[4200], err[256];
+	enum lockfile_status st;
+
+	record_path(f, d->kind, d->key, path, sizeof(path));
+	if (d->kind == 's') {
+		struct fleet_verdict v;
+		struct scope_job j = { .op = d->op, .f = f, .now = d->now, .out = &d->out, .v = &v };
+		struct fleet_scope *local;
+
+		st = lockfile_update(path, 0, scope_update, &j, err, sizeof(err));
+		if (st == LOCKFILE_OK && (local = local_scope(f, d->key)) != NULL)
+			*local = j.result;
+	} else {
+		d->ij.p = &f->cfg.params;
+		st = lockfile_update(path, 0, int_update, &d->ij, err, sizeof(err));
+	}
+	return st != LOCKFILE_BUSY;  /* done, or an error that will not pass */
+}
+
+static void on_later(struct clock_timer *timer, void *ctx)
+{
+	struct fleet *f = ctx;
+	size_t i = 0;
+
+	(void)timer;
+	while (i < f->nlater) {
+		struct deferred *d = &f->later[i];
+
+		if (retry_write(f, d) || ++d->tries >= LATER_TRIES) {
+			if (d->tries >= LATER_TRIES)
+				LOG_DEBUG("fleet: %s stayed locked; its report stays local", d->key);
+			f->later[i] = f->later[--f->nlater];
+			continue;
+		}
+		i++;
+	}
+	if (f->nlater > 0)
+		clock_timer_start(f->cfg.clock, &f->later_timer, 2, on_later, f);
 }
 
 static void cred_key(const char *provider, const char *cred, char *out, size_t cap)
@@ -509,6 +655,7 @@ static void free_all(struct fleet *f)
 	free(f->scopes);
 	free(f->creds);
 	free(f->models);
+	free(f->later);
 	free(f->ns);
 	free(f->dir);
 	free(f->prefix);
@@ -531,6 +678,7 @@ void fleet_close(struct fleet *f, void (*done)(void *ctx), void *ctx)
 	fleet_cancel(f);
 	fleet_done(f);
 	clock_timer_stop(f->cfg.clock, &f->renew_timer);
+	clock_timer_stop(f->cfg.clock, &f->later_timer);
 	if (f->cfg.redis != NULL) {
 		f->close_done = done;
 		f->close_ctx = ctx;
@@ -614,6 +762,12 @@ static void ask_local(struct fleet *f, const struct fleet_ask *q, struct fleet_a
 	scope_name(f, q->provider, cred, q->models[a->model], a->scope, sizeof(a->scope));
 	if (a->cred < 0)
 		return;
+	if (q->held && a->cred <= 0 && a->model == 0) {
+		/* The slot reserved before is this one's: go (a lease is still
+		 * needed). Another credential or model means another scope. */
+		lease_local(f, a->scope, a);
+		return;
+	}
 	j.rand_milli = (int64_t)(next_rand(f) % 1000);
 	if (f->cfg.mode == FLEET_MODE_REDIS)
 		f->cfg.params.divide = f->fleet_size;
@@ -745,6 +899,7 @@ static void on_ask_reply(void *ctx, enum redis_status st, const struct redis_val
 		}
 		ask_local(f, &p->q, &a);
 		a.local = true;
+		f->local_decisions++;
 	}
 	took(f);
 	LOG_DEBUG("fleet: %s: %s %lld ms%s%s", a.scope, fleet_reason_name(a.reason),
@@ -784,7 +939,7 @@ static struct pending *pending_new(const struct fleet_ask *q)
 		goto fail;
 	p->q = (struct fleet_ask){ .creds = p->q.creds, .models = p->q.models,
 				   .ncreds = q->ncreds, .nmodels = q->nmodels,
-				   .retry = q->retry };
+				   .retry = q->retry, .held = q->held };
 	if ((p->q.provider = keep(p, q->provider)) == NULL)
 		goto fail;
 	for (size_t i = 0; i < q->ncreds; i++)
@@ -851,6 +1006,7 @@ int fleet_ask(struct fleet *f, const struct fleet_ask *q, struct fleet_answer *a
 	args[n++] = small[5];
 	args[n++] = small[6];
 	args[n++] = small[0]; /* the lease holder: this daemon */
+	args[n++] = q->held ? "1" : "0";
 	f->pending = p;
 	p->sync_out = a;
 	p->sync_done = &sync_done;
@@ -1098,6 +1254,7 @@ json_t *fleet_state(struct fleet *f, const char *provider, const char *cred, con
 	if (f->cfg.concurrency > 0)
 		json_object_set_new(o, "concurrency", json_integer(f->cfg.concurrency));
 	json_object_set_new(o, "asks", json_integer((json_int_t)f->asks));
+	json_object_set_new(o, "localDecisions", json_integer((json_int_t)f->local_decisions));
 	json_object_set_new(o, "askP99Us", json_integer(p99(f)));
 	return o;
 }

@@ -71,6 +71,8 @@ struct fleet_ask {
 	const char *const *models;  /* the model in use first, then the fallbacks */
 	size_t nmodels;             /* >= 1 */
 	bool retry;                 /* the attempt is a retry (the budget applies) */
+	bool held;                  /* its reserved wait is over: with the same credential
+				     * and model it goes without taking a second slot */
 };
 
 struct fleet_answer {

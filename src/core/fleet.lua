@@ -50,7 +50,11 @@
 -- (provider, cred, model). SCOPE below = kind provider cred model.
 --
 --   ask now member kind provider retry rand PARAMS ncreds creds... nmodels
---       models... concurrency leaseTtlMs holder
+--       models... concurrency leaseTtlMs holder [held]
+--     held (optional, 0/1): the attempt's reserved wait (server-block or
+--     pacing) is over; with the same credential and model picked it goes
+--     without a second slot (a lease is still taken), with another one it
+--     acquires on that scope.
 --     creds: fingerprints, the current first; models: the current, then
 --     the fallbacks. Registers member (members seen in the last 30 s make
 --     the fleet size); picks the first credential whose until <= now
@@ -270,7 +274,8 @@ local function rules_acquire(s, p, now, retry, rand)
 	end
 	local rpm = rules_rpm(s, p)
 	if rpm > 0 then
-		local interval = idiv(60000 * max(p.divide, 1) + rpm - 1, rpm)
+		-- 5 % under the rate, as in C.
+		local interval = idiv(63000 * max(p.divide, 1) + rpm - 1, rpm)
 		local slot = max(s.pace_tat, gate)
 		s.pace_tat = slot + interval
 		if slot > gate and reason == GO then reason = PACING end
@@ -282,10 +287,15 @@ local function rules_acquire(s, p, now, retry, rand)
 end
 
 local function rules_report(s, p, now, kind, block_ms, rpm_limit, member)
-	local tokens = s.tokens
-	if tokens < 0 then tokens = p.budget_max end
 	if kind == OUT_LOCAL then return end
 	roll(s, p, now)
+	if kind ~= OUT_SERVER and s.open ~= 0 then
+		-- The provider is back for everyone: forget the failing time.
+		s.req_cur, s.acc_cur, s.req_prev, s.acc_prev = 0, 0, 0, 0
+		s.tokens = -1
+	end
+	local tokens = s.tokens
+	if tokens < 0 then tokens = p.budget_max end
 	s.req_cur = add(s.req_cur, 1)
 	if kind == OUT_SERVER then
 		if s.fail_streak > 0 and s.fail_member ~= member then s.shared = 1 end
@@ -488,6 +498,8 @@ function ops.ask()
 	i = i + nmodels + 1
 	local conc, ttl, holder = int(ARGV[i], 'concurrency'), int(ARGV[i + 1], 'lease ttl'), ARGV[i + 2]
 	if holder == nil then error('fleet.lua: ask wants concurrency, lease ttl and holder last') end
+	-- held: the attempt already holds a slot (its reserved wait is over).
+	local held = ARGV[i + 3] ~= nil and flag(ARGV[i + 3])
 
 	local size = members(pre, member, now)
 
@@ -520,8 +532,13 @@ function ops.ask()
 	id = scope_id(kind, provider, cred, model)
 	local key = pre .. 's:' .. id
 	local s = scope_load(key)
-	local wait, reason, probe = rules_acquire(s, p, now, retry, rand)
-	scope_save(key, s, p, now)
+	local wait, reason, probe = 0, GO, 0
+	if held and cred_index <= 0 and model_index == 0 then
+		-- Same credential and model as when the slot was reserved: go.
+	else
+		wait, reason, probe = rules_acquire(s, p, now, retry, rand)
+		scope_save(key, s, p, now)
+	end
 
 	local lease = 0
 	if conc > 0 and wait == 0 then

@@ -127,7 +127,9 @@ void fleet_rules_acquire(struct fleet_scope *s, const struct fleet_params *p, in
 	}
 	rpm = fleet_rules_rpm(s, p);
 	if (rpm > 0) {
-		int64_t interval = (60000 * max64(p->divide, 1) + rpm - 1) / rpm;
+		/* 5 % under the rate: a window that counts one request too many
+		 * refuses it, and requests do not arrive exactly as spaced. */
+		int64_t interval = (63000 * max64(p->divide, 1) + rpm - 1) / rpm;
 		int64_t slot = max64(s->pace_tat, gate);
 
 		s->pace_tat = slot + interval;
@@ -142,11 +144,19 @@ void fleet_rules_acquire(struct fleet_scope *s, const struct fleet_params *p, in
 void fleet_rules_report(struct fleet_scope *s, const struct fleet_params *p, int64_t now,
 			const struct fleet_outcome *o)
 {
-	int64_t tokens = s->tokens < 0 ? p->budget_max : s->tokens;
+	int64_t tokens;
 
 	if (o->kind == FLEET_OUT_LOCAL)
 		return;
 	roll(s, p, now);
+	if (o->kind != FLEET_OUT_SERVER && s->open) {
+		/* The provider is back for everyone: what the failing time
+		 * counted (requests without accepts, spent tokens) would hold
+		 * the recovery back. */
+		s->req_cur = s->acc_cur = s->req_prev = s->acc_prev = 0;
+		s->tokens = -1;
+	}
+	tokens = s->tokens < 0 ? p->budget_max : s->tokens;
 	s->req_cur = number_add(s->req_cur, 1);
 	if (o->kind == FLEET_OUT_SERVER) {
 		if (s->fail_streak > 0 && s->fail_member != o->member)

@@ -489,14 +489,15 @@ static void on_fleet_answer(void *ctx, const struct fleet_answer *a);
 
 /* Before an attempt: whether the fleet lets it go, with which credential
  * and model. The answer may come later (Redis); the phase is HOLD till then. */
-static void ask_fleet(struct session *self)
+static void ask_fleet(struct session *self, bool held)
 {
 	struct authstore *auth = &self->fallback.auth;
 	const json_t *fallbacks = json_object_get(self->policy.json, "fallbackModels");
 	const char *creds[32], *models[33];
 	char fps[32][17];
 	struct fleet_ask q = { .provider = self->cfg.provider->name, .creds = creds,
-			       .models = models, .retry = self->chain.attempt > 0 };
+			       .models = models, .retry = self->chain.attempt > 0,
+			       .held = held };
 	struct fleet_answer a;
 	size_t i;
 
@@ -523,12 +524,10 @@ static void on_hold_over(struct clock_timer *timer, void *ctx)
 	struct session *self = ctx;
 
 	(void)timer;
-	/* A reserved slot (a block's end, a pacing slot) is ours: go. A probe,
-	 * budget or lease wait asks again. */
-	if (self->fleet_ans.reserved)
-		send_attempt(self);
-	else
-		ask_fleet(self);
+	/* A probe, budget or lease wait asks again. A reserved slot (a block's
+	 * end, a pacing slot) is ours, but the fleet may have learned since
+	 * that the credential is spent or the model cooling: ask, holding it. */
+	ask_fleet(self, self->fleet_ans.reserved);
 }
 
 static void on_fleet_answer(void *ctx, const struct fleet_answer *a)
@@ -601,7 +600,7 @@ static void on_fleet_answer(void *ctx, const struct fleet_answer *a)
 static void start_attempt(struct session *self)
 {
 	if (self->cfg.fleet != NULL)
-		ask_fleet(self);
+		ask_fleet(self, false);
 	else
 		send_attempt(self);
 }

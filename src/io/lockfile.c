@@ -132,15 +132,15 @@ static int open_record(const char *path, char *err, size_t errlen)
 	return errbuf_set(err, errlen, "%s: cannot open it: %s", path, strerror(errno));
 }
 
-/* flock(LOCK_EX | LOCK_NB) tried until wait_ms has passed (at least once). */
-static enum lockfile_status lock_within(int fd, const char *path, int wait_ms, char *err,
-					size_t errlen)
+/* flock(how | LOCK_NB) tried until wait_ms has passed (at least once). */
+static enum lockfile_status lock_how_within(int fd, int how, const char *path, int wait_ms,
+					    char *err, size_t errlen)
 {
 	int64_t deadline = mono_ns() + (int64_t)(wait_ms > 0 ? wait_ms : 0) * 1000000;
 	long nap = LOCKFILE_NAP_FIRST_NS;
 
 	for (;;) {
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		if (flock(fd, how | LOCK_NB) == 0)
 			return LOCKFILE_OK;
 		if (errno == EINTR)
 			continue;
@@ -155,6 +155,12 @@ static enum lockfile_status lock_within(int fd, const char *path, int wait_ms, c
 		nap_ns(left < nap ? (long)left : nap);
 		nap = nap * 3 / 2 < LOCKFILE_NAP_MAX_NS ? nap * 3 / 2 : LOCKFILE_NAP_MAX_NS;
 	}
+}
+
+static enum lockfile_status lock_within(int fd, const char *path, int wait_ms, char *err,
+					size_t errlen)
+{
+	return lock_how_within(fd, LOCK_EX, path, wait_ms, err, errlen);
 }
 
 /* The whole file into buf (cap bytes): its length, or -1 with errno. */
@@ -250,6 +256,35 @@ enum lockfile_status lockfile_update(const char *path, int wait_ms, lockfile_upd
 	}
 out:
 	flock(fd, LOCK_UN);
+	close(fd);
+	return st;
+}
+
+enum lockfile_status lockfile_read(const char *path, int wait_ms, char *buf, size_t cap,
+				   size_t *len, char *err, size_t errlen)
+{
+	enum lockfile_status st;
+	ssize_t got;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	*len = 0;
+	if (fd < 0 && errno == ENOENT)
+		return LOCKFILE_OK; /* no record yet: nothing known */
+	if (fd < 0) {
+		errbuf_set(err, errlen, "%s: cannot open it: %s", path, strerror(errno));
+		return LOCKFILE_ERROR;
+	}
+	st = lock_how_within(fd, LOCK_SH, path, wait_ms, err, errlen);
+	if (st == LOCKFILE_OK) {
+		got = read_all(fd, buf, cap);
+		if (got < 0) {
+			errbuf_set(err, errlen, "%s: cannot read it: %s", path, strerror(errno));
+			st = LOCKFILE_ERROR;
+		} else {
+			*len = (size_t)got;
+		}
+		flock(fd, LOCK_UN);
+	}
 	close(fd);
 	return st;
 }

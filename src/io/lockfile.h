@@ -48,6 +48,12 @@ typedef long (*lockfile_update_fn)(void *ctx, const char *old, size_t old_len, c
 enum lockfile_status lockfile_update(const char *path, int wait_ms, lockfile_update_fn update,
 				     void *ctx, char *err, size_t errlen);
 
+/* A reader's look at one record, under a shared flock (readers do not
+ * wait for each other, only for a writer): up to cap bytes into buf, *len
+ * its length (0 when the file does not exist yet). */
+enum lockfile_status lockfile_read(const char *path, int wait_ms, char *buf, size_t cap,
+				   size_t *len, char *err, size_t errlen);
+
 /* A lease: one of `slots` (> 0) lock files "<prefix>.<i>" held with flock
  * while the holder lives; the kernel frees it when the process dies,
  * however it dies. Returns the held fd (>= 0, close-on-exec, so spawned

@@ -265,13 +265,13 @@ class RuleVectorTests(FleetLuaCase):
         self.assertEqual(rec["block_until"], 0)
 
     def test_division_truncates_toward_zero_like_c(self):
-        # interval = (60000 * divide + rpm - 1) / rpm: 60000 at 7 rpm is 8571.43 -> 8572 (ceil
-        # by construction); 60000 * 3 at 7 rpm: (180000 + 6) / 7 = 25715.14 -> 25715.
+        # interval = (63000 * divide + rpm - 1) / rpm (5 % under the rate): 63000 * 3 at
+        # 7 rpm: (189000 + 6) / 7 = 27000.86 -> 27000, a truncation, as C's.
         p = c_defaults()
         p["rpm"], p["divide"] = 7, 3
         self.op("pace", "acquire", 0, 0, 999, *param_list(p))
         wait, reason, _, _ = self.op("pace", "acquire", 0, 0, 999, *param_list(p))
-        self.assertEqual((wait, reason), (25715, PACING))
+        self.assertEqual((wait, reason), (27000, PACING))
 
     def test_an_unknown_op_or_a_bad_number_is_an_error_reply(self):
         with self.assertRaisesRegex(RedisError, "unknown op"):
@@ -482,10 +482,12 @@ class AskTellTests(FleetLuaCase):
         self.p = c_defaults()
 
     def ask(self, now=1000, member="1", kind="model", provider="prov", retry=False, rand=999,
-            creds=("k1",), models=("m1",), concurrency=0, ttl=10000, holder="h1", p=None):
+            creds=("k1",), models=("m1",), concurrency=0, ttl=10000, holder="h1", p=None,
+            held=None):
+        tail = [] if held is None else [held]
         r = self.op(PREFIX, "ask", now, member, kind, provider, retry, rand,
                     *param_list(p or self.p), len(creds), *creds, len(models), *models,
-                    concurrency, ttl, holder)
+                    concurrency, ttl, holder, *tail)
         keys = ["wait", "reason", "probe", "cred", "cred_until", "model", "size", "block",
                 "lease", "now"]
         self.assertEqual(len(r), len(keys))
@@ -501,6 +503,22 @@ class AskTellTests(FleetLuaCase):
 
     def keys(self):
         return sorted(self.r.call("KEYS", "*"))
+
+    def test_a_held_ask_goes_on_its_slot_unless_its_credential_was_spent_meanwhile(self):
+        self.tell(cred="k1", outcome="success", rpm_limit=60)
+        first = self.ask(now=1000, creds=("k1", "k2"))
+        second = self.ask(now=1000, creds=("k1", "k2"))
+        self.assertEqual((second["wait"], second["reason"]), (1050, PACING))
+        # The reserved wait is over: the same credential goes, taking no new slot ...
+        a = self.ask(now=2050, creds=("k1", "k2"), held=1)
+        self.assertEqual((a["wait"], a["reason"], a["cred"]), (0, GO, 0))
+        a = self.ask(now=2050, creds=("k1", "k2"))
+        self.assertEqual((a["wait"], a["reason"]), (1050, PACING))
+        # ... but a credential spent meanwhile sends it to the next one's scope.
+        self.tell(now=2100, cred="k1", outcome="answered", usage_reset=60000)
+        a = self.ask(now=3100, creds=("k1", "k2"), held=1)
+        self.assertEqual((a["cred"], a["wait"], a["reason"]), (1, 0, GO))
+        self.assertEqual(first["wait"], 0)
 
     def test_a_new_fleet_lets_the_first_ask_go(self):
         a = self.ask()
@@ -666,7 +684,7 @@ class AskTellTests(FleetLuaCase):
         # the learned rate is kept: the next ask is paced at 100 rpm
         self.assertEqual(self.op(PREFIX, "state", 2000, "model", "prov", "k1", "m1", 0)[4], 100)
         a = self.ask(now=2000, creds=("k1", "k2"), models=("m1", "m2"))
-        self.assertEqual((a["wait"], a["reason"]), (600, PACING))
+        self.assertEqual((a["wait"], a["reason"]), (630, PACING))
         self.assertEqual(self.op(PREFIX, "clear", "model", "prov", "nope", "m9"), 0)
 
     def test_state_shows_the_block_circuit_rate_leases_and_size(self):

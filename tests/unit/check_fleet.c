@@ -277,6 +277,41 @@ START_TEST(test_a_fleet_dir_open_to_others_is_refused)
 }
 END_TEST
 
+START_TEST(test_a_reserved_slot_is_kept_unless_the_credential_was_spent_meanwhile)
+{
+	struct fleet *a = new_fleet(FLEET_MODE_USER, 1), *b = new_fleet(FLEET_MODE_USER, 2);
+	struct fleet_answer ans;
+	struct fleet_ask q = { .provider = "p", .creds = creds, .ncreds = 2, .models = models,
+			       .nmodels = 2 };
+
+	{
+		struct fleet_tell t = { .provider = "p", .cred = "fpA", .model = "m1",
+					.out = { .kind = FLEET_OUT_SUCCESS, .block_ms = -1,
+						 .rpm_limit = 60 },
+					.usage_reset_ms = -1 };
+
+		fleet_tell(a, &t);
+	}
+	ck_assert_int_eq(fleet_ask(b, &q, &ans, NULL, NULL), 1);
+	ck_assert_int_eq(ans.wait_ms, 0);
+	ck_assert_int_eq(fleet_ask(b, &q, &ans, NULL, NULL), 1);
+	ck_assert_int_eq(ans.reason, FLEET_PACING);
+	ck_assert(ans.reserved);
+	clk.fake_wall += ans.wait_ms;
+	q.held = true;
+	ck_assert_int_eq(fleet_ask(b, &q, &ans, NULL, NULL), 1);
+	ck_assert_int_eq(ans.wait_ms, 0);     /* its own slot: no second one */
+	ck_assert_int_eq(ans.cred, 0);
+	/* Spent while b waited for its slot: b moves to the next key. */
+	tell(a, "fpA", FLEET_OUT_ANSWERED, -1, 600000, false);
+	ck_assert_int_eq(fleet_ask(b, &q, &ans, NULL, NULL), 1);
+	ck_assert_int_eq(ans.cred, 1);
+	ck_assert_str_eq(ans.scope, "p|fpB|m1");
+	fleet_close(a, NULL, NULL);
+	fleet_close(b, NULL, NULL);
+}
+END_TEST
+
 Suite *fleet_suite(void)
 {
 	Suite *s = suite_create("fleet");
@@ -291,6 +326,7 @@ Suite *fleet_suite(void)
 	tcase_add_test(tc, test_leases_bound_the_attempts_in_flight_and_come_back_when_done);
 	tcase_add_test(tc, test_state_shows_the_block_and_clear_removes_it_for_all);
 	tcase_add_test(tc, test_a_fleet_dir_open_to_others_is_refused);
+	tcase_add_test(tc, test_a_reserved_slot_is_kept_unless_the_credential_was_spent_meanwhile);
 	suite_add_tcase(s, tc);
 	return s;
 }
