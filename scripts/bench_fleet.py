@@ -86,7 +86,7 @@ LATENCY_MS = 2000.0
 GRACE_S = 20.0
 RPM_PER_DAEMON = 3         # N=200: 600 rpm, as in the issue
 CONC_PER_DAEMON = 0.3      # answers in flight the account allows, per daemon (~3x the in-flight at the RPM limit)
-PROBE_INTERVAL_MS = 5000.0
+PROBE_INTERVAL_MS = 2000.0   # fleet.probeIntervalMs's default, compressed like the rest
 KEYS = {"A": "sk-fleetbench-key-a-0123456789abcdef", "B": "sk-fleetbench-key-b-0123456789abcdef"}
 
 MODES = ("process", "user", "redis")

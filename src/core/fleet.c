@@ -83,6 +83,7 @@ struct fleet {
 	uint64_t asks;
 	uint64_t ask_started;
 	uint64_t local_decisions;   /* records decided on the local copy */
+	int64_t rpm_prior;          /* the last request rate the provider announced */
 };
 
 const char *fleet_mode_name(enum fleet_mode m)
@@ -206,14 +207,21 @@ struct scope_job {
 	int64_t rand_milli;
 	const struct fleet_outcome *out;
 	struct fleet_verdict *v;
+	int64_t rpm_prior;
 	struct fleet_scope result;
 };
 
 static void apply_scope(struct scope_job *j, struct fleet_scope *s)
 {
+	struct fleet_params p = j->f->cfg.params;
+
 	switch (j->op) {
 	case OP_ACQUIRE:
-		fleet_rules_acquire(s, &j->f->cfg.params, j->now, j->retry, j->rand_milli, j->v);
+		/* A scope that has no rate of its own yet (a key just switched to)
+		 * is paced at the one learned for the provider's other scopes. */
+		if (j->rpm_prior > 0 && fleet_rules_rpm(s, &p) == 0)
+			p.rpm = j->rpm_prior;
+		fleet_rules_acquire(s, &p, j->now, j->retry, j->rand_milli, j->v);
 		break;
 	case OP_REPORT:
 		fleet_rules_report(s, &j->f->cfg.params, j->now, j->out);
@@ -748,6 +756,32 @@ static void lease_local(struct fleet *f, const char *scope, struct fleet_answer 
 	}
 }
 
+/* Whether the scope's record holds a block now (read, not changed). */
+static bool blocked(struct fleet *f, const char *scope, int64_t now)
+{
+	struct scope_job j = { .op = OP_READ, .f = f };
+
+	run_scope(f, scope, &j);
+	return j.result.block_until > now;
+}
+
+/* A wait that is not a reserved slot (the probe, the budget, a lease) is
+ * looked at again after at most a quarter of the probe interval, jittered:
+ * nothing tells a waiter that the circuit closed or a lease came free, and
+ * a fleet should come back within moments of its provider. */
+static void poll_sooner(struct fleet *f, struct fleet_answer *a)
+{
+	int64_t cap = f->cfg.params.probe_interval_ms / 4;
+
+	if (a->wait_ms <= 0 || a->reserved || a->cred < 0)
+		return;
+	if (cap < 50)
+		cap = 50;
+	cap = cap * 3 / 4 + (int64_t)(next_rand(f) % (uint64_t)(cap / 2 + 1));
+	if (a->wait_ms > cap)
+		a->wait_ms = cap;
+}
+
 /* Process and user mode, and Redis mode's fall back. */
 static void ask_local(struct fleet *f, const struct fleet_ask *q, struct fleet_answer *a)
 {
@@ -762,12 +796,14 @@ static void ask_local(struct fleet *f, const struct fleet_ask *q, struct fleet_a
 	scope_name(f, q->provider, cred, q->models[a->model], a->scope, sizeof(a->scope));
 	if (a->cred < 0)
 		return;
-	if (q->held && a->cred <= 0 && a->model == 0) {
+	if (q->held && a->cred <= 0 && a->model == 0 && !blocked(f, a->scope, now)) {
 		/* The slot reserved before is this one's: go (a lease is still
-		 * needed). Another credential or model means another scope. */
+		 * needed). Another credential or model means another scope, and
+		 * a block that came meanwhile a new wait. */
 		lease_local(f, a->scope, a);
 		return;
 	}
+	j.rpm_prior = f->rpm_prior;
 	j.rand_milli = (int64_t)(next_rand(f) % 1000);
 	if (f->cfg.mode == FLEET_MODE_REDIS)
 		f->cfg.params.divide = f->fleet_size;
@@ -778,6 +814,7 @@ static void ask_local(struct fleet *f, const struct fleet_ask *q, struct fleet_a
 	a->probe = v.probe;
 	a->reserved = v.wait_ms > 0 && (v.reason == FLEET_SERVER_BLOCK || v.reason == FLEET_PACING);
 	lease_local(f, a->scope, a);
+	poll_sooner(f, a);
 }
 
 /* One ask's latency, from fleet_ask to its answer. */
@@ -901,6 +938,8 @@ static void on_ask_reply(void *ctx, enum redis_status st, const struct redis_val
 		a.local = true;
 		f->local_decisions++;
 	}
+	if (st == REDIS_OK && v->type == REDIS_V_ARRAY)
+		poll_sooner(f, &a);
 	took(f);
 	LOG_DEBUG("fleet: %s: %s %lld ms%s%s", a.scope, fleet_reason_name(a.reason),
 		  (long long)a.wait_ms, a.probe ? " (the probe)" : "",
@@ -1007,6 +1046,8 @@ int fleet_ask(struct fleet *f, const struct fleet_ask *q, struct fleet_answer *a
 	args[n++] = small[6];
 	args[n++] = small[0]; /* the lease holder: this daemon */
 	args[n++] = q->held ? "1" : "0";
+	snprintf(small[7], 24, "%lld", (long long)f->rpm_prior);
+	args[n++] = small[7];
 	f->pending = p;
 	p->sync_out = a;
 	p->sync_done = &sync_done;
@@ -1077,6 +1118,8 @@ void fleet_tell(struct fleet *f, const struct fleet_tell *t)
 	struct scope_job j = { .op = OP_REPORT, .f = f, .now = now, .out = &out };
 
 	out.member = f->cfg.member;
+	if (t->out.rpm_limit > 0)
+		f->rpm_prior = t->out.rpm_limit;
 
 	scope_name(f, t->provider, t->cred, t->model, scope, sizeof(scope));
 	run_scope(f, scope, &j);

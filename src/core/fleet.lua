@@ -50,11 +50,12 @@
 -- (provider, cred, model). SCOPE below = kind provider cred model.
 --
 --   ask now member kind provider retry rand PARAMS ncreds creds... nmodels
---       models... concurrency leaseTtlMs holder [held]
+--       models... concurrency leaseTtlMs holder [held [rpmPrior]]
 --     held (optional, 0/1): the attempt's reserved wait (server-block or
---     pacing) is over; with the same credential and model picked it goes
---     without a second slot (a lease is still taken), with another one it
---     acquires on that scope.
+--     pacing) is over; with the same credential and model picked and no
+--     block since, it goes without a second slot (a lease is still taken),
+--     else it acquires again. rpmPrior (optional): a rate learned for
+--     another scope of the provider, paced at while this scope has none.
 --     creds: fingerprints, the current first; models: the current, then
 --     the fallbacks. Registers member (members seen in the last 30 s make
 --     the fleet size); picks the first credential whose until <= now
@@ -500,6 +501,10 @@ function ops.ask()
 	if holder == nil then error('fleet.lua: ask wants concurrency, lease ttl and holder last') end
 	-- held: the attempt already holds a slot (its reserved wait is over).
 	local held = ARGV[i + 3] ~= nil and flag(ARGV[i + 3])
+	-- prior: a rate the daemon learned for another scope of this provider,
+	-- used while this scope has none of its own (a switch to a new key).
+	local prior = 0
+	if ARGV[i + 4] ~= nil then prior = int(ARGV[i + 4], 'rpm prior') end
 
 	local size = members(pre, member, now)
 
@@ -533,9 +538,11 @@ function ops.ask()
 	local key = pre .. 's:' .. id
 	local s = scope_load(key)
 	local wait, reason, probe = 0, GO, 0
-	if held and cred_index <= 0 and model_index == 0 then
-		-- Same credential and model as when the slot was reserved: go.
+	if held and cred_index <= 0 and model_index == 0 and s.block_until <= now then
+		-- Same credential and model as when the slot was reserved, and no
+		-- block came meanwhile: go.
 	else
+		if prior > 0 and rules_rpm(s, p) == 0 then p.rpm = prior end
 		wait, reason, probe = rules_acquire(s, p, now, retry, rand)
 		scope_save(key, s, p, now)
 	end

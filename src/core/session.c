@@ -589,7 +589,12 @@ static void on_fleet_answer(void *ctx, const struct fleet_answer *a)
 		}
 	}
 	if (a->wait_ms > 0) {
-		emit(self, event_fleet_wait(a->wait_ms, fleet_reason_name(a->reason), a->scope));
+		/* Once per attempt and reason: a probe or lease wait looks again
+		 * every few hundred ms, which is no news. */
+		if (a->reason != self->hold_reason)
+			emit(self, event_fleet_wait(a->wait_ms, fleet_reason_name(a->reason),
+						    a->scope));
+		self->hold_reason = a->reason;
 		clock_timer_start(self->cfg.clock, &self->hold_timer, (uint64_t)a->wait_ms,
 				  on_hold_over, self);
 		return;
@@ -599,6 +604,7 @@ static void on_fleet_answer(void *ctx, const struct fleet_answer *a)
 
 static void start_attempt(struct session *self)
 {
+	self->hold_reason = FLEET_GO;
 	if (self->cfg.fleet != NULL)
 		ask_fleet(self, false);
 	else

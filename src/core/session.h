@@ -98,6 +98,7 @@ struct session {
 	const char *fleet_cred;         /* the fingerprint the attempt runs with, or NULL */
 	char fleet_fp[17];
 	bool attempt_sent;              /* the provider took the attempt (not a start failure) */
+	enum fleet_reason hold_reason;  /* the attempt's last fleet_wait reason (GO: none yet) */
 	char start_error[512];
 	struct policy policy;   /* the running chain's snapshot (policy.json NULL when none yet) */
 	unsigned auto_retry_gen;  /* bumped by set_auto_retry */
