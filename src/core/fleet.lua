@@ -31,7 +31,7 @@
 --   acquire now retry rand PARAMS              -> {wait_ms, reason, probe, now}
 --   report now kind blockMs rpmLimit member PARAMS -> {block_until, now}
 --   clear                                      -> 1 if there was a record, else 0
---   record                                     -> {field, value, ...} (14 pairs)
+--   record                                     -> {field, value, ...} (15 pairs)
 --   exhaust now resetMs PARAMS   (credential)  -> {until, now}
 --   model now overload success after cooldownMs (model) -> {streak, cool_until, now}
 --
@@ -93,7 +93,7 @@ local OUT_SERVER, OUT_LOCAL = 2, 3
 
 local FIELDS = { 'block_until', 'pace_tat', 'rpm_learned', 'tokens', 'win_start', 'req_cur',
 	'acc_cur', 'req_prev', 'acc_prev', 'fail_streak', 'fail_member', 'shared', 'open',
-	'probe_until' }
+	'probe_until', 'probe_gap' }
 local PARAMS = { 'min_block_ms', 'max_block_ms', 'rpm', 'probe_interval_ms', 'open_after',
 	'window_ms', 'k_milli', 'throttle_min', 'budget_max', 'budget_ratio', 'divide' }
 
@@ -268,7 +268,11 @@ local function rules_acquire(s, p, now, retry, rand)
 			if s.open ~= 0 then return s.probe_until - now, PROBE, 0 end
 			return s.probe_until - now, BUDGET, 0
 		end
-		s.probe_until = gate + p.probe_interval_ms
+		if s.probe_gap > 0 then
+			s.probe_until = gate + s.probe_gap
+		else
+			s.probe_until = gate + p.probe_interval_ms
+		end
 		probe = 1
 	elseif rand < reject_milli(s, p) then
 		return gate - now + p.probe_interval_ms, PROBE, 0
@@ -289,6 +293,7 @@ end
 
 local function rules_report(s, p, now, kind, block_ms, rpm_limit, member)
 	if kind == OUT_LOCAL then return end
+	local was_open = s.open
 	roll(s, p, now)
 	if kind ~= OUT_SERVER and s.open ~= 0 then
 		-- The provider is back for everyone: forget the failing time.
@@ -306,10 +311,17 @@ local function rules_report(s, p, now, kind, block_ms, rpm_limit, member)
 		if p.open_after > 0 and s.fail_streak >= p.open_after and s.shared ~= 0 then
 			s.open = 1
 		end
-		if s.open ~= 0 then s.probe_until = max(s.probe_until, now + p.probe_interval_ms) end
+		if s.open ~= 0 then
+			-- Probes back off while the provider stays down, as in C.
+			local base, gap = p.probe_interval_ms, s.probe_gap
+			if was_open == 0 or gap <= 0 then s.probe_gap = base
+			else s.probe_gap = min(gap * 2, base * 4) end
+			s.probe_until = max(s.probe_until, now + s.probe_gap)
+		end
 	else
 		s.acc_cur = add(s.acc_cur, 1)
 		s.fail_streak, s.fail_member, s.shared, s.open, s.probe_until = 0, 0, 0, 0, 0
+		s.probe_gap = 0
 		if p.budget_max > 0 then
 			tokens = min(tokens + p.budget_ratio, p.budget_max)
 			if tokens >= p.budget_max then s.tokens = -1 else s.tokens = tokens end
@@ -324,6 +336,7 @@ end
 local function rules_clear(s)
 	s.block_until, s.pace_tat, s.tokens = 0, 0, -1
 	s.fail_streak, s.fail_member, s.shared, s.open, s.probe_until = 0, 0, 0, 0, 0
+	s.probe_gap = 0
 	s.req_cur, s.acc_cur, s.req_prev, s.acc_prev = 0, 0, 0, 0
 end
 

@@ -118,7 +118,7 @@ void fleet_rules_acquire(struct fleet_scope *s, const struct fleet_params *p, in
 			v->reason = s->open ? FLEET_PROBE : FLEET_BUDGET;
 			return;
 		}
-		s->probe_until = gate + p->probe_interval_ms;
+		s->probe_until = gate + (s->probe_gap > 0 ? s->probe_gap : p->probe_interval_ms);
 		v->probe = true;
 	} else if (rand_milli < reject_milli(s, p)) {
 		v->wait_ms = gate - now + p->probe_interval_ms;
@@ -145,6 +145,7 @@ void fleet_rules_report(struct fleet_scope *s, const struct fleet_params *p, int
 			const struct fleet_outcome *o)
 {
 	int64_t tokens;
+	bool was_open = s->open != 0;
 
 	if (o->kind == FLEET_OUT_LOCAL)
 		return;
@@ -167,8 +168,15 @@ void fleet_rules_report(struct fleet_scope *s, const struct fleet_params *p, int
 			s->tokens = max64(tokens - 1000, 0);
 		if (p->open_after > 0 && s->fail_streak >= p->open_after && s->shared)
 			s->open = 1;
-		if (s->open)
-			s->probe_until = max64(s->probe_until, now + p->probe_interval_ms);
+		if (s->open) {
+			/* Probes back off while the provider stays down (each
+			 * failure doubles the gap, up to 4x): a long outage sees a
+			 * handful, and a recovery is still noticed within 4x. */
+			int64_t base = p->probe_interval_ms, gap = s->probe_gap;
+
+			s->probe_gap = !was_open || gap <= 0 ? base : min64(gap * 2, base * 4);
+			s->probe_until = max64(s->probe_until, now + s->probe_gap);
+		}
 	} else {
 		s->acc_cur = number_add(s->acc_cur, 1);
 		s->fail_streak = 0;
@@ -176,6 +184,7 @@ void fleet_rules_report(struct fleet_scope *s, const struct fleet_params *p, int
 		s->shared = 0;
 		s->open = 0;
 		s->probe_until = 0;
+		s->probe_gap = 0;
 		if (p->budget_max > 0) {
 			tokens = min64(tokens + p->budget_ratio, p->budget_max);
 			s->tokens = tokens >= p->budget_max ? -1 : tokens;
@@ -198,6 +207,7 @@ void fleet_rules_clear(struct fleet_scope *s)
 	s->shared = 0;
 	s->open = 0;
 	s->probe_until = 0;
+	s->probe_gap = 0;
 	s->req_cur = s->acc_cur = s->req_prev = s->acc_prev = 0;
 }
 
@@ -229,7 +239,7 @@ void fleet_rules_model_report(struct fleet_model *m, int64_t now, bool overload,
 #define SCOPE_FIELDS(X) \
 	X(block_until) X(pace_tat) X(rpm_learned) X(tokens) X(win_start) \
 	X(req_cur) X(acc_cur) X(req_prev) X(acc_prev) X(fail_streak) \
-	X(fail_member) X(shared) X(open) X(probe_until)
+	X(fail_member) X(shared) X(open) X(probe_until) X(probe_gap)
 
 size_t fleet_scope_format(const struct fleet_scope *s, char *out, size_t cap)
 {

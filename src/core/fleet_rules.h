@@ -69,6 +69,8 @@ struct fleet_scope {
 	int64_t shared;        /* 1: they came from two daemons or more */
 	int64_t open;          /* 1: failing for everyone */
 	int64_t probe_until;   /* while open: when the next probe may go */
+	int64_t probe_gap;     /* while open: the probe interval now (0: the base); it
+				* doubles with each failure, up to 4 times the base */
 };
 
 void fleet_scope_init(struct fleet_scope *s);

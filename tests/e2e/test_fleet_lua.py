@@ -41,7 +41,7 @@ PARAM_ORDER = [
 ]
 SCOPE_FIELDS = ["block_until", "pace_tat", "rpm_learned", "tokens", "win_start", "req_cur",
                 "acc_cur", "req_prev", "acc_prev", "fail_streak", "fail_member", "shared",
-                "open", "probe_until"]
+                "open", "probe_until", "probe_gap"]
 
 
 def c_defaults():
