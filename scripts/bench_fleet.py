@@ -76,6 +76,7 @@ PROVIDER = os.path.join(ROOT, "scripts", "fleet_provider.py")
 T_END = 150.0
 OUTAGE = (60.0, 120.0)
 RECOVERY = 15.0
+LATENCY_N = 10        # daemons in the quiet run that times the Redis round trip
 RATE_WINDOW = (10.0, 60.0)
 PRE_GOODPUT = (30.0, 60.0)
 USAGE_AT = 20.0            # key A runs out after about this much traffic
@@ -224,14 +225,18 @@ def clean_env(home):
 # ---------------------------------------------------------------- one run
 
 class Run:
-    def __init__(self, mode, n, label=None, redis_down=False):
-        self.mode, self.n, self.redis_down = mode, n, redis_down
+    def __init__(self, mode, n, label=None, redis_down=False, quiet=False):
+        self.mode, self.n, self.redis_down, self.quiet = mode, n, redis_down, quiet
         self.label = label or mode
-        self.name = "%s-%d%s" % (mode, n, "-redis-down" if redis_down else "")
+        self.name = "%s-%d%s" % (mode, n, "-redis-down" if redis_down else
+                                 "-latency" if quiet else "")
         self.rpm = RPM_PER_DAEMON * n
         self.concurrency = max(2, int(math.ceil(CONC_PER_DAEMON * n)))
-        self.usage_after = None if redis_down else int(self.rpm * USAGE_AT / 60.0)
-        self.outage = None if redis_down else list(OUTAGE)
+        # The latency run: a few daemons, no fault at all, so what is timed is
+        # the Redis round trip, not 200 processes sharing 2 cores.
+        faults = not (redis_down or quiet)
+        self.usage_after = int(self.rpm * USAGE_AT / 60.0) if faults else None
+        self.outage = list(OUTAGE) if faults else None
         self.metrics = {}
         self.failure = None
 
@@ -558,7 +563,7 @@ class Bench:
 
     def checks(self):
         lines = []
-        main = [r for r in self.runs if not r.redis_down and not r.failure]
+        main = [r for r in self.runs if not r.redis_down and not r.failure and not r.quiet]
         proc = {r.n: r for r in main if r.mode == "process"}
         fleet = [r for r in main if r.mode != "process"]
 
@@ -599,7 +604,8 @@ class Bench:
         # Added latency: only the daemon can time its fleet decision to the
         # millisecond; the driver's differential (redis lag p99 minus
         # process lag p99 at the same N) is shown but is no 1 ms instrument.
-        redis_runs = [r for r in main if r.mode == "redis"]
+        redis_runs = [r for r in self.runs if r.quiet and not r.failure] or \
+            [r for r in main if r.mode == "redis"]
         for r in redis_runs:
             if r.metrics.get("daemon_p99"):
                 r.metrics["added_p99"] = r.metrics["daemon_p99"][1]
@@ -891,6 +897,8 @@ def main():
         plan = [Run(mode, n) for n in ns for mode in modes]
         if not args.no_redis_down and "redis" in modes:
             plan.append(Run("redis", max(ns), label="redis, server killed", redis_down=True))
+        if "redis" in modes:
+            plan.append(Run("redis", LATENCY_N, label="redis, latency", quiet=True))
         for run in plan:
             b.runs.append(run)
             try:

@@ -804,6 +804,18 @@ static void ask_local(struct fleet *f, const struct fleet_ask *q, struct fleet_a
 		return;
 	}
 	j.rpm_prior = f->rpm_prior;
+	for (size_t i = 0; j.rpm_prior == 0 && i < q->ncreds; i++) {
+		/* Nor did this daemon learn a rate: the one the fleet learned for
+		 * the provider and model under another of these credentials. */
+		struct scope_job r = { .op = OP_READ, .f = f };
+		char other[160];
+
+		if ((int)i == a->cred)
+			continue;
+		scope_name(f, q->provider, q->creds[i], q->models[a->model], other, sizeof(other));
+		run_scope(f, other, &r);
+		j.rpm_prior = r.result.rpm_learned;
+	}
 	j.rand_milli = (int64_t)(next_rand(f) % 1000);
 	if (f->cfg.mode == FLEET_MODE_REDIS)
 		f->cfg.params.divide = f->fleet_size;

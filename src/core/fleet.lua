@@ -555,6 +555,17 @@ function ops.ask()
 		-- Same credential and model as when the slot was reserved, and no
 		-- block came meanwhile: go.
 	else
+		if rules_rpm(s, p) == 0 and prior == 0 then
+			-- Nor did this daemon learn one: the rate the fleet learned for
+			-- the same provider and model under another of these keys.
+			for j = 1, ncreds do
+				if creds[j] ~= cred then
+					local other = pre .. 's:' .. scope_id(kind, provider, creds[j], model)
+					local r = hget(other, 'rpm_learned')
+					if r > 0 then prior = r break end
+				end
+			end
+		end
 		if prior > 0 and rules_rpm(s, p) == 0 then p.rpm = prior end
 		wait, reason, probe = rules_acquire(s, p, now, retry, rand)
 		scope_save(key, s, p, now)

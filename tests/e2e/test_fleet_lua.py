@@ -520,6 +520,20 @@ class AskTellTests(FleetLuaCase):
         self.assertEqual((a["cred"], a["wait"], a["reason"]), (1, 0, GO))
         self.assertEqual(first["wait"], 0)
 
+    def test_a_key_with_no_rate_of_its_own_is_paced_at_the_rate_learned_for_another(self):
+        self.tell(cred="k1", outcome="success", rpm_limit=60)
+        self.tell(cred="k1", outcome="answered", usage_reset=60000)
+        a = self.ask(now=1000, creds=("k1", "k2"))
+        b = self.ask(now=1000, creds=("k1", "k2"))
+        self.assertEqual((a["cred"], a["wait"]), (1, 0))
+        self.assertEqual((b["cred"], b["wait"], b["reason"]), (1, 1050, PACING))
+        # A daemon's own prior (the last ARGV) is used first.
+        c = self.op(PREFIX, "ask", 1000, "1", "model", "prov", 0, 999, *param_list(self.p),
+                    2, "k1", "k3", 1, "m1", 0, 10000, "h1", 0, 600)
+        d = self.op(PREFIX, "ask", 1000, "1", "model", "prov", 0, 999, *param_list(self.p),
+                    2, "k1", "k3", 1, "m1", 0, 10000, "h1", 0, 600)
+        self.assertEqual((c[3], c[0], d[0], d[1]), (1, 0, 105, PACING))
+
     def test_a_new_fleet_lets_the_first_ask_go(self):
         a = self.ask()
         self.assertEqual(a, {"wait": 0, "reason": GO, "probe": 0, "cred": 0, "cred_until": 0,

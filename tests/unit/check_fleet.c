@@ -312,6 +312,28 @@ START_TEST(test_a_reserved_slot_is_kept_unless_the_credential_was_spent_meanwhil
 }
 END_TEST
 
+START_TEST(test_a_key_switched_to_is_paced_at_the_rate_learned_for_the_other)
+{
+	struct fleet *a = new_fleet(FLEET_MODE_USER, 1), *b = new_fleet(FLEET_MODE_USER, 2);
+	struct fleet_answer ans;
+	struct fleet_tell t = { .provider = "p", .cred = "fpA", .model = "m1",
+				.out = { .kind = FLEET_OUT_SUCCESS, .block_ms = -1, .rpm_limit = 60 },
+				.usage_reset_ms = -1 };
+
+	fleet_tell(a, &t);
+	tell(a, "fpA", FLEET_OUT_ANSWERED, -1, 600000, false);
+	/* b never saw a rate itself: the fleet's for fpA paces fpB. */
+	ask(b, 2, false, &ans);
+	ck_assert_int_eq(ans.cred, 1);
+	ck_assert_int_eq(ans.wait_ms, 0);
+	ask(b, 2, false, &ans);
+	ck_assert_int_eq(ans.reason, FLEET_PACING);
+	ck_assert_int_eq(ans.wait_ms, 1050);
+	fleet_close(a, NULL, NULL);
+	fleet_close(b, NULL, NULL);
+}
+END_TEST
+
 Suite *fleet_suite(void)
 {
 	Suite *s = suite_create("fleet");
@@ -327,6 +349,7 @@ Suite *fleet_suite(void)
 	tcase_add_test(tc, test_state_shows_the_block_and_clear_removes_it_for_all);
 	tcase_add_test(tc, test_a_fleet_dir_open_to_others_is_refused);
 	tcase_add_test(tc, test_a_reserved_slot_is_kept_unless_the_credential_was_spent_meanwhile);
+	tcase_add_test(tc, test_a_key_switched_to_is_paced_at_the_rate_learned_for_the_other);
 	suite_add_tcase(s, tc);
 	return s;
 }
