@@ -54,6 +54,7 @@ build/bench-fleet.json (every run's provider series, prompts and metrics).
 """
 
 import argparse
+import collections
 import json
 import math
 import os
@@ -509,6 +510,24 @@ class Bench:
                     if best is None or ms > best[1]:
                         best = (key, ms)
         m["daemon_p99"] = best
+        # The fleet's p99 over every ask of every daemon: their histograms
+        # (get_state.fleet.askLatencyUs) add up; the answer is the upper
+        # bound of the bucket the 99th percentile falls in.
+        hist = collections.Counter()
+        for d in run.daemons:
+            for le, count in ((d.get("fleet") or {}).get("askLatencyUs") or {}).items():
+                hist[le] += count
+        total = sum(hist.values())
+        if total:
+            seen = 0
+            bounds = sorted((int(k) for k in hist if k != "more"))
+            m["pooled_p99_ms"] = None   # in the "more" bucket
+            for le in bounds:
+                seen += hist[str(le)]
+                if seen >= 0.99 * total:
+                    m["pooled_p99_ms"] = le / 1000.0
+                    break
+            m["asks_timed"] = total
 
         # Redis down.
         if run.redis_down:
@@ -607,12 +626,14 @@ class Bench:
         redis_runs = [r for r in self.runs if r.quiet and not r.failure] or \
             [r for r in main if r.mode == "redis"]
         for r in redis_runs:
-            if r.metrics.get("daemon_p99"):
+            if r.metrics.get("asks_timed"):
+                v = r.metrics.get("pooled_p99_ms")
+                r.metrics["added_p99"] = v if v is not None else float("inf")
+            elif r.metrics.get("daemon_p99"):
                 r.metrics["added_p99"] = r.metrics["daemon_p99"][1]
         if any(r.metrics.get("added_p99") is not None for r in redis_runs):
-            line("added latency per attempt p99 <= 1 ms with Redis on loopback (the daemon's "
-                 "own figure, get_state.fleet: %s)" % ", ".join(sorted(
-                     {r.metrics["daemon_p99"][0] for r in redis_runs if r.metrics.get("daemon_p99")})),
+            line("added latency per attempt p99 <= 1 ms with Redis on loopback (every ask of "
+                 "every daemon, get_state.fleet.askLatencyUs: the p99's bucket bound)",
                  "added_p99", lambda v: v <= 1.0, lambda v: "%.3f ms" % v, redis_runs)
         else:
             diffs = ["redis N=%d %+.1f ms" % (r.n, r.metrics["lag_p99"] - proc[r.n].metrics["lag_p99"])

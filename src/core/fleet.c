@@ -16,6 +16,7 @@
 #include "io/redis.h"
 
 #define LAT_N 512
+#define HIST_N 11
 
 struct local_scope {
 	char *key;
@@ -81,6 +82,7 @@ struct fleet {
 	/* How long asks took (µs), the last LAT_N of them, for get_state. */
 	uint32_t lat[LAT_N];
 	uint64_t asks;
+	uint64_t hist[HIST_N + 1];  /* asks by latency bucket (hist_le) */
 	uint64_t ask_started;
 	uint64_t local_decisions;   /* records decided on the local copy */
 	int64_t rpm_prior;          /* the last request rate the provider announced */
@@ -775,8 +777,8 @@ static void poll_sooner(struct fleet *f, struct fleet_answer *a)
 
 	if (a->wait_ms <= 0 || a->reserved || a->cred < 0)
 		return;
-	if (cap < 50)
-		cap = 50;
+	if (cap < 100)
+		cap = 100;
 	cap = cap * 3 / 4 + (int64_t)(next_rand(f) % (uint64_t)(cap / 2 + 1));
 	if (a->wait_ms > cap)
 		a->wait_ms = cap;
@@ -829,12 +831,22 @@ static void ask_local(struct fleet *f, const struct fleet_ask *q, struct fleet_a
 	poll_sooner(f, a);
 }
 
+/* Upper bounds (µs) of the latency histogram's buckets; one more bucket
+ * holds the rest. A histogram, unlike a percentile, adds up across a
+ * fleet's daemons. */
+static const uint32_t hist_le[HIST_N] = { 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000,
+					  50000, 100000 };
+
 /* One ask's latency, from fleet_ask to its answer. */
 static void took(struct fleet *f)
 {
 	uint64_t us = clock_precise_us() - f->ask_started;
+	size_t b = 0;
 
 	f->lat[f->asks++ % LAT_N] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+	while (b < HIST_N && us > hist_le[b])
+		b++;
+	f->hist[b]++;
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -1311,5 +1323,18 @@ json_t *fleet_state(struct fleet *f, const char *provider, const char *cred, con
 	json_object_set_new(o, "asks", json_integer((json_int_t)f->asks));
 	json_object_set_new(o, "localDecisions", json_integer((json_int_t)f->local_decisions));
 	json_object_set_new(o, "askP99Us", json_integer(p99(f)));
+	{
+		json_t *h = json_object();
+		char le[16];
+
+		for (size_t b = 0; h != NULL && b <= HIST_N; b++) {
+			if (b < HIST_N)
+				snprintf(le, sizeof(le), "%u", (unsigned)hist_le[b]);
+			else
+				snprintf(le, sizeof(le), "more");
+			json_object_set_new(h, le, json_integer((json_int_t)f->hist[b]));
+		}
+		json_object_set_new(o, "askLatencyUs", h);
+	}
 	return o;
 }
