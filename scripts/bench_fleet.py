@@ -319,7 +319,8 @@ class Bench:
         log = os.path.join(rundir, "prompts.jsonl")
         argv = [self.driver, "--retryd", self.retryd, "--n", str(run.n), "--log", log,
                 "--cwd", home, "--duration-ms", str(self.s(T_END * 1000)),
-                "--think-ms", str(self.s(THINK_MS)), "--grace-ms", str(self.s(GRACE_S * 1000)),
+                # The latency run asks as often as it can: more samples.
+                "--think-ms", str(self.s(0 if run.quiet else THINK_MS)), "--grace-ms", str(self.s(GRACE_S * 1000)),
                 "--seed", str(self.args.seed)]
         for a in ("--settings", path, "--provider", "fake", "--model", "fleet-model",
                   "--no-session"):
