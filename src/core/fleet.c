@@ -758,13 +758,14 @@ static void lease_local(struct fleet *f, const char *scope, struct fleet_answer 
 	}
 }
 
-/* Whether the scope's record holds a block now (read, not changed). */
+/* Whether the scope's record holds a block now, or fails for everyone
+ * (read, not changed): a slot reserved before either must wait again. */
 static bool blocked(struct fleet *f, const char *scope, int64_t now)
 {
 	struct scope_job j = { .op = OP_READ, .f = f };
 
 	run_scope(f, scope, &j);
-	return j.result.block_until > now;
+	return j.result.block_until > now || (j.result.open && j.result.shared);
 }
 
 /* A wait that is not a reserved slot (the probe, the budget, a lease) is

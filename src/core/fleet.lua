@@ -53,8 +53,8 @@
 --       models... concurrency leaseTtlMs holder [held [rpmPrior]]
 --     held (optional, 0/1): the attempt's reserved wait (server-block or
 --     pacing) is over; with the same credential and model picked and no
---     block since, it goes without a second slot (a lease is still taken),
---     else it acquires again. rpmPrior (optional): a rate learned for
+--     block nor open circuit since, it goes without a second slot (a lease
+--     is still taken), else it acquires again. rpmPrior (optional): a rate learned for
 --     another scope of the provider, paced at while this scope has none.
 --     creds: fingerprints, the current first; models: the current, then
 --     the fallbacks. Registers member (members seen in the last 30 s make
@@ -551,9 +551,10 @@ function ops.ask()
 	local key = pre .. 's:' .. id
 	local s = scope_load(key)
 	local wait, reason, probe = 0, GO, 0
-	if held and cred_index <= 0 and model_index == 0 and s.block_until <= now then
+	if held and cred_index <= 0 and model_index == 0 and s.block_until <= now
+			and (s.open == 0 or s.shared == 0) then
 		-- Same credential and model as when the slot was reserved, and no
-		-- block came meanwhile: go.
+		-- block nor a failing time came meanwhile: go.
 	else
 		if rules_rpm(s, p) == 0 and prior == 0 then
 			-- Nor did this daemon learn one: the rate the fleet learned for

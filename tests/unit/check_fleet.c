@@ -302,6 +302,26 @@ START_TEST(test_a_reserved_slot_is_kept_unless_the_credential_was_spent_meanwhil
 	ck_assert_int_eq(fleet_ask(b, &q, &ans, NULL, NULL), 1);
 	ck_assert_int_eq(ans.wait_ms, 0);     /* its own slot: no second one */
 	ck_assert_int_eq(ans.cred, 0);
+	/* Failing for everyone while b waited for its slot: b waits for the
+	 * probe instead of going. */
+	q.held = false;
+	ck_assert_int_eq(fleet_ask(b, &q, &ans, NULL, NULL), 1);
+	ck_assert_int_eq(ans.reason, FLEET_PACING);
+	tell(a, "fpA", FLEET_OUT_SERVER, -1, -1, false);
+	tell(b, "fpA", FLEET_OUT_SERVER, -1, -1, false);
+	tell(a, "fpA", FLEET_OUT_SERVER, -1, -1, false);
+	clk.fake_wall += ans.wait_ms;
+	q.held = true;
+	ck_assert_int_eq(fleet_ask(b, &q, &ans, NULL, NULL), 1);
+	ck_assert_int_ne(ans.wait_ms, 0);
+	ck_assert_int_eq(ans.reason, FLEET_PROBE);
+	{
+		struct fleet_tell ok = { .provider = "p", .cred = "fpA", .model = "m1",
+					 .out = { .kind = FLEET_OUT_SUCCESS, .block_ms = -1 },
+					 .usage_reset_ms = -1 };
+
+		fleet_tell(a, &ok);
+	}
 	/* Spent while b waited for its slot: b moves to the next key. */
 	tell(a, "fpA", FLEET_OUT_ANSWERED, -1, 600000, false);
 	ck_assert_int_eq(fleet_ask(b, &q, &ans, NULL, NULL), 1);
