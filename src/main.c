@@ -449,7 +449,7 @@ static int start_fleet(struct daemon *d, char *err, size_t errlen)
 	struct fleet_config cfg;
 	uint64_t member = 0;
 
-	if (fleet_config_from_settings(&cfg, &d->settings, err, errlen) != 0)
+	if (fleet_config_from_settings(&cfg, &d->settings, d->provider->name, err, errlen) != 0)
 		return -1;
 	random_bytes(&member, sizeof(member));
 	cfg.member = (int64_t)(member >> 12) + 1; /* > 0, exact in a Lua number */

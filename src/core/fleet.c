@@ -513,12 +513,26 @@ static void cred_key(const char *provider, const char *cred, char *out, size_t c
 
 /* Settings. */
 
-int fleet_config_from_settings(struct fleet_config *cfg, struct settings *settings, char *err,
-			       size_t errlen)
+int fleet_config_from_settings(struct fleet_config *cfg, struct settings *settings,
+			       const char *provider, char *err, size_t errlen)
 {
 	const char *mode = settings_get_string(settings, "fleet.mode");
 	const char *scope = settings_get_string(settings, "fleet.scope");
 	const json_t *budget = settings_get(settings, "fleet.retryBudget");
+	const json_t *per = settings_get(settings, "fleet.providerScopes"), *v;
+	const char *name;
+
+	json_object_foreach((json_t *)per, name, v) {
+		const char *k = json_string_value(v);
+
+		if (k == NULL || (strcmp(k, "model") != 0 && strcmp(k, "credential") != 0 &&
+				  strcmp(k, "provider") != 0))
+			return errbuf_set(err, errlen,
+					  "fleet.providerScopes.%s must be \"model\", \"credential\" "
+					  "or \"provider\"", name);
+		if (strcmp(name, provider) == 0)
+			scope = k;
+	}
 
 	memset(cfg, 0, sizeof(*cfg));
 	fleet_params_default(&cfg->params);

@@ -49,10 +49,12 @@ struct fleet_config {
 	int64_t member;           /* this daemon's id in the fleet (> 0, random) */
 };
 
-/* Reads the fleet.* settings into *cfg (strings borrowed from settings).
- * Returns 0, or -1 with err. The redis client is not made here. */
-int fleet_config_from_settings(struct fleet_config *cfg, struct settings *settings, char *err,
-			       size_t errlen);
+/* Reads the fleet.* settings into *cfg (strings borrowed from settings);
+ * provider (borrowed): the daemon's, whose fleet.providerScopes entry, if
+ * any, overrides fleet.scope. Returns 0, or -1 with err. The redis client
+ * is not made here. */
+int fleet_config_from_settings(struct fleet_config *cfg, struct settings *settings,
+			       const char *provider, char *err, size_t errlen);
 /* "process" | "user" | "redis". */
 const char *fleet_mode_name(enum fleet_mode m);
 

@@ -330,6 +330,8 @@ static void report(struct session *self, const struct retry_decision *d,
 		   const struct event_why *why, json_t *msg)
 {
 	json_t *ev;
+	int64_t delay;
+	const char *reason;
 
 	if (d->action != RETRY_ACT_WAIT) {
 		/* A success closes the chain inside its turn, a failure after it. */
@@ -344,14 +346,28 @@ static void report(struct session *self, const struct retry_decision *d,
 	emit(self, event_turn_end(msg));
 	if (fallback_apply(&self->fallback, plan, &ev))
 		emit(self, ev);
-	emit(self, event_auto_retry_start(d->attempt, d->max_attempts, d->delay_ms,
-					  o->error_message, retry_reason_name(d->reason), d->hint_ms,
-					  why));
+	delay = d->delay_ms;
+	reason = retry_reason_name(d->reason);
+	if (self->cfg.fleet != NULL &&
+	    (d->reason == RETRY_REASON_BACKOFF || d->reason == RETRY_REASON_SERVER_HINT)) {
+		/* Another daemon's word holds the scope longer than this wait:
+		 * say so now, rather than in a fleet_wait after the backoff. */
+		int64_t left = fleet_known_block(self->cfg.fleet, self->cfg.provider->name,
+						 self->fleet_cred, self->fallback.model) -
+			       wall_ms(self);
+
+		if (left > delay + 100) {
+			delay = left;
+			reason = "fleet-server-block";
+		}
+	}
+	emit(self, event_auto_retry_start(d->attempt, d->max_attempts, delay, o->error_message,
+					  reason, d->hint_ms, why));
 	/* The failed message leaves the context; the session file keeps it. */
 	drop_last_message(self);
 	self->phase = SESSION_BACKOFF;
-	clock_timer_start(self->cfg.clock, &self->retry_timer, (uint64_t)d->delay_ms,
-			  on_retry_timer, self);
+	clock_timer_start(self->cfg.clock, &self->retry_timer, (uint64_t)delay, on_retry_timer,
+			  self);
 }
 
 static void tell_fleet(struct session *self, const struct provider_result *r,

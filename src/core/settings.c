@@ -68,6 +68,9 @@ static const struct rule rules[] = {
 	SECTION("providers"),
 	SECTION("fleet"),
 	SECTION("fleet.redis"),
+	/* provider name -> "model" | "credential" | "provider"; checked by
+	 * fleet_config_from_settings. */
+	SECTION("fleet.providerScopes"),
 	INT("http.connectTimeoutMs",         0, DAY_MS, 30000),
 	INT("http.idleTimeoutMs",            0, DAY_MS, 300000),
 	BOOL("retry.enabled",                true),

@@ -6,12 +6,14 @@ Redis mode runs the same kind of scenarios in test_fleet_redis.py."""
 import hashlib
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
 import unittest
 
 from harness import Daemon, DaemonTestCase, is_type, scaled, text_of
+from harness import binary_path as harness_binary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
@@ -163,6 +165,75 @@ class ServerWordTests(FleetCase):
         end = events(msgs, "auto_retry_end")
         self.assertEqual(end[-1]["success"], False)
         self.assertEqual(end[-1]["finalError"], "Retry cancelled")
+
+
+class RetryReasonTests(FleetCase):
+    def test_a_retry_the_fleet_holds_longer_says_so_in_auto_retry_start(self):
+        srv = self.server([{"status": 503, "delayMs": 600},
+                           {"status": 429, "headers": {"retry-after": "30"}}, {"text": "b"}])
+        b = self.daemon(srv)
+        a = self.daemon(srv, sets={"retry.maxRetries": 0})
+        b.send({"type": "prompt", "message": "slow failure", "id": "p"})
+        srv.wait_requests(1, outcome=False)
+        self.run_prompt(a, "the 429")              # answered while b's request is out
+        start = b.wait_type("auto_retry_start")
+        self.assertEqual(start["reason"], "fleet-server-block", start)
+        self.assertTrue(25000 <= start["delayMs"] <= 30000, start)
+        b.request({"type": "abort_retry", "id": "x"})
+        b.collect_until(is_type("agent_end"))
+
+
+class ProviderScopeTests(FleetCase):
+    def test_a_provider_scope_override_shares_one_record_for_the_whole_provider(self):
+        srv = self.server([])
+        d = self.daemon(srv, sets={"fleet.providerScopes": {"fake": "provider"},
+                                   "fleet.scope": "model"})
+        fleet = self.state(d)["fleet"]
+        self.assertEqual((fleet["scopeKind"], fleet["scope"]), ("provider", "fake"))
+
+    def test_a_bad_provider_scope_is_refused_at_start(self):
+        d = Daemon(args=["--no-session"], sets={"fleet.providerScopes": {"sim": "org"}},
+                   expect_ready=False, env={"XDG_RUNTIME_DIR": self.run_dir})
+        self.addCleanup(d.cleanup)
+        self.assertEqual(d.wait_exit(), 1)
+        self.assertIn("fleet.providerScopes.sim must be", d.stderr_text())
+
+
+class RetryctlFleetTests(FleetCase):
+    def retryctl(self, srv, *args):
+        settings = os.path.join(self.run_dir, "ctl-settings.json")
+        with open(settings, "w") as f:
+            json.dump({"providers": {PROVIDER: {
+                "api": "openai-completions", "baseUrl": srv.url + "/v1",
+                "apiKeyEnv": ["FLEET_KEY_A"], "models": ["m1", "m2"]}}}, f)
+        ctl = os.path.join(os.path.dirname(os.path.abspath(harness_binary())), "retryctl")
+        env = dict(os.environ, RETRYD=harness_binary(), XDG_RUNTIME_DIR=self.run_dir,
+                   FLEET_KEY_A=KEY_A, HOME=self.run_dir, XDG_CONFIG_HOME=self.run_dir)
+        env.pop("RETRYD_LOG", None)
+        return subprocess.run([ctl, "fleet"] + list(args) + ["--provider", PROVIDER,
+                              "--settings", settings], capture_output=True, text=True,
+                              env=env, timeout=scaled(20))
+
+    def test_retryctl_fleet_status_shows_a_block_and_clear_removes_it(self):
+        srv = self.server([{"status": 429, "headers": {"retry-after": "60"}}])
+        a = self.daemon(srv, sets={"retry.maxRetries": 0})
+        self.run_prompt(a, "the 429")
+        p = self.retryctl(srv, "status")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("mode user, scope fake|", p.stdout)
+        self.assertIn("blocked for", p.stdout)
+        p = self.retryctl(srv, "clear")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("fleet cleared: fake|", p.stdout)
+        self.assertNotIn(KEY_A, p.stdout + p.stderr)
+        p = self.retryctl(srv, "status")
+        self.assertIn("not blocked", p.stdout)
+
+    def test_retryctl_fleet_wants_clear_or_status(self):
+        srv = self.server([])
+        p = self.retryctl(srv, "frob")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("fleet wants clear or status", p.stderr)
 
 
 class CredentialTests(FleetCase):
