@@ -18,19 +18,16 @@
 #define LAT_N 512
 #define HIST_N 11
 
-struct local_scope {
-	char *key;
-	struct fleet_scope s;
-};
-
-struct local_cred {
-	char *key;
-	int64_t until;
-};
-
-struct local_model {
-	char *key;
-	struct fleet_model m;
+/* A record as this daemon last knew it: a scope's ('s'), a credential's
+ * ('c': exhausted until) or a model's ('m'). */
+struct local_rec {
+	char kind;
+	char *key;  /* owned */
+	union {
+		struct fleet_scope s;
+		int64_t until;
+		struct fleet_model m;
+	} u;
 };
 
 /* A pending Redis ask: what the answer needs, copied. */
@@ -52,12 +49,8 @@ struct fleet {
 	char *dir;        /* owned: user mode: <fleet.dir>/<namespace> */
 	char *ns;         /* owned */
 	char *prefix;     /* owned: redis mode: "retryd:{<ns>}:" */
-	struct local_scope *scopes;
-	size_t nscopes;
-	struct local_cred *creds;
-	size_t ncreds;
-	struct local_model *models;
-	size_t nmodels;
+	struct local_rec *recs;     /* owned */
+	size_t nrecs;
 
 	int lease_fd;               /* user mode: the held lease, or -1 */
 	bool lease_redis;           /* redis mode: a lease is held */
@@ -136,58 +129,34 @@ static void scope_name(const struct fleet *f, const char *provider, const char *
 
 /* Local records. */
 
+/* The local record of that kind and key, made (zeroed; a scope's
+ * initialised) the first time; NULL when memory ran out. */
+static struct local_rec *local_rec(struct fleet *f, char kind, const char *key)
+{
+	struct local_rec *grown;
+
+	for (size_t i = 0; i < f->nrecs; i++)
+		if (f->recs[i].kind == kind && strcmp(f->recs[i].key, key) == 0)
+			return &f->recs[i];
+	grown = realloc(f->recs, (f->nrecs + 1) * sizeof(*grown));
+	if (grown == NULL)
+		return NULL;
+	f->recs = grown;
+	memset(&grown[f->nrecs], 0, sizeof(*grown));
+	grown[f->nrecs].kind = kind;
+	grown[f->nrecs].key = strdup(key);
+	if (grown[f->nrecs].key == NULL)
+		return NULL;
+	if (kind == 's')
+		fleet_scope_init(&grown[f->nrecs].u.s);
+	return &grown[f->nrecs++];
+}
+
 static struct fleet_scope *local_scope(struct fleet *f, const char *key)
 {
-	struct local_scope *grown;
+	struct local_rec *r = local_rec(f, 's', key);
 
-	for (size_t i = 0; i < f->nscopes; i++)
-		if (strcmp(f->scopes[i].key, key) == 0)
-			return &f->scopes[i].s;
-	grown = realloc(f->scopes, (f->nscopes + 1) * sizeof(*grown));
-	if (grown == NULL)
-		return NULL;
-	f->scopes = grown;
-	grown[f->nscopes].key = strdup(key);
-	if (grown[f->nscopes].key == NULL)
-		return NULL;
-	fleet_scope_init(&grown[f->nscopes].s);
-	return &grown[f->nscopes++].s;
-}
-
-static int64_t *local_cred(struct fleet *f, const char *key)
-{
-	struct local_cred *grown;
-
-	for (size_t i = 0; i < f->ncreds; i++)
-		if (strcmp(f->creds[i].key, key) == 0)
-			return &f->creds[i].until;
-	grown = realloc(f->creds, (f->ncreds + 1) * sizeof(*grown));
-	if (grown == NULL)
-		return NULL;
-	f->creds = grown;
-	grown[f->ncreds].key = strdup(key);
-	if (grown[f->ncreds].key == NULL)
-		return NULL;
-	grown[f->ncreds].until = 0;
-	return &grown[f->ncreds++].until;
-}
-
-static struct fleet_model *local_model(struct fleet *f, const char *key)
-{
-	struct local_model *grown;
-
-	for (size_t i = 0; i < f->nmodels; i++)
-		if (strcmp(f->models[i].key, key) == 0)
-			return &f->models[i].m;
-	grown = realloc(f->models, (f->nmodels + 1) * sizeof(*grown));
-	if (grown == NULL)
-		return NULL;
-	f->models = grown;
-	grown[f->nmodels].key = strdup(key);
-	if (grown[f->nmodels].key == NULL)
-		return NULL;
-	memset(&grown[f->nmodels].m, 0, sizeof(struct fleet_model));
-	return &grown[f->nmodels++].m;
+	return r != NULL ? &r->u.s : NULL;
 }
 
 /* User mode: one file per record, named by a hash of its key. */
@@ -361,8 +330,9 @@ static void defer_int(struct fleet *f, const char *key, const struct int_job *j)
 
 static void run_int(struct fleet *f, const char *key, struct int_job *j)
 {
-	int64_t *cred = j->kind == 'c' ? local_cred(f, key) : NULL;
-	struct fleet_model *model = j->kind == 'm' ? local_model(f, key) : NULL;
+	struct local_rec *rec = local_rec(f, j->kind, key);
+	int64_t *cred = rec != NULL && j->kind == 'c' ? &rec->u.until : NULL;
+	struct fleet_model *model = rec != NULL && j->kind == 'm' ? &rec->u.m : NULL;
 
 	if (f->cfg.mode == FLEET_MODE_USER) {
 		char path[4200], err[256], buf[LOCKFILE_MAX];
@@ -670,15 +640,9 @@ void fleet_cancel(struct fleet *f)
 
 static void free_all(struct fleet *f)
 {
-	for (size_t i = 0; i < f->nscopes; i++)
-		free(f->scopes[i].key);
-	for (size_t i = 0; i < f->ncreds; i++)
-		free(f->creds[i].key);
-	for (size_t i = 0; i < f->nmodels; i++)
-		free(f->models[i].key);
-	free(f->scopes);
-	free(f->creds);
-	free(f->models);
+	for (size_t i = 0; i < f->nrecs; i++)
+		free(f->recs[i].key);
+	free(f->recs);
 	free(f->later);
 	free(f->ns);
 	free(f->dir);

@@ -141,6 +141,17 @@ void fleet_rules_acquire(struct fleet_scope *s, const struct fleet_params *p, in
 	v->reason = v->wait_ms > 0 ? reason : FLEET_GO;
 }
 
+/* The provider answers again: no streak, no circuit, no probe. */
+static void end_failing(struct fleet_scope *s)
+{
+	s->fail_streak = 0;
+	s->fail_member = 0;
+	s->shared = 0;
+	s->open = 0;
+	s->probe_until = 0;
+	s->probe_gap = 0;
+}
+
 void fleet_rules_report(struct fleet_scope *s, const struct fleet_params *p, int64_t now,
 			const struct fleet_outcome *o)
 {
@@ -179,12 +190,7 @@ void fleet_rules_report(struct fleet_scope *s, const struct fleet_params *p, int
 		}
 	} else {
 		s->acc_cur = number_add(s->acc_cur, 1);
-		s->fail_streak = 0;
-		s->fail_member = 0;
-		s->shared = 0;
-		s->open = 0;
-		s->probe_until = 0;
-		s->probe_gap = 0;
+		end_failing(s);
 		if (p->budget_max > 0) {
 			tokens = min64(tokens + p->budget_ratio, p->budget_max);
 			s->tokens = tokens >= p->budget_max ? -1 : tokens;
@@ -199,15 +205,10 @@ void fleet_rules_report(struct fleet_scope *s, const struct fleet_params *p, int
 
 void fleet_rules_clear(struct fleet_scope *s)
 {
+	end_failing(s);
 	s->block_until = 0;
 	s->pace_tat = 0;
 	s->tokens = -1;
-	s->fail_streak = 0;
-	s->fail_member = 0;
-	s->shared = 0;
-	s->open = 0;
-	s->probe_until = 0;
-	s->probe_gap = 0;
 	s->req_cur = s->acc_cur = s->req_prev = s->acc_prev = 0;
 }
 
