@@ -470,6 +470,17 @@ static int start_fleet(struct daemon *d, char *err, size_t errlen)
 		redis_command(cfg.redis, 1, ping, on_first_ping, d);
 	}
 	d->fleet = fleet_new(&cfg, err, errlen);
+	if (d->fleet == NULL && cfg.mode == FLEET_MODE_USER &&
+	    (cfg.dir == NULL || cfg.dir[0] == '\0')) {
+		/* The default folder is not usable (another user owns
+		 * /tmp/retryd-$UID, say): that must not stop the daemon, only its
+		 * sharing. A fleet.dir given on purpose does stop it. */
+		LOG_WARN("fleet: %s; this daemon shares nothing (as fleet.mode \"process\")", err);
+		cfg.mode = FLEET_MODE_PROCESS;
+		cfg.params.open_after = 0;
+		cfg.params.budget_max = 0;
+		d->fleet = fleet_new(&cfg, err, errlen);
+	}
 	if (d->fleet == NULL) {
 		if (cfg.redis != NULL)
 			redis_close(cfg.redis, NULL, NULL);

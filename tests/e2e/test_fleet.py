@@ -397,6 +397,17 @@ class SettingsTests(FleetCase):
         self.assertEqual(status, 1)
         self.assertIn("mode 0755; it must be 0700", d.stderr_text())
 
+    def test_an_unusable_default_fleet_dir_only_stops_the_sharing(self):
+        # XDG_RUNTIME_DIR/retryd/fleet is a file, not a folder: the default
+        # place cannot be used, so the daemon runs alone and says so.
+        os.makedirs(os.path.join(self.run_dir, "retryd"))
+        with open(os.path.join(self.run_dir, "retryd", "fleet"), "w") as f:
+            f.write("not a folder")
+        d = self.spawn(args=["--no-session"], env={"XDG_RUNTIME_DIR": self.run_dir})
+        st = d.request({"type": "get_state", "id": "s"})["data"]["fleet"]
+        self.assertEqual(st["mode"], "process")
+        self.assertIn("shares nothing", d.stderr_text())
+
     def test_a_bad_namespace_is_refused_at_start(self):
         d = Daemon(args=["--no-session"], sets={"fleet.namespace": "a/b"}, expect_ready=False,
                    env={"XDG_RUNTIME_DIR": self.run_dir})
