@@ -833,11 +833,11 @@ void session_abort(struct session *self, json_t **data)
 		json_decref(dropped);
 }
 
-int session_set_auto_retry(struct session *self, bool enabled, json_t **data,
+int session_set_auto_retry(struct session *self, bool enabled, bool persist, json_t **data,
 			   char *err, size_t errlen)
 {
 	self->auto_retry_gen++;
-	*data = policy_set_enabled(self->cfg.settings, enabled, err, errlen);
+	*data = policy_set_enabled(self->cfg.settings, enabled, persist, err, errlen);
 	return 0;
 }
 

@@ -436,7 +436,7 @@ START_TEST(test_disabling_mid_chain_still_closes_chain_once)
 	fx_init(&f, "[{\"error\":\"503\"},{\"error\":\"503\"}]", sets);
 	prompt(&f, "hi");
 	clock_fake_settle(&f.clock);
-	ck_assert_int_eq(session_set_auto_retry(&f.s, false, &data, err, sizeof(err)), 0);
+	ck_assert_int_eq(session_set_auto_retry(&f.s, false, true, &data, err, sizeof(err)), 0);
 	ck_assert_ptr_null(data);
 	types(&f);
 	clock_fake_advance(&f.clock, 10);
@@ -632,7 +632,7 @@ START_TEST(test_set_auto_retry_off_still_stops_a_snapshot_chain)
 	ck_assert(submit(&f, "hi", BEHAVIOR_NONE, "{\"enabled\":true,\"baseDelayMs\":10}", err,
 			 sizeof(err)) == 0);
 	clock_fake_settle(&f.clock);
-	session_set_auto_retry(&f.s, false, &data, err, sizeof(err));
+	session_set_auto_retry(&f.s, false, true, &data, err, sizeof(err));
 	types(&f);
 	clock_fake_advance(&f.clock, 10);
 	clock_fake_settle(&f.clock);
@@ -870,7 +870,7 @@ START_TEST(test_set_auto_retry_off_reaches_follow_ups_queued_before_it)
 	fx_init(&f, "[{\"text\":\"one\",\"delayMs\":5},{\"error\":\"503\"}]", sets);
 	prompt(&f, "first");
 	ck_assert_int_eq(submit(&f, "second", BEHAVIOR_FOLLOW_UP, NULL, err, sizeof(err)), 0);
-	session_set_auto_retry(&f.s, false, &data, err, sizeof(err));
+	session_set_auto_retry(&f.s, false, true, &data, err, sizeof(err));
 	clock_fake_advance(&f.clock, 100);
 	ck_assert_ptr_null(find(&f, "auto_retry_start"));
 	ck_assert(!f.s.busy);
