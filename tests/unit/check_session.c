@@ -452,6 +452,54 @@ START_TEST(test_disabling_mid_chain_still_closes_chain_once)
 }
 END_TEST
 
+/* The last message_end of an assistant message. */
+static json_t *last_assistant_end(struct fx *f)
+{
+	json_t *ev, *found = NULL;
+	size_t i;
+
+	json_array_foreach(f->events, i, ev)
+		if (strcmp(json_string_value(json_object_get(ev, "type")), "message_end") == 0 &&
+		    strcmp(json_string_value(json_object_get(json_object_get(ev, "message"), "role")),
+			   "assistant") == 0)
+			found = ev;
+	return found;
+}
+
+START_TEST(test_retryable_failure_with_retries_off_says_retry_skipped)
+{
+	struct fx f;
+	const char *const off[] = { "retry.enabled=false", NULL };
+	json_t *ev;
+	size_t i;
+
+	fx_init(&f, "[{\"error\":\"503\"}]", off);
+	prompt(&f, "hi");
+	clock_fake_settle(&f.clock);
+	ck_assert_str_eq(json_string_value(json_object_get(last_assistant_end(&f), "retrySkipped")),
+			 "disabled");
+	ck_assert_ptr_null(find(&f, "auto_retry_end"));
+	fx_release(&f);
+	/* Not retryable anyway: nothing was skipped. */
+	fx_init(&f, "[{\"error\":\"401 invalid api key\"}]", off);
+	prompt(&f, "hi");
+	clock_fake_settle(&f.clock);
+	ck_assert_ptr_nonnull(last_assistant_end(&f));
+	ck_assert_ptr_null(json_object_get(last_assistant_end(&f), "retrySkipped"));
+	fx_release(&f);
+	/* Retries on: a retried failure carries nothing either. */
+	fx_init(&f, "[{\"error\":\"503\"},{\"text\":\"ok\"}]", NULL);
+	prompt(&f, "hi");
+	clock_fake_settle(&f.clock);
+	clock_fake_advance(&f.clock, 2000);
+	clock_fake_settle(&f.clock);
+	ck_assert_ptr_nonnull(find(&f, "auto_retry_end"));
+	json_array_foreach(f.events, i, ev)
+		ck_assert_ptr_null(json_object_get(ev, "retrySkipped"));
+	fx_release(&f);
+}
+END_TEST
+
 START_TEST(test_usage_limit_switches_credential_with_zero_delay)
 {
 	struct fx f;
@@ -1285,6 +1333,7 @@ Suite *session_suite(void)
 	tcase_add_test(tc, test_follow_up_runs_after_chain_in_same_run);
 	tcase_add_test(tc, test_steer_during_backoff_goes_before_next_attempt);
 	tcase_add_test(tc, test_disabling_mid_chain_still_closes_chain_once);
+	tcase_add_test(tc, test_retryable_failure_with_retries_off_says_retry_skipped);
 	tcase_add_test(tc, test_usage_limit_switches_credential_with_zero_delay);
 	tcase_add_test(tc, test_usage_limit_with_nowhere_to_switch_ends_at_once_with_the_reset_time);
 	tcase_add_test(tc, test_state_reports_retry_fields_during_backoff);
