@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <uv.h>
@@ -74,6 +76,8 @@ static const char usage_text[] =
 	"              [--set KEY=VALUE]... [--session FILE | --no-session]\n"
 	"              [--sim-plan JSON] [--help] [--version]\n"
 	"       retryd [--settings FILE] [--set KEY=VALUE]... --classify TEXT\n"
+	"       retryd config [--settings FILE] [--set KEY=VALUE]...\n"
+	"       retryd config --check FILE\n"
 	"\n"
 	"Speaks the pi RPC protocol (one JSON object per line) on stdin/stdout and\n"
 	"retries failed attempts with backoff, reporting auto_retry_start/end events.\n"
@@ -83,13 +87,21 @@ static const char usage_text[] =
 	"                     anthropic, openrouter, ollama) or an agent CLI (claude,\n"
 	"                     codex, gemini, pi), or any providers.NAME in the settings\n"
 	"  --model ID         the model to use\n"
-	"  --settings FILE    settings JSON (default $XDG_CONFIG_HOME/retryd/settings.json)\n"
-	"  --set KEY=VALUE    override one setting for this process, e.g. retry.baseDelayMs=50\n"
+	"  --settings FILE    settings JSON (default $XDG_CONFIG_HOME/retryd/settings.json,\n"
+	"                     which may be absent; a FILE named here must exist)\n"
+	"  --set KEY=VALUE    override one setting for this process, e.g. retry.baseDelayMs=50;\n"
+	"                     an unknown KEY, here or in the file, is an error\n"
 	"  --session FILE     append the session to FILE (JSONL)\n"
 	"  --no-session       keep no session file\n"
 	"  --sim-plan JSON    the sim provider's steps, e.g. '[{\"error\":\"503\"},{\"text\":\"hi\"}]'\n"
 	"  --classify TEXT    print how the retry classifier, with these settings, judges an\n"
 	"                     error text ({\"errorClass\",\"overload\",\"hintMs\",\"rule\"}) and exit\n"
+	"  config             print the effective settings, one per line, as\n"
+	"                     ORIGIN<TAB>KEY=JSON; ORIGIN is default, built-in, file:PATH\n"
+	"                     (by hand or persisted by set_auto_retry/set_retry_policy)\n"
+	"                     or --set\n"
+	"  config --check FILE  check a settings file: \"FILE: ok\" (exit 0), else every\n"
+	"                     unknown key and wrong value, one per line (exit 1)\n"
 	"\n"
 	"Logs go to stderr; RETRYD_LOG=error|warn|info|debug sets how much.\n";
 
@@ -163,13 +175,30 @@ static int parse_options(int argc, char **argv, struct options *o)
 	return -1;
 }
 
+/* An explicit --settings must name a file (a typo there would otherwise
+ * run on the defaults and persist into a new file); the default path may be
+ * absent. Returns 0, or 1 having said why. */
+static int check_settings_path(const char *path)
+{
+	struct stat st;
+
+	if (path == NULL || stat(path, &st) == 0 || errno != ENOENT)
+		return 0;
+	fprintf(stderr, "retryd: settings file %s: no such file (--settings names a file that "
+		"must exist; leave --settings out to use the default path)\n", path);
+	return 1;
+}
+
 /* Settings, --set, --sim-plan, and everything compiled from them. */
 static int configure(struct daemon *d, const struct options *o)
 {
 	char err[1024];
-	json_t *builtins = builtins_settings();
+	json_t *builtins;
 	int rc;
 
+	if (check_settings_path(o->settings_path) != 0)
+		return 1;
+	builtins = builtins_settings();
 	if (builtins == NULL) {
 		fprintf(stderr, "retryd: settings: out of memory\n");
 		return 1;
@@ -237,6 +266,193 @@ static int classify_and_print(struct daemon *d, const char *text)
 	puts(line);
 	free(line);
 	return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* `retryd config`: whether a member named `name` holds a secret string:
+ * apiKey, a password, or an environment variable or header with a secret's
+ * name (OPENAI_API_KEY, X-Api-Key). A camelCase field path such as
+ * inputTokens or apiKeyEnv names where a value is, not a secret. */
+static bool secret_key(const char *name)
+{
+	size_t n = strlen(name);
+	bool lower = false;
+
+	if (strcasecmp(name, "apiKey") == 0 || strcasecmp(name, "password") == 0)
+		return true;
+	for (size_t i = 0; i < n; i++)
+		lower = lower || (name[i] >= 'a' && name[i] <= 'z');
+	return secret_name(name, n) && (strpbrk(name, "_-") != NULL || !lower);
+}
+
+/* "scheme://user:password@host" loses what stands before the '@'. */
+static void mask_userinfo(json_t *v)
+{
+	const char *s = json_string_value(v), *start, *at;
+	char *masked;
+	size_t n;
+
+	start = s != NULL ? strstr(s, "://") : NULL;
+	if (start == NULL)
+		return;
+	start += 3;
+	at = strchr(start, '@');
+	if (at == NULL || memchr(start, '/', (size_t)(at - start)) != NULL)
+		return;
+	n = (size_t)(start - s) + strlen(SECRET_MASK) + strlen(at) + 1;
+	masked = malloc(n);
+	if (masked == NULL)
+		return;
+	snprintf(masked, n, "%.*s%s%s", (int)(start - s), s, SECRET_MASK, at);
+	json_string_set(v, masked);
+	free(masked);
+}
+
+/* Masks, in place, every string that a secret's name holds (name: the
+ * member's own name, or NULL) and every key-shaped token. */
+static void mask_config_value(json_t *v, const char *name)
+{
+	const char *member;
+	json_t *child;
+	size_t i;
+
+	if (json_is_string(v)) {
+		if (name != NULL && secret_key(name))
+			json_string_set(v, SECRET_MASK);
+		else
+			mask_userinfo(v);
+	} else if (json_is_object(v)) {
+		json_object_foreach(v, member, child)
+			mask_config_value(child, member);
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, child)
+			mask_config_value(child, name);
+	}
+}
+
+/* One line of `retryd config`: ORIGIN<TAB>KEY=JSON. */
+static void print_setting(void *ctx, const char *key, const json_t *value,
+			  enum settings_origin origin)
+{
+	const struct settings *s = ctx;
+	const char *dot = strrchr(key, '.');
+	json_t *copy = json_deep_copy(value);
+	char *text;
+
+	if (copy == NULL)
+		return;
+	mask_config_value(copy, dot != NULL ? dot + 1 : key);
+	secret_mask_json(copy);
+	text = json_dumps(copy, JSON_ENCODE_ANY | JSON_COMPACT | JSON_PRESERVE_ORDER |
+			  JSON_REAL_PRECISION(15));
+	json_decref(copy);
+	if (text == NULL)
+		return;
+	if (origin == SETTINGS_ORIGIN_FILE)
+		printf("file:%s\t%s=%s\n", s->path, key, text);
+	else
+		printf("%s\t%s=%s\n", settings_origin_name(origin), key, text);
+	free(text);
+}
+
+/* `retryd config --check FILE`: every problem on stderr, one per line. */
+static int config_check(const char *path)
+{
+	json_t *problems = settings_check_file(path), *builtins, *p;
+	struct settings s;
+	char err[1024];
+	size_t i;
+
+	if (problems == NULL) {
+		fprintf(stderr, "retryd: out of memory\n");
+		return 1;
+	}
+	/* What the table cannot say: the plan's steps, the patterns compile. */
+	builtins = json_array_size(problems) == 0 ? builtins_settings() : NULL;
+	if (builtins != NULL && settings_load(&s, builtins, path, err, sizeof(err)) == 0) {
+		struct classify *c;
+
+		if (provider_sim_check_plan(settings_get(&s, "sim.plan"), err, sizeof(err)) != 0)
+			json_array_append_new(problems, json_string(err));
+		c = classify_new(settings_get(&s, "retry"), err, sizeof(err));
+		if (c == NULL)
+			json_array_append_new(problems, json_string(err));
+		classify_free(c);
+		settings_release(&s);
+	}
+	json_decref(builtins);
+	if (json_array_size(problems) == 0)
+		printf("%s: ok\n", path);
+	json_array_foreach(problems, i, p)
+		fprintf(stderr, "%s: %s\n", path, json_string_value(p));
+	i = json_array_size(problems);
+	json_decref(problems);
+	return i == 0 && fflush(stdout) == 0 ? 0 : 1;
+}
+
+static const char config_usage[] =
+	"usage: retryd config [--settings FILE] [--set KEY=VALUE]...\n"
+	"       retryd config --check FILE\n"
+	"\n"
+	"Prints the effective settings, one leaf key per line in the order of the\n"
+	"settings table, as ORIGIN<TAB>KEY=JSON, ORIGIN being default, built-in,\n"
+	"file:PATH (written by hand or persisted by set_auto_retry/set_retry_policy;\n"
+	"the file cannot tell which) or --set. Secrets show as ***.\n"
+	"--check checks a settings file: \"FILE: ok\" on stdout and exit 0, else each\n"
+	"unknown key and wrong value on stderr, one per line, and exit 1.\n";
+
+/* `retryd config ...` (argv[0] is "config"): an exit status. */
+static int config_main(int argc, char **argv)
+{
+	const char *path = NULL, *check = NULL;
+	struct settings s;
+	json_t *builtins;
+	char err[1024];
+	int rc = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i], *val;
+
+		if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+			fputs(config_usage, stdout);
+			return 0;
+		}
+		if (strcmp(arg, "--settings") != 0 && strcmp(arg, "--set") != 0 &&
+		    strcmp(arg, "--check") != 0)
+			return usage_error("config: unknown option '%s'", arg);
+		if (i + 1 >= argc)
+			return usage_error("config: option '%s' needs a value", arg);
+		val = argv[++i];
+		if (strcmp(arg, "--settings") == 0)
+			path = val;
+		else if (strcmp(arg, "--check") == 0)
+			check = val;
+	}
+	if (check != NULL)
+		return config_check(check);
+	if (check_settings_path(path) != 0)
+		return 1;
+	builtins = builtins_settings();
+	if (builtins == NULL || settings_load(&s, builtins, path, err, sizeof(err)) != 0) {
+		fprintf(stderr, "retryd: %s\n", builtins != NULL ? err : "out of memory");
+		json_decref(builtins);
+		return 1;
+	}
+	json_decref(builtins);
+	for (int i = 1; i < argc && rc == 0; i += 2) {
+		if (strcmp(argv[i], "--set") == 0 &&
+		    settings_override(&s, argv[i + 1], err, sizeof(err)) != 0) {
+			fprintf(stderr, "retryd: %s\n", err);
+			rc = 1;
+		}
+	}
+	if (rc == 0 && settings_foreach(&s, print_setting, &s) != 0) {
+		fprintf(stderr, "retryd: out of memory\n");
+		rc = 1;
+	}
+	settings_release(&s);
+	if (rc == 0 && fflush(stdout) != 0)
+		rc = 1;
+	return rc;
 }
 
 static void on_grace(uv_timer_t *t)
@@ -490,6 +706,23 @@ static int start_fleet(struct daemon *d, char *err, size_t errlen)
 	return 0;
 }
 
+/* Retries that are off say so at the start: a set_auto_retry false persists
+ * in the shared settings file and would otherwise silently stop every later
+ * daemon on the machine from retrying. */
+static void warn_if_retries_off(const struct settings *s)
+{
+	if (settings_get_bool(s, "retry.enabled"))
+		return;
+	if (settings_origin(s, "retry.enabled") == SETTINGS_ORIGIN_OVERRIDE)
+		LOG_WARN("retries are off: --set retry.enabled=false; leave that --set out to turn "
+			 "them back on");
+	else
+		LOG_WARN("retries are off: retry.enabled is false in %s (written by set_auto_retry "
+			 "or by hand); turn them back on with {\"type\":\"set_auto_retry\","
+			 "\"enabled\":true}, --set retry.enabled=true, or by removing the key from that "
+			 "file", s->path);
+}
+
 static char *session_dir(const struct options *o)
 {
 	if (o->no_session || o->session_file != NULL)
@@ -600,6 +833,7 @@ static int run(struct daemon *d, const struct options *o)
 	 * close_all(), never because a hung attempt holds no handle. */
 	d->handles_ready = true;
 
+	warn_if_retries_off(&d->settings);
 	emit_cb(d, json_pack("{s:s}", "type", "ready"));
 	reader_start(d->reader);
 	uv_run(d->loop, UV_RUN_DEFAULT);
@@ -656,6 +890,12 @@ int main(int argc, char **argv)
 	memset(&d, 0, sizeof(d));
 	signal(SIGPIPE, SIG_IGN);
 	log_init_from_env();
+	if (argc > 1 && strcmp(argv[1], "config") == 0) {
+		rc = config_main(argc - 1, argv + 1);
+		secret_reset();
+		free(sets);
+		return rc;
+	}
 	rc = parse_options(argc, argv, &o);
 	if (rc >= 0) {
 		free(sets);

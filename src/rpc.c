@@ -111,7 +111,7 @@ static void dispatch(struct rpc *self, struct command *cmd)
 		respond_ok(self, cmd, NULL);
 		return;
 	case CMD_SET_AUTO_RETRY:
-		session_set_auto_retry(s, cmd->enabled, &data, err, sizeof(err));
+		session_set_auto_retry(s, cmd->enabled, cmd->persist, &data, err, sizeof(err));
 		respond_ok(self, cmd, data);
 		return;
 	case CMD_GET_RETRY_POLICY:

@@ -159,9 +159,9 @@ void assistant_text_end(struct assistant *self)
 }
 
 json_t *assistant_close(struct assistant *self, const char *stop_reason, const char *error,
-			int64_t input_tokens, int64_t output_tokens)
+			int64_t input_tokens, int64_t output_tokens, const char *retry_skipped)
 {
-	json_t *msg = self->partial;
+	json_t *msg = self->partial, *ev;
 	json_t *usage = json_object_get(msg, "usage");
 
 	self->partial = NULL;
@@ -178,7 +178,10 @@ json_t *assistant_close(struct assistant *self, const char *stop_reason, const c
 	json_object_set_new(usage, "input", json_integer(input_tokens));
 	json_object_set_new(usage, "output", json_integer(output_tokens));
 	json_object_set_new(usage, "totalTokens", json_integer(number_add(input_tokens, output_tokens)));
-	emit(self, event_message_end(msg));
+	ev = event_message_end(msg);
+	if (ev != NULL && retry_skipped != NULL)
+		json_object_set_new(ev, "retrySkipped", json_string(retry_skipped));
+	emit(self, ev);
 	return msg;
 }
 

@@ -57,9 +57,12 @@ void assistant_text_delta(struct assistant *self, const char *text, size_t len);
 void assistant_text_end(struct assistant *self);
 /* Closes the open message: stopReason, errorMessage (borrowed; NULL leaves
  * it out), usage (each count clamped to [0, NUMBER_MAX], totalTokens their
- * saturating sum); emits message_end. Returns the message (new reference). */
+ * saturating sum); emits message_end, with "retrySkipped": retry_skipped
+ * (borrowed; NULL leaves it out) beside the message when a retryable failure
+ * is not retried ("disabled": retries are off). Returns the message (new
+ * reference). */
 json_t *assistant_close(struct assistant *self, const char *stop_reason, const char *error,
-			int64_t input_tokens, int64_t output_tokens);
+			int64_t input_tokens, int64_t output_tokens, const char *retry_skipped);
 
 /* get_last_assistant_text's answer for messages (borrowed): {"text": the
  * text blocks of the last assistant message joined, or null}. New reference. */

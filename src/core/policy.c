@@ -283,8 +283,15 @@ struct classify *policy_apply(struct settings *settings, const json_t *changes, 
 	return c;
 }
 
-json_t *policy_set_enabled(struct settings *settings, bool enabled, char *err, size_t errlen)
+json_t *policy_set_enabled(struct settings *settings, bool enabled, bool persist, char *err,
+			   size_t errlen)
 {
+	if (!persist) {
+		if (settings_override_value(settings, "retry.enabled", json_boolean(enabled), err,
+					    errlen) != 0)
+			LOG_WARN("%s", err); /* only memory can fail here */
+		return json_pack("{s:b}", "persisted", 0);
+	}
 	if (settings_persist(settings, "retry.enabled", json_boolean(enabled), err, errlen) == 0)
 		return NULL;
 	LOG_WARN("%s", err);

@@ -110,9 +110,12 @@ const char *policy_string(const struct policy *self, const char *key);
 struct classify *policy_apply(struct settings *settings, const json_t *changes, bool persist,
 			      json_t **data, char *err, size_t errlen);
 
-/* set_auto_retry: saves retry.enabled; it applies to this process even when
- * the file cannot be written. Returns NULL, or then {"persisted":false,
- * "warning"} (new reference; err holds the warning too). */
-json_t *policy_set_enabled(struct settings *settings, bool enabled, char *err, size_t errlen);
+/* set_auto_retry: saves retry.enabled (persist), or sets it for this
+ * process only, like a --set (!persist); it applies to this process even
+ * when the file cannot be written. Returns NULL when saved, {"persisted":
+ * false} for this process only, or {"persisted":false, "warning"} when the
+ * file could not be written (new reference; err holds the warning too). */
+json_t *policy_set_enabled(struct settings *settings, bool enabled, bool persist, char *err,
+			   size_t errlen);
 
 #endif

@@ -262,14 +262,14 @@ static void open_reply(struct session *self)
 }
 
 /* Closes the streamed message into the context; returns it borrowed from
- * there. */
+ * there. skipped: why a retryable failure is not retried, or NULL. */
 static json_t *close_reply(struct session *self, enum stop_reason stop, const char *error,
-			   int64_t input, int64_t output)
+			   int64_t input, int64_t output, const char *skipped)
 {
 	json_t *msg;
 
 	open_reply(self);
-	msg = assistant_close(&self->reply, stop_reason_name(stop), error, input, output);
+	msg = assistant_close(&self->reply, stop_reason_name(stop), error, input, output, skipped);
 	add_message(self, msg);
 	json_decref(msg);
 	return msg;
@@ -402,7 +402,10 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 		tell_fleet(self, r, &v, &policy);
 		fleet_done(self->cfg.fleet);
 	}
-	msg = close_reply(self, r->stop, v.error, r->input_tokens, r->output_tokens);
+	/* Retries being off is no silent stop: the failed message says so
+	 * (no auto_retry_end is owed, no chain having started). */
+	msg = close_reply(self, r->stop, v.error, r->input_tokens, r->output_tokens,
+			  r->stop == STOP_ERROR && v.retryable && !policy.enabled ? "disabled" : NULL);
 	if (r->stop == STOP_ERROR || r->stop == STOP_ABORTED) {
 		outcome.error_message = v.error ? v.error
 				      : r->error_message ? r->error_message : "Unknown error";
@@ -781,7 +784,8 @@ static void abort_hold(struct session *self)
 	struct retry_decision d;
 
 	stop_hold(self);
-	emit(self, event_turn_end(close_reply(self, STOP_ABORTED, FLEET_CANCELLED_MESSAGE, 0, 0)));
+	emit(self, event_turn_end(close_reply(self, STOP_ABORTED, FLEET_CANCELLED_MESSAGE, 0, 0,
+					      NULL)));
 	retry_cancel(&self->chain, &d);
 	emit_retry_end(self, &d, NULL);
 }
@@ -821,7 +825,7 @@ void session_abort(struct session *self, json_t **data)
 		abort_hold(self);
 	} else if (self->phase == SESSION_ATTEMPT) {
 		stop_attempt(self);
-		emit(self, event_turn_end(close_reply(self, STOP_ABORTED, ABORTED_MESSAGE, 0, 0)));
+		emit(self, event_turn_end(close_reply(self, STOP_ABORTED, ABORTED_MESSAGE, 0, 0, NULL)));
 		retry_cancel(&self->chain, &d);
 		emit_retry_end(self, &d, NULL);
 	}
@@ -833,11 +837,11 @@ void session_abort(struct session *self, json_t **data)
 		json_decref(dropped);
 }
 
-int session_set_auto_retry(struct session *self, bool enabled, json_t **data,
+int session_set_auto_retry(struct session *self, bool enabled, bool persist, json_t **data,
 			   char *err, size_t errlen)
 {
 	self->auto_retry_gen++;
-	*data = policy_set_enabled(self->cfg.settings, enabled, err, errlen);
+	*data = policy_set_enabled(self->cfg.settings, enabled, persist, err, errlen);
 	return 0;
 }
 

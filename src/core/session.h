@@ -143,7 +143,9 @@ json_t *session_classify(struct session *self, struct classify_input *in);
 void session_abort(struct session *self, json_t **data);
 /* Cancels a pending backoff (no event when there is none). */
 void session_abort_retry(struct session *self);
-int session_set_auto_retry(struct session *self, bool enabled, json_t **data,
+/* set_auto_retry: persist writes the settings file, else this process
+ * only; *data as policy_set_enabled() says. */
+int session_set_auto_retry(struct session *self, bool enabled, bool persist, json_t **data,
 			   char *err, size_t errlen);
 json_t *session_state(struct session *self);          /* new reference */
 /* The policy a prompt accepted now would run on (new reference). */

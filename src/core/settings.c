@@ -2,13 +2,16 @@
 
 #include "base/errbuf.h"
 #include "base/fsutil.h"
+#include "base/utf8.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,11 +44,13 @@ struct rule {
 	json_int_t min, max;
 	const char *choices;
 	bool unset;
+	bool open;         /* RULE_OBJECT whose members are names, not table keys */
 	json_int_t number;
 	const char *text;
 };
 
 #define SECTION(k)          { .key = k, .kind = RULE_OBJECT, .text = "{}" }
+#define OPEN_SECTION(k)     { .key = k, .kind = RULE_OBJECT, .open = true, .text = "{}" }
 #define BOOL(k, d)          { .key = k, .kind = RULE_BOOL, .number = (d) }
 #define INT(k, lo, hi, d)   { .key = k, .kind = RULE_INT, .min = (lo), .max = (hi), .number = (d) }
 #define INT_UNSET(k, lo, hi) { .key = k, .kind = RULE_INT, .min = (lo), .max = (hi), .unset = true }
@@ -57,7 +62,9 @@ struct rule {
 
 /* One row per known key. A section's own row comes before its members, so a
  * "retry" that is not an object is reported as such, and the defaults' keys
- * keep this order (get_retry_policy shows it). */
+ * keep this order (get_retry_policy shows it). Under a section every name
+ * must be a row, except under an open one, whose members are names of its
+ * own (providers, scopes). */
 static const struct rule rules[] = {
 	SECTION("retry"),
 	SECTION("rpc"),
@@ -65,12 +72,12 @@ static const struct rule rules[] = {
 	SECTION("http"),
 	/* Entries are checked when one is chosen (provider_http.c, cli_profile.c);
 	 * the built-in ones come with the built-in layer. */
-	SECTION("providers"),
+	OPEN_SECTION("providers"),
 	SECTION("fleet"),
 	SECTION("fleet.redis"),
 	/* provider name -> "model" | "credential" | "provider"; checked by
 	 * fleet_config_from_settings. */
-	SECTION("fleet.providerScopes"),
+	OPEN_SECTION("fleet.providerScopes"),
 	INT("http.connectTimeoutMs",         0, DAY_MS, 30000),
 	INT("http.idleTimeoutMs",            0, DAY_MS, 300000),
 	BOOL("retry.enabled",                true),
@@ -468,6 +475,177 @@ int settings_check(const char *key, const json_t *value, char *err, size_t errle
 	return check_at(key, value, err, errlen);
 }
 
+/* Longer names are not compared (and are no typo of a table key). */
+#define SUGGEST_MAX_LEN 96
+
+/* Insertions, deletions, substitutions and swaps of two neighbours that
+ * turn a into b, ignoring ASCII case (the optimal string alignment
+ * distance); SIZE_MAX when either is longer than SUGGEST_MAX_LEN. */
+static size_t distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t rows[3][SUGGEST_MAX_LEN + 1];
+
+	if (la > SUGGEST_MAX_LEN || lb > SUGGEST_MAX_LEN)
+		return SIZE_MAX;
+	for (size_t j = 0; j <= lb; j++)
+		rows[0][j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t *cur = rows[i % 3], *prev = rows[(i - 1) % 3], *prev2 = rows[(i + 1) % 3];
+		int ca = tolower((unsigned char)a[i - 1]);
+
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			int cb = tolower((unsigned char)b[j - 1]);
+			size_t best = prev[j - 1] + (ca != cb);
+
+			if (prev[j] + 1 < best)
+				best = prev[j] + 1;
+			if (cur[j - 1] + 1 < best)
+				best = cur[j - 1] + 1;
+			if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+			    tolower((unsigned char)a[i - 2]) == cb && prev2[j - 2] + 1 < best)
+				best = prev2[j - 2] + 1;
+			cur[j] = best;
+		}
+	}
+	return rows[la % 3][lb];
+}
+
+/* Whether row `r` is a section above `key` ("retry" for "retry.x"). */
+static bool is_parent(const char *r, const char *key)
+{
+	size_t n = strlen(r);
+
+	return strncmp(r, key, n) == 0 && key[n] == '.';
+}
+
+const char *settings_suggest(const char *key)
+{
+	size_t len = strlen(key), limit = len / 3 > 2 ? len / 3 : 2, best = SIZE_MAX, d;
+	const char *found = NULL;
+
+	for (size_t i = 0; i < NRULES; i++)
+		if (strcasecmp(rules[i].key, key) == 0)
+			return rules[i].key;
+	for (size_t i = 0; i < NRULES; i++) {
+		/* The section the unknown key sits in exists already. */
+		if (is_parent(rules[i].key, key))
+			continue;
+		d = distance(key, rules[i].key);
+		if (d < best) {
+			best = d;
+			found = rules[i].key;
+		}
+	}
+	return best <= limit ? found : NULL;
+}
+
+/* Where a check's problems go: the first into err, where checking stops
+ * (list NULL), or each one appended to list as a sentence (err is then the
+ * scratch buffer). */
+struct problems {
+	json_t *list;
+	char *err;
+	size_t errlen;
+	int count;
+};
+
+/* Records the problem now in p->err; returns whether checking stops. */
+static bool problem_found(struct problems *p)
+{
+	p->count++;
+	if (p->list == NULL)
+		return true;
+	json_array_append_new(p->list, json_string(utf8_repair(p->err)));
+	return false;
+}
+
+/* The problem of an unknown `key` whose value is v: when v leads down one
+ * path only ({"Retry": {"MaxRetries": 1}}, what a --set makes), the whole
+ * path is named if a row is near it. */
+static void unknown_name(const char *key, const json_t *v, struct problems *p)
+{
+	char path[SUGGEST_MAX_LEN + 1];
+	const char *hint = NULL, *name;
+	size_t n = (size_t)snprintf(path, sizeof(path), "%s", key);
+
+	while (n < sizeof(path) && json_is_object(v) && json_object_size(v) == 1) {
+		void *it = json_object_iter((json_t *)v);
+
+		name = json_object_iter_key(it);
+		v = json_object_iter_value(it);
+		n += (size_t)snprintf(path + n, sizeof(path) - n, ".%s", name);
+	}
+	if (n < sizeof(path) && strcmp(path, key) != 0)
+		hint = settings_suggest(path);
+	if (hint == NULL)
+		hint = settings_suggest(key);
+	else
+		key = path;
+	if (hint != NULL)
+		errbuf_set(p->err, p->errlen, "unknown setting \"%.100s\" (did you mean %s?)", key, hint);
+	else
+		errbuf_set(p->err, p->errlen, "unknown setting \"%.100s\" (retryd config lists the "
+			   "known ones)", key);
+}
+
+/* Every member of `obj`, the object at dotted `prefix` ("" at the top), must
+ * be a row of the table; a leaf's value and an open section's members are
+ * not looked into here. Returns whether checking stops. */
+static bool check_names(const char *prefix, const json_t *obj, struct problems *p)
+{
+	const char *name;
+	json_t *v;
+
+	json_object_foreach((json_t *)obj, name, v) {
+		const struct rule *r;
+		size_t n = strlen(prefix) + strlen(name) + 2;
+		char *key = malloc(n);
+		bool stop = false;
+
+		if (key == NULL) {
+			errbuf_set(p->err, p->errlen, "out of memory");
+			return problem_found(p);
+		}
+		snprintf(key, n, "%s%s%s", prefix, *prefix != '\0' ? "." : "", name);
+		r = find_rule(key);
+		if (r == NULL) {
+			unknown_name(key, v, p);
+			stop = problem_found(p);
+		} else if (r->kind == RULE_OBJECT && !r->open && json_is_object(v)) {
+			stop = check_names(key, v, p);
+		}
+		free(key);
+		if (stop)
+			return true;
+	}
+	return false;
+}
+
+/* A whole layer (an object): unknown names, then each row's value. Returns
+ * -1 when anything was wrong. */
+static int check_layer(const json_t *layer, struct problems *p)
+{
+	if (check_names("", layer, p))
+		return -1;
+	for (size_t i = 0; i < NRULES; i++) {
+		const json_t *v = path_get(layer, rules[i].key);
+
+		if (v != NULL && check_rule(&rules[i], v, p->err, p->errlen) < 0 && problem_found(p))
+			return -1;
+	}
+	return p->count > 0 ? -1 : 0;
+}
+
+/* check_layer() that stops at the first problem, left in err. */
+static int check_whole(const json_t *layer, char *err, size_t errlen)
+{
+	struct problems p = { NULL, err, errlen, 0 };
+
+	return check_layer(layer, &p);
+}
+
 /* Objects merge recursively; everything else in `src` replaces. */
 static int merge_into(json_t *dst, json_t *src)
 {
@@ -538,7 +716,7 @@ static json_t *build_defaults(const json_t *builtins, char *err, size_t errlen)
 		errbuf_set(err, errlen, "settings: the built-in layer must be an object");
 		goto fail;
 	}
-	if (check_at("", builtins, err, errlen) < 0) {
+	if (check_whole(builtins, err, errlen) < 0) {
 		prefix_err(err, errlen, "settings: ", "built-in layer");
 		goto fail;
 	}
@@ -602,8 +780,10 @@ fail:
 	return -1;
 }
 
-/* The file layer: a new object, {} for a missing or blank file. */
-static json_t *load_file(const char *path, char *err, size_t errlen)
+/* The object a settings file holds (new reference): {} for a blank file, and
+ * for a missing one when missing_ok. NULL with err saying why, without the
+ * file's name: "line 3 column 5: ...". */
+static json_t *load_json_file(const char *path, bool missing_ok, char *err, size_t errlen)
 {
 	json_t *root = NULL;
 	json_error_t jerr;
@@ -611,9 +791,9 @@ static json_t *load_file(const char *path, char *err, size_t errlen)
 	size_t len = 0;
 
 	if (read_all(path, &text, &len) < 0) {
-		if (errno == ENOENT)
+		if (errno == ENOENT && missing_ok)
 			return json_object();
-		errbuf_set(err, errlen, "settings file %s: %s", path, strerror(errno));
+		errbuf_set(err, errlen, "%s", strerror(errno));
 		return NULL;
 	}
 	if (strspn(text, " \t\r\n") == len) {
@@ -624,24 +804,31 @@ static json_t *load_file(const char *path, char *err, size_t errlen)
 	free(text);
 	if (root == NULL) {
 		if (jerr.line > 0)
-			errbuf_set(err, errlen, "settings file %s: line %d column %d: %s", path,
-				jerr.line, jerr.column, jerr.text);
+			errbuf_set(err, errlen, "line %d column %d: %s", jerr.line, jerr.column,
+				   jerr.text);
 		else
-			errbuf_set(err, errlen, "settings file %s: %s", path, jerr.text);
+			errbuf_set(err, errlen, "%s", jerr.text);
 		return NULL;
 	}
 	if (!json_is_object(root)) {
-		errbuf_set(err, errlen, "settings file %s: must hold a JSON object", path);
-		goto fail;
-	}
-	if (check_at("", root, err, errlen) < 0) {
-		prefix_err(err, errlen, "settings file ", path);
-		goto fail;
+		errbuf_set(err, errlen, "must hold a JSON object");
+		json_decref(root);
+		return NULL;
 	}
 	return root;
-fail:
-	json_decref(root);
-	return NULL;
+}
+
+/* The file layer: a new object, {} for a missing or blank file. */
+static json_t *load_file(const char *path, char *err, size_t errlen)
+{
+	json_t *root = load_json_file(path, true, err, errlen);
+
+	if (root == NULL || check_whole(root, err, errlen) < 0) {
+		json_decref(root);
+		prefix_err(err, errlen, "settings file ", path);
+		return NULL;
+	}
+	return root;
 }
 
 int settings_load(struct settings *self, const json_t *builtins, const char *path,
@@ -654,6 +841,11 @@ int settings_load(struct settings *self, const json_t *builtins, const char *pat
 	self->defaults = build_defaults(builtins, err, errlen);
 	if (self->defaults == NULL)
 		goto fail;
+	if (builtins != NULL) {
+		self->builtins = json_deep_copy(builtins);
+		if (self->builtins == NULL)
+			goto oom;
+	}
 	self->overrides = json_object();
 	if (self->overrides == NULL)
 		goto oom;
@@ -685,6 +877,7 @@ int settings_init(struct settings *self, const char *path, char *err, size_t err
 void settings_release(struct settings *self)
 {
 	json_decref(self->defaults);
+	json_decref(self->builtins);
 	json_decref(self->file);
 	json_decref(self->overrides);
 	json_decref(self->effective);
@@ -712,7 +905,7 @@ int settings_override_value(struct settings *self, const char *key, json_t *valu
 	value = NULL; /* owned by overrides now */
 	/* The whole layer, so a value that makes a known key's parent a
 	 * non-object ("retry.maxRetries.x") is caught too. */
-	if (check_at("", overrides, err, errlen) < 0)
+	if (check_whole(overrides, err, errlen) < 0)
 		goto fail;
 	eff = build_effective(self->defaults, self->file, overrides);
 	if (eff == NULL)
@@ -935,7 +1128,7 @@ int settings_persist(struct settings *self, const char *key, json_t *value, char
 		goto oom;
 	}
 	value = NULL; /* owned by file now */
-	if (check_at("", file, err, errlen) < 0)
+	if (check_whole(file, err, errlen) < 0)
 		goto fail;
 	path_del(overrides, key);
 	eff = build_effective(self->defaults, file, overrides);
@@ -966,4 +1159,104 @@ fail:
 	json_decref(file);
 	json_decref(overrides);
 	return -1;
+}
+
+enum settings_origin settings_origin(const struct settings *self, const char *key)
+{
+	if (path_get(self->overrides, key) != NULL)
+		return SETTINGS_ORIGIN_OVERRIDE;
+	if (path_get(self->file, key) != NULL)
+		return SETTINGS_ORIGIN_FILE;
+	if (path_get(self->builtins, key) != NULL)
+		return SETTINGS_ORIGIN_BUILTIN;
+	if (path_get(self->defaults, key) != NULL)
+		return SETTINGS_ORIGIN_DEFAULT;
+	return SETTINGS_ORIGIN_NONE;
+}
+
+const char *settings_origin_name(enum settings_origin origin)
+{
+	switch (origin) {
+	case SETTINGS_ORIGIN_DEFAULT:
+		return "default";
+	case SETTINGS_ORIGIN_BUILTIN:
+		return "built-in";
+	case SETTINGS_ORIGIN_FILE:
+		return "file";
+	case SETTINGS_ORIGIN_OVERRIDE:
+		return "--set";
+	default:
+		return "unset";
+	}
+}
+
+static int compare_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* An open section's members, by name. */
+static int visit_open(const struct settings *self, const struct rule *r, const json_t *section,
+		      settings_visit_cb cb, void *ctx)
+{
+	size_t n = json_object_size(section), i = 0;
+	const char **names = calloc(n > 0 ? n : 1, sizeof(*names));
+	const char *name;
+	json_t *v;
+
+	if (names == NULL)
+		return -1;
+	json_object_foreach((json_t *)section, name, v)
+		names[i++] = name;
+	qsort(names, n, sizeof(*names), compare_names);
+	for (i = 0; i < n; i++) {
+		size_t len = strlen(r->key) + strlen(names[i]) + 2;
+		char *key = malloc(len);
+
+		if (key == NULL) {
+			free(names);
+			return -1;
+		}
+		snprintf(key, len, "%s.%s", r->key, names[i]);
+		cb(ctx, key, json_object_get(section, names[i]), settings_origin(self, key));
+		free(key);
+	}
+	free(names);
+	return 0;
+}
+
+int settings_foreach(const struct settings *self, settings_visit_cb cb, void *ctx)
+{
+	for (size_t i = 0; i < NRULES; i++) {
+		const struct rule *r = &rules[i];
+		const json_t *v = settings_get(self, r->key);
+
+		if (v == NULL || (r->kind == RULE_OBJECT && !r->open))
+			continue;
+		if (r->open) {
+			if (visit_open(self, r, v, cb, ctx) < 0)
+				return -1;
+			continue;
+		}
+		cb(ctx, r->key, v, settings_origin(self, r->key));
+	}
+	return 0;
+}
+
+json_t *settings_check_file(const char *path)
+{
+	json_t *list = json_array(), *root;
+	char err[1024] = "";
+	struct problems p = { list, err, sizeof(err), 0 };
+
+	if (list == NULL)
+		return NULL;
+	root = load_json_file(path, false, err, sizeof(err));
+	if (root == NULL) {
+		problem_found(&p);
+		return list;
+	}
+	check_layer(root, &p);
+	json_decref(root);
+	return list;
 }

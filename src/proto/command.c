@@ -344,6 +344,13 @@ static int parse_fields(struct command *cmd)
 			return fail(cmd, "%s: field \"enabled\" must be true or false, not %s",
 				    cmd->name, json_kind(v));
 		cmd->enabled = json_is_true(v);
+		/* pi's set_auto_retry always persists; persist:false keeps the
+		 * change to this process. */
+		v = json_object_get(cmd->root, "persist");
+		if (v != NULL && !json_is_null(v) && !json_is_boolean(v))
+			return fail(cmd, "%s: field \"persist\" must be true or false, not %s",
+				    cmd->name, json_kind(v));
+		cmd->persist = !json_is_false(v);
 		return 0;
 	case CMD_SET_MODEL:
 		if (need_string(cmd, "provider", &cmd->provider) != 0)

@@ -56,7 +56,7 @@ struct command {
 	enum streaming_behavior behavior; /* prompt */
 	json_t *retry;         /* prompt: its own retry settings; NULL when absent */
 	json_t *policy;        /* set_retry_policy */
-	bool persist;          /* set_retry_policy */
+	bool persist;          /* set_retry_policy (default false), set_auto_retry (default true) */
 	bool enabled;          /* set_auto_retry */
 	const char *provider;  /* set_model */
 	const char *model_id;  /* set_model */

@@ -253,6 +253,9 @@ static void on_event(struct retryd_client *c, const char *type, json_t *ev, void
 			out_write(t, json_string_value(delta), json_string_length(delta));
 	} else if (strcmp(type, "message_end") == 0) {
 		on_message_end(t, json_object_get(ev, "message"));
+		/* The daemon's start warning names the file; this says why now. */
+		if (json_object_get(ev, "retrySkipped") != NULL && !t->quiet)
+			say(t, "%s", "retryctl: retries are off (set_auto_retry or retry.enabled)");
 	}
 }
 

@@ -613,22 +613,24 @@ class VolumeTests(FaultCase):
 class UnwritableFileTests(FaultCase):
     def _unwritable_settings(self):
         """A settings path that reads (as missing, or as a file) but cannot
-        be written: a read-only directory, or, for root, who may write
-        anywhere, a path under /proc."""
+        be written, and the daemon arguments or environment that choose it:
+        a file in a read-only directory, or, for root, who may write
+        anywhere, the default path under XDG_CONFIG_HOME=/proc/self (an
+        explicit --settings must exist; the default path may be missing)."""
         if os.geteuid() == 0:
-            return "/proc/self/retryd-e2e-settings.json", None
+            return "/proc/self/retryd/settings.json", {"XDG_CONFIG_HOME": "/proc/self"}
         tmp = tempfile.mkdtemp(prefix="retryd-faults-ro-")
         path = os.path.join(tmp, "settings.json")
         with open(path, "w") as f:
             json.dump({"retry": {"maxRetries": 2}}, f)
         os.chmod(tmp, 0o555)
         self.addCleanup(lambda: (os.chmod(tmp, 0o755), subprocess.run(["rm", "-rf", tmp])))
-        return path, tmp
+        return path, None
 
     def test_unwritable_settings_file_warns_in_the_response_and_applies_in_memory(self):
-        path, _ = self._unwritable_settings()
-        d = self.spawn(args=["--settings", path, "--no-session"],
-                       plan=[{"error": "503 Service Unavailable"}, {"text": "ok"}])
+        path, env = self._unwritable_settings()
+        d = self.spawn(args=(["--settings", path] if env is None else []) + ["--no-session"],
+                       env=env, plan=[{"error": "503 Service Unavailable"}, {"text": "ok"}])
         r = d.request({"type": "set_auto_retry", "enabled": False})
         self.assertTrue(r["success"], r)
         self.assertIs(r["data"]["persisted"], False)

@@ -134,7 +134,7 @@ START_TEST(test_delta_updates_write_lines_and_close_keeps_every_block)
 	ck_assert_ptr_nonnull(strstr(lines.data, "\"contentIndex\":1,\"delta\":\"two\""));
 	/* No partial in delta updates. */
 	ck_assert_ptr_null(json_object_get(event(1), "message"));
-	msg = assistant_close(&a, "stop", NULL, 7, 5);
+	msg = assistant_close(&a, "stop", NULL, 7, 5, NULL);
 	ck_assert(!assistant_is_open(&a));
 	content = json_object_get(msg, "content");
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(content, 0), "text")), "one!");
@@ -177,7 +177,7 @@ START_TEST(test_close_records_stop_reason_error_and_usage)
 	assistant_text_end(&a);
 	ck_assert_uint_eq(json_array_size(events), 0);
 	assistant_open(&a, "x", "sim", "sim-1", 0);
-	msg = assistant_close(&a, "error", "503 Service Unavailable", 10, 4);
+	msg = assistant_close(&a, "error", "503 Service Unavailable", 10, 4, NULL);
 	ck_assert_str_eq(json_string_value(json_object_get(msg, "stopReason")), "error");
 	ck_assert_str_eq(json_string_value(json_object_get(msg, "errorMessage")),
 			 "503 Service Unavailable");
@@ -199,14 +199,14 @@ START_TEST(test_close_saturates_huge_counts_and_their_sum_and_drops_negatives)
 	init(&a, false);
 	assistant_open(&a, "x", "sim", "sim-1", 0);
 	/* The reported defect: these two gave totalTokens -2 (and UB). */
-	msg = assistant_close(&a, "stop", NULL, INT64_MAX, INT64_MAX);
+	msg = assistant_close(&a, "stop", NULL, INT64_MAX, INT64_MAX, NULL);
 	usage = json_object_get(msg, "usage");
 	ck_assert_int_eq(json_integer_value(json_object_get(usage, "input")), NUMBER_MAX);
 	ck_assert_int_eq(json_integer_value(json_object_get(usage, "output")), NUMBER_MAX);
 	ck_assert_int_eq(json_integer_value(json_object_get(usage, "totalTokens")), NUMBER_MAX);
 	json_decref(msg);
 	assistant_open(&a, "x", "sim", "sim-1", 0);
-	msg = assistant_close(&a, "stop", NULL, -1, INT64_MIN);
+	msg = assistant_close(&a, "stop", NULL, -1, INT64_MIN, NULL);
 	usage = json_object_get(msg, "usage");
 	ck_assert_int_eq(json_integer_value(json_object_get(usage, "input")), 0);
 	ck_assert_int_eq(json_integer_value(json_object_get(usage, "output")), 0);

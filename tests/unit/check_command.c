@@ -202,6 +202,26 @@ START_TEST(test_mistyped_field_error_names_field_and_kind)
 }
 END_TEST
 
+START_TEST(test_set_auto_retry_persists_unless_told_not_to)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("{\"type\":\"set_auto_retry\",\"enabled\":false}", &c), 0);
+	ck_assert(c.persist);
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"set_auto_retry\",\"enabled\":false,\"persist\":null}", &c), 0);
+	ck_assert(c.persist);
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"set_auto_retry\",\"enabled\":false,\"persist\":false}", &c), 0);
+	ck_assert(!c.persist);
+	ck_assert(!c.enabled);
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"set_auto_retry\",\"enabled\":true,\"persist\":\"no\"}", &c), -1);
+	ck_assert_str_eq(c.error, "set_auto_retry: field \"persist\" must be true or false, not a string");
+	command_release(&c);
+}
+END_TEST
+
 START_TEST(test_images_are_checked_item_by_item)
 {
 	struct command c;
@@ -369,6 +389,7 @@ Suite *command_suite(void)
 	TCase *tc = tcase_create("parse");
 
 	tcase_add_test(tc, test_prompt_parses_message_id_and_behavior);
+	tcase_add_test(tc, test_set_auto_retry_persists_unless_told_not_to);
 	tcase_add_test(tc, test_not_json_is_parse_error_without_id);
 	tcase_add_test(tc, test_invalid_utf8_is_parse_error);
 	tcase_add_test(tc, test_non_object_is_parse_error);

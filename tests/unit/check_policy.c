@@ -246,14 +246,14 @@ START_TEST(test_set_enabled_saves_or_says_why_not)
 	enum log_level level = log_level;
 	json_t *data;
 
-	ck_assert_ptr_null(policy_set_enabled(&settings, false, err, sizeof(err)));
+	ck_assert_ptr_null(policy_set_enabled(&settings, false, true, err, sizeof(err)));
 	ck_assert(!settings_bool(&settings, "retry.enabled", true));
 	ck_assert_int_eq(access(path, F_OK), 0);
 
 	ck_assert_int_eq(settings_init(&unwritable, "/proc/retryd-no/settings.json", err,
 				       sizeof(err)), 0);
 	log_level = LOG_LEVEL_NONE; /* the expected warning */
-	data = policy_set_enabled(&unwritable, false, err, sizeof(err));
+	data = policy_set_enabled(&unwritable, false, true, err, sizeof(err));
 	log_level = level;
 	ck_assert_ptr_nonnull(data);
 	ck_assert(json_is_false(json_object_get(data, "persisted")));
@@ -265,6 +265,25 @@ START_TEST(test_set_enabled_saves_or_says_why_not)
 }
 END_TEST
 
+START_TEST(test_set_enabled_without_persist_leaves_the_file_alone)
+{
+	char err[512];
+	json_t *data = policy_set_enabled(&settings, false, false, err, sizeof(err));
+
+	ck_assert_ptr_nonnull(data);
+	ck_assert(json_is_false(json_object_get(data, "persisted")));
+	ck_assert_ptr_null(json_object_get(data, "warning"));
+	ck_assert(!settings_bool(&settings, "retry.enabled", true));
+	ck_assert_int_eq(settings_origin(&settings, "retry.enabled"), SETTINGS_ORIGIN_OVERRIDE);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	json_decref(data);
+	/* A persisting one afterwards replaces it, in the file. */
+	ck_assert_ptr_null(policy_set_enabled(&settings, true, true, err, sizeof(err)));
+	ck_assert(settings_bool(&settings, "retry.enabled", false));
+	ck_assert_int_eq(settings_origin(&settings, "retry.enabled"), SETTINGS_ORIGIN_FILE);
+}
+END_TEST
+
 Suite *policy_suite(void)
 {
 	Suite *s = suite_create("policy");
@@ -272,6 +291,7 @@ Suite *policy_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_prompt_policy_is_checked_and_names_the_key);
+	tcase_add_test(tc, test_set_enabled_without_persist_leaves_the_file_alone);
 	tcase_add_test(tc, test_adopted_snapshot_holds_until_set_auto_retry_changes_it);
 	tcase_add_test(tc, test_judge_classifies_once_and_says_why_a_retry_cannot_resume);
 	tcase_add_test(tc, test_judge_reads_the_typed_failure_before_the_text);

@@ -436,7 +436,7 @@ START_TEST(test_disabling_mid_chain_still_closes_chain_once)
 	fx_init(&f, "[{\"error\":\"503\"},{\"error\":\"503\"}]", sets);
 	prompt(&f, "hi");
 	clock_fake_settle(&f.clock);
-	ck_assert_int_eq(session_set_auto_retry(&f.s, false, &data, err, sizeof(err)), 0);
+	ck_assert_int_eq(session_set_auto_retry(&f.s, false, true, &data, err, sizeof(err)), 0);
 	ck_assert_ptr_null(data);
 	types(&f);
 	clock_fake_advance(&f.clock, 10);
@@ -448,6 +448,54 @@ START_TEST(test_disabling_mid_chain_still_closes_chain_once)
 			 "auto_retry_end,agent_end");
 	/* Persisted to the settings file. */
 	ck_assert_int_eq(access(f.path, F_OK), 0);
+	fx_release(&f);
+}
+END_TEST
+
+/* The last message_end of an assistant message. */
+static json_t *last_assistant_end(struct fx *f)
+{
+	json_t *ev, *found = NULL;
+	size_t i;
+
+	json_array_foreach(f->events, i, ev)
+		if (strcmp(json_string_value(json_object_get(ev, "type")), "message_end") == 0 &&
+		    strcmp(json_string_value(json_object_get(json_object_get(ev, "message"), "role")),
+			   "assistant") == 0)
+			found = ev;
+	return found;
+}
+
+START_TEST(test_retryable_failure_with_retries_off_says_retry_skipped)
+{
+	struct fx f;
+	const char *const off[] = { "retry.enabled=false", NULL };
+	json_t *ev;
+	size_t i;
+
+	fx_init(&f, "[{\"error\":\"503\"}]", off);
+	prompt(&f, "hi");
+	clock_fake_settle(&f.clock);
+	ck_assert_str_eq(json_string_value(json_object_get(last_assistant_end(&f), "retrySkipped")),
+			 "disabled");
+	ck_assert_ptr_null(find(&f, "auto_retry_end"));
+	fx_release(&f);
+	/* Not retryable anyway: nothing was skipped. */
+	fx_init(&f, "[{\"error\":\"401 invalid api key\"}]", off);
+	prompt(&f, "hi");
+	clock_fake_settle(&f.clock);
+	ck_assert_ptr_nonnull(last_assistant_end(&f));
+	ck_assert_ptr_null(json_object_get(last_assistant_end(&f), "retrySkipped"));
+	fx_release(&f);
+	/* Retries on: a retried failure carries nothing either. */
+	fx_init(&f, "[{\"error\":\"503\"},{\"text\":\"ok\"}]", NULL);
+	prompt(&f, "hi");
+	clock_fake_settle(&f.clock);
+	clock_fake_advance(&f.clock, 2000);
+	clock_fake_settle(&f.clock);
+	ck_assert_ptr_nonnull(find(&f, "auto_retry_end"));
+	json_array_foreach(f.events, i, ev)
+		ck_assert_ptr_null(json_object_get(ev, "retrySkipped"));
 	fx_release(&f);
 }
 END_TEST
@@ -632,7 +680,7 @@ START_TEST(test_set_auto_retry_off_still_stops_a_snapshot_chain)
 	ck_assert(submit(&f, "hi", BEHAVIOR_NONE, "{\"enabled\":true,\"baseDelayMs\":10}", err,
 			 sizeof(err)) == 0);
 	clock_fake_settle(&f.clock);
-	session_set_auto_retry(&f.s, false, &data, err, sizeof(err));
+	session_set_auto_retry(&f.s, false, true, &data, err, sizeof(err));
 	types(&f);
 	clock_fake_advance(&f.clock, 10);
 	clock_fake_settle(&f.clock);
@@ -870,7 +918,7 @@ START_TEST(test_set_auto_retry_off_reaches_follow_ups_queued_before_it)
 	fx_init(&f, "[{\"text\":\"one\",\"delayMs\":5},{\"error\":\"503\"}]", sets);
 	prompt(&f, "first");
 	ck_assert_int_eq(submit(&f, "second", BEHAVIOR_FOLLOW_UP, NULL, err, sizeof(err)), 0);
-	session_set_auto_retry(&f.s, false, &data, err, sizeof(err));
+	session_set_auto_retry(&f.s, false, true, &data, err, sizeof(err));
 	clock_fake_advance(&f.clock, 100);
 	ck_assert_ptr_null(find(&f, "auto_retry_start"));
 	ck_assert(!f.s.busy);
@@ -1285,6 +1333,7 @@ Suite *session_suite(void)
 	tcase_add_test(tc, test_follow_up_runs_after_chain_in_same_run);
 	tcase_add_test(tc, test_steer_during_backoff_goes_before_next_attempt);
 	tcase_add_test(tc, test_disabling_mid_chain_still_closes_chain_once);
+	tcase_add_test(tc, test_retryable_failure_with_retries_off_says_retry_skipped);
 	tcase_add_test(tc, test_usage_limit_switches_credential_with_zero_delay);
 	tcase_add_test(tc, test_usage_limit_with_nowhere_to_switch_ends_at_once_with_the_reset_time);
 	tcase_add_test(tc, test_state_reports_retry_fields_during_backoff);

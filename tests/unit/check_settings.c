@@ -292,10 +292,10 @@ START_TEST(test_set_value_is_parsed_as_json)
 	ck_assert_int_eq(settings_override(&s, "sim.models=[\"a\",\"b\"]", err, sizeof(err)), 0);
 	v = settings_get(&s, "sim.models");
 	ck_assert_int_eq(json_array_size(v), 2);
-	ck_assert_int_eq(settings_override(&s, "extra.quoted=\"42\"", err, sizeof(err)), 0);
-	ck_assert_str_eq(settings_string(&s, "extra.quoted", "?"), "42");
-	ck_assert_int_eq(settings_override(&s, "extra.number=42", err, sizeof(err)), 0);
-	ck_assert_int_eq(settings_int(&s, "extra.number", -1), 42);
+	ck_assert_int_eq(settings_override(&s, "providers.extra.quoted=\"42\"", err, sizeof(err)), 0);
+	ck_assert_str_eq(settings_string(&s, "providers.extra.quoted", "?"), "42");
+	ck_assert_int_eq(settings_override(&s, "providers.extra.number=42", err, sizeof(err)), 0);
+	ck_assert_int_eq(settings_int(&s, "providers.extra.number", -1), 42);
 	settings_release(&s);
 }
 END_TEST
@@ -306,12 +306,12 @@ START_TEST(test_set_value_that_is_not_json_is_a_string)
 	char err[512] = "";
 
 	load(&s, NULL);
-	ck_assert_int_eq(settings_override(&s, "extra.name=hello world", err, sizeof(err)), 0);
-	ck_assert_str_eq(settings_string(&s, "extra.name", "?"), "hello world");
-	ck_assert_int_eq(settings_override(&s, "extra.eq=a=b", err, sizeof(err)), 0);
-	ck_assert_str_eq(settings_string(&s, "extra.eq", "?"), "a=b");
-	ck_assert_int_eq(settings_override(&s, "extra.empty=", err, sizeof(err)), 0);
-	ck_assert_str_eq(settings_string(&s, "extra.empty", "?"), "");
+	ck_assert_int_eq(settings_override(&s, "providers.extra.name=hello world", err, sizeof(err)), 0);
+	ck_assert_str_eq(settings_string(&s, "providers.extra.name", "?"), "hello world");
+	ck_assert_int_eq(settings_override(&s, "providers.extra.eq=a=b", err, sizeof(err)), 0);
+	ck_assert_str_eq(settings_string(&s, "providers.extra.eq", "?"), "a=b");
+	ck_assert_int_eq(settings_override(&s, "providers.extra.empty=", err, sizeof(err)), 0);
+	ck_assert_str_eq(settings_string(&s, "providers.extra.empty", "?"), "");
 	settings_release(&s);
 }
 END_TEST
@@ -322,13 +322,13 @@ START_TEST(test_set_dotted_key_creates_nested_objects)
 	char err[512] = "";
 
 	load(&s, NULL);
-	ck_assert_int_eq(settings_override(&s, "a.b.c=1", err, sizeof(err)), 0);
-	ck_assert(json_is_object(settings_get(&s, "a")));
-	ck_assert(json_is_object(settings_get(&s, "a.b")));
-	ck_assert_int_eq(settings_int(&s, "a.b.c", -1), 1);
-	ck_assert_int_eq(settings_override(&s, "a.b.d=2", err, sizeof(err)), 0);
-	ck_assert_int_eq(settings_int(&s, "a.b.c", -1), 1);
-	ck_assert_int_eq(settings_int(&s, "a.b.d", -1), 2);
+	ck_assert_int_eq(settings_override(&s, "providers.a.b.c=1", err, sizeof(err)), 0);
+	ck_assert(json_is_object(settings_get(&s, "providers.a")));
+	ck_assert(json_is_object(settings_get(&s, "providers.a.b")));
+	ck_assert_int_eq(settings_int(&s, "providers.a.b.c", -1), 1);
+	ck_assert_int_eq(settings_override(&s, "providers.a.b.d=2", err, sizeof(err)), 0);
+	ck_assert_int_eq(settings_int(&s, "providers.a.b.c", -1), 1);
+	ck_assert_int_eq(settings_int(&s, "providers.a.b.d", -1), 2);
 	settings_release(&s);
 }
 END_TEST
@@ -493,24 +493,157 @@ START_TEST(test_path_through_a_file_is_an_error)
 }
 END_TEST
 
-START_TEST(test_unknown_keys_are_kept)
+START_TEST(test_unknown_keys_are_refused_naming_the_nearest)
+{
+	expect_load_error("{\"retry\": {\"jiter\": \"full\"}}",
+			  "unknown setting \"retry.jiter\" (did you mean retry.jitter?)");
+	expect_load_error("{\"future\": {\"x\": [1, 2]}}",
+			  "unknown setting \"future\" (retryd config lists the known ones)");
+	expect_load_error("{\"retyr\": {\"maxRetries\": 2}}",
+			  "unknown setting \"retyr.maxRetries\" (did you mean retry.maxRetries?)");
+	expect_load_error("{\"fleet\": {\"redis\": {\"URL\": \"redis://x\"}}}",
+			  "unknown setting \"fleet.redis.URL\" (did you mean fleet.redis.url?)");
+}
+END_TEST
+
+START_TEST(test_set_of_an_unknown_key_is_refused)
+{
+	struct settings s;
+	char err[512] = "";
+
+	load(&s, NULL);
+	ck_assert_int_eq(settings_override(&s, "retry.baseDelayMS=5", err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "--set retry.baseDelayMS=5: unknown setting \"retry.baseDelayMS\" "
+			 "(did you mean retry.baseDelayMs?)");
+	ck_assert_int_eq(settings_override(&s, "Retry.MaxRetries=5", err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "--set Retry.MaxRetries=5: unknown setting \"Retry.MaxRetries\" "
+			 "(did you mean retry.maxRetries?)");
+	/* Nothing of a refused --set stays. */
+	ck_assert_int_eq(settings_get_int(&s, "retry.baseDelayMs"), 2000);
+	settings_release(&s);
+}
+END_TEST
+
+START_TEST(test_open_sections_and_leaves_keep_their_own_members)
 {
 	struct settings s;
 	char err[512] = "", path[128];
 	json_t *saved;
 
-	load(&s, "{\"future\": {\"x\": [1, 2]}, \"retry\": {\"newKnob\": \"y\"}, \"sim\": {\"plan\": [{\"a\": 1}]}}");
-	ck_assert_int_eq(json_array_size(settings_get(&s, "future.x")), 2);
-	ck_assert_str_eq(settings_string(&s, "retry.newKnob", "?"), "y");
+	load(&s, "{\"providers\": {\"mine\": {\"anything\": {\"goes\": 1}}},"
+		 " \"fleet\": {\"providerScopes\": {\"openai\": \"credential\"},"
+		 " \"retryBudget\": {\"maxTokens\": 5, \"tokenRatio\": 0.5}},"
+		 " \"sim\": {\"plan\": [{\"a\": 1}]}}");
+	ck_assert_int_eq(settings_int(&s, "providers.mine.anything.goes", -1), 1);
+	ck_assert_str_eq(settings_string(&s, "fleet.providerScopes.openai", "?"), "credential");
 	ck_assert_int_eq(json_array_size(settings_get(&s, "sim.plan")), 1);
-	ck_assert_int_eq(settings_check("future.x", json_true(), err, sizeof(err)), 0);
+	ck_assert_int_eq(settings_override(&s, "providers.other.x=1", err, sizeof(err)), 0);
 	ck_assert_msg(settings_persist(&s, "retry.enabled", json_false(), err, sizeof(err)) == 0,
 		      "%s", err);
 	saved = read_json(in_tmp(path, sizeof(path), "settings.json"));
-	ck_assert_int_eq(json_array_size(json_object_get(json_object_get(saved, "future"), "x")), 2);
-	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(saved, "retry"),
-							   "newKnob")), "y");
+	ck_assert_ptr_nonnull(json_object_get(json_object_get(saved, "providers"), "mine"));
 	json_decref(saved);
+	/* A budget object is closed: its own check names the stray key. */
+	ck_assert_int_eq(settings_override(&s, "fleet.retryBudget={\"maxTokens\":1,\"tokenRatio\":1,"
+					   "\"x\":1}", err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "fleet.retryBudget has no key \"x\"") != NULL, "%s", err);
+	settings_release(&s);
+}
+END_TEST
+
+START_TEST(test_suggest_finds_the_nearest_key)
+{
+	ck_assert_str_eq(settings_suggest("retry.baseDelayMS"), "retry.baseDelayMs");
+	ck_assert_str_eq(settings_suggest("RETRY.MAXRETRIES"), "retry.maxRetries");
+	ck_assert_str_eq(settings_suggest("retry.jiter"), "retry.jitter");
+	ck_assert_str_eq(settings_suggest("retry.jtiter"), "retry.jitter"); /* a swap is one edit */
+	ck_assert_str_eq(settings_suggest("retry.maxRetry"), "retry.maxRetries");
+	ck_assert_str_eq(settings_suggest("retry.baseDelay"), "retry.baseDelayMs");
+	ck_assert_str_eq(settings_suggest("rpc.baseDelayMs"), "retry.baseDelayMs");
+	ck_assert_str_eq(settings_suggest("retyr"), "retry");
+	/* Too far from everything, or only its own section near. */
+	ck_assert_ptr_null(settings_suggest("foo"));
+	ck_assert_ptr_null(settings_suggest("fleet.x"));
+	ck_assert_ptr_null(settings_suggest("completely.unrelated.name"));
+	ck_assert_ptr_null(settings_suggest(""));
+}
+END_TEST
+
+START_TEST(test_check_file_lists_every_problem)
+{
+	char path[128];
+	json_t *problems;
+
+	in_tmp(path, sizeof(path), "check.json");
+	write_text(path, "{\"retry\": {\"jiter\": \"full\", \"maxRetries\": \"x\"}, \"sim\": {\"oops\": 1},"
+		   " \"providers\": {\"p\": {\"q\": 1}}}");
+	problems = settings_check_file(path);
+	ck_assert_int_eq(json_array_size(problems), 3);
+	ck_assert_str_eq(json_string_value(json_array_get(problems, 0)),
+			 "unknown setting \"retry.jiter\" (did you mean retry.jitter?)");
+	ck_assert_str_eq(json_string_value(json_array_get(problems, 1)),
+			 "unknown setting \"sim.oops\" (retryd config lists the known ones)");
+	ck_assert_str_eq(json_string_value(json_array_get(problems, 2)),
+			 "retry.maxRetries must be an integer from 0 to 1000 (got \"x\")");
+	json_decref(problems);
+	write_text(path, "{\"retry\": {\"maxRetries\": 2}}");
+	problems = settings_check_file(path);
+	ck_assert_int_eq(json_array_size(problems), 0);
+	json_decref(problems);
+	write_text(path, "[1]");
+	problems = settings_check_file(path);
+	ck_assert_str_eq(json_string_value(json_array_get(problems, 0)), "must hold a JSON object");
+	json_decref(problems);
+	in_tmp(path, sizeof(path), "absent.json");
+	problems = settings_check_file(path);
+	ck_assert_str_eq(json_string_value(json_array_get(problems, 0)), strerror(ENOENT));
+	json_decref(problems);
+}
+END_TEST
+
+struct visit {
+	char lines[4096];
+	size_t len;
+};
+
+static void visit_cb(void *ctx, const char *key, const json_t *value, enum settings_origin origin)
+{
+	struct visit *v = ctx;
+	char *text = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+
+	if (strncmp(key, "retry.", 6) == 0 && strstr(key, "Patterns") == NULL)
+		v->len += (size_t)snprintf(v->lines + v->len, sizeof(v->lines) - v->len, "%s %s=%s\n",
+					   settings_origin_name(origin), key, text);
+	else if (strcmp(key, "providers.openai") == 0)
+		v->len += (size_t)snprintf(v->lines + v->len, sizeof(v->lines) - v->len, "%s %s\n",
+					   settings_origin_name(origin), key);
+	else if (strcmp(key, "retry.overloadPatterns") == 0)
+		v->len += (size_t)snprintf(v->lines + v->len, sizeof(v->lines) - v->len, "%s %s\n",
+					   settings_origin_name(origin), key);
+	free(text);
+}
+
+START_TEST(test_origin_says_which_layer_a_value_comes_from)
+{
+	struct settings s;
+	char err[512] = "";
+	struct visit v = { "", 0 };
+
+	load(&s, "{\"retry\": {\"maxRetries\": 5}}");
+	ck_assert_int_eq(settings_override(&s, "retry.baseDelayMs=7", err, sizeof(err)), 0);
+	ck_assert_int_eq(settings_origin(&s, "retry.maxRetries"), SETTINGS_ORIGIN_FILE);
+	ck_assert_int_eq(settings_origin(&s, "retry.baseDelayMs"), SETTINGS_ORIGIN_OVERRIDE);
+	ck_assert_int_eq(settings_origin(&s, "retry.enabled"), SETTINGS_ORIGIN_DEFAULT);
+	ck_assert_int_eq(settings_origin(&s, "retry.overloadPatterns"), SETTINGS_ORIGIN_BUILTIN);
+	ck_assert_int_eq(settings_origin(&s, "providers.openai"), SETTINGS_ORIGIN_BUILTIN);
+	ck_assert_int_eq(settings_origin(&s, "retry.jitterSeed"), SETTINGS_ORIGIN_NONE);
+	ck_assert_int_eq(settings_foreach(&s, visit_cb, &v), 0);
+	ck_assert_msg(strstr(v.lines, "providers.openai\n") < strstr(v.lines, "default retry.enabled=true\n"),
+		      "%s", v.lines);
+	ck_assert_msg(strstr(v.lines, "default retry.enabled=true\nfile retry.maxRetries=5\n"
+			     "--set retry.baseDelayMs=7\n") != NULL, "%s", v.lines);
+	ck_assert_msg(strstr(v.lines, "built-in retry.overloadPatterns\n") != NULL, "%s", v.lines);
+	ck_assert_msg(strstr(v.lines, "retry.jitterSeed") == NULL, "%s", v.lines);
 	settings_release(&s);
 }
 END_TEST
@@ -551,13 +684,14 @@ START_TEST(test_persist_writes_file_keeping_other_keys)
 	const char *first;
 	void *iter;
 
-	load(&s, "{\"zeta\": 1, \"retry\": {\"maxRetries\": 5}}");
+	load(&s, "{\"sim\": {\"chunkDelayMs\": 1}, \"retry\": {\"maxRetries\": 5}}");
 	ck_assert_msg(settings_persist(&s, "retry.enabled", json_false(), err, sizeof(err)) == 0,
 		      "%s", err);
 	ck_assert(!settings_bool(&s, "retry.enabled", true));
 	in_tmp(path, sizeof(path), "settings.json");
 	saved = read_json(path);
-	ck_assert_int_eq(json_integer_value(json_object_get(saved, "zeta")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(saved, "sim"),
+							    "chunkDelayMs")), 1);
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(saved, "retry"),
 							    "maxRetries")), 5);
 	ck_assert(json_is_false(json_object_get(json_object_get(saved, "retry"), "enabled")));
@@ -566,7 +700,7 @@ START_TEST(test_persist_writes_file_keeping_other_keys)
 	ck_assert_int_eq(json_object_size(json_object_get(saved, "retry")), 2);
 	iter = json_object_iter(saved);
 	first = json_object_iter_key(iter);
-	ck_assert_str_eq(first, "zeta");
+	ck_assert_str_eq(first, "sim");
 	json_decref(saved);
 	text = read_text(path);
 	ck_assert_msg(strstr(text, "\n  \"retry\": {\n    \"maxRetries\": 5,") != NULL, "%s", text);
@@ -883,7 +1017,12 @@ Suite *settings_suite(void)
 	tcase_add_test(load_tc, test_out_of_range_in_file_is_an_error);
 	tcase_add_test(load_tc, test_directory_as_path_is_an_error);
 	tcase_add_test(load_tc, test_path_through_a_file_is_an_error);
-	tcase_add_test(load_tc, test_unknown_keys_are_kept);
+	tcase_add_test(load_tc, test_unknown_keys_are_refused_naming_the_nearest);
+	tcase_add_test(load_tc, test_set_of_an_unknown_key_is_refused);
+	tcase_add_test(load_tc, test_open_sections_and_leaves_keep_their_own_members);
+	tcase_add_test(load_tc, test_suggest_finds_the_nearest_key);
+	tcase_add_test(load_tc, test_check_file_lists_every_problem);
+	tcase_add_test(load_tc, test_origin_says_which_layer_a_value_comes_from);
 	tcase_add_test(load_tc, test_check_reports_known_keys_and_passes_unknown);
 	tcase_add_test(load_tc, test_typed_getters_fall_back);
 	tcase_add_test(load_tc, test_table_defaults_alone_pass_their_own_checks);
