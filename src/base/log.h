@@ -4,6 +4,11 @@
 #ifndef RETRYD_LOG_H
 #define RETRYD_LOG_H
 
+#include <stddef.h>
+#include <stdint.h>
+
+struct jsontext_buf; /* base/jsontext.h */
+
 enum log_level {
 	LOG_LEVEL_NONE = 0,
 	LOG_LEVEL_ERROR,
@@ -14,8 +19,18 @@ enum log_level {
 
 extern enum log_level log_level;
 
-/* Reads RETRYD_LOG (error|warn|info|debug|none); default warn. */
+/* Reads RETRYD_LOG (error|warn|info|debug|none; default warn) and
+ * RETRYD_LOG_FORMAT: "text" (default) writes "retryd: <level>: <msg>",
+ * "json" one object per line (log_json_line). Any other format value is
+ * warned about once and text is kept. */
 void log_init_from_env(void);
+/* Appends one JSON log line, newline included, to out:
+ * {"ts":"<ISO-8601 UTC with ms>","level":level,"msg":msg[0..len)}.
+ * msg (borrowed, already masked) that is not well-formed UTF-8 has its bad
+ * bytes written as '?'. Pure. Returns 0, or -1 (out->len unchanged) when
+ * memory ran out. */
+int log_json_line(struct jsontext_buf *out, int64_t epoch_ms, const char *level,
+		  const char *msg, size_t len);
 void log_write(const char *level, const char *fmt, ...)
 #if defined(__GNUC__)
 	__attribute__((format(printf, 2, 3)))

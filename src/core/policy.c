@@ -214,6 +214,17 @@ void policy_judge(const struct policy *self, struct classify *daemon_classify,
 	v->verdict = cr.verdict;
 	memcpy(v->rule, cr.rule, sizeof(v->rule));
 	v->hint_ms = r->hint_ms >= 0 ? r->hint_ms : cr.hint_ms;
+	if (r->hint_ms >= 0) {
+		v->hint_source = "provider";
+	} else if (cr.hint_ms >= 0) {
+		int64_t h;
+
+		/* The classifier prefers the headers' wait (buckets count unless
+		 * the quota is spent); the same question tells which one it took. */
+		v->hint_source = hint_in_headers(r->headers, now_ms,
+						 cr.verdict != CLASSIFY_USAGE_LIMIT, &h) &&
+				 h == cr.hint_ms ? "header" : "text";
+	}
 	v->usage_limit = cr.verdict == CLASSIFY_USAGE_LIMIT;
 	v->overload = cr.overload;
 	v->retryable = cr.verdict == CLASSIFY_RETRYABLE || v->usage_limit;

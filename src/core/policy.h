@@ -75,6 +75,8 @@ struct policy_verdict {
 	bool usage_limit;   /* a spent quota: switch credential or model, else stop */
 	bool overload;      /* the model or a shared pool is saturated */
 	int64_t hint_ms;    /* the server's wait, or -1 */
+	const char *hint_source; /* where hint_ms came from, for the log: "header",
+				  * "text" (the message or body), "provider"; or NULL */
 	char *owned;        /* owned: the error saying why it is not retried, or NULL */
 };
 

@@ -323,17 +323,57 @@ static void emit_retry_end(struct session *self, const struct retry_decision *d,
 		emit(self, event_auto_retry_end(d->end_success, d->end_attempt, d->final_error, why));
 }
 
+/* What the log needs to say about a decision besides the decision. */
+struct decision_note {
+	const struct policy_verdict *v;
+	const struct retry_policy *policy;
+	int tried;          /* retries made in the chain before this attempt */
+};
+
+/* One debug line per decision: what failed, the rule, what happens next
+ * and what set the wait. The error comes last and whole: the logger masks
+ * the line before anything could cut it. */
+static void log_decision(const struct retry_decision *d, const struct retry_outcome *o,
+			 const struct decision_note *n, int64_t delay, const char *reason)
+{
+	const char *cls = n->v->failed ? classify_class_name(n->v->verdict) : "none";
+	const char *rule = n->v->failed ? n->v->rule : "none";
+
+	if (log_level < LOG_LEVEL_DEBUG)
+		return;
+	if (d->action == RETRY_ACT_DONE) {
+		LOG_DEBUG("decision: action=done class=%s retries=%d", cls, n->tried);
+		return;
+	}
+	if (d->action == RETRY_ACT_WAIT) {
+		const char *src = d->reason == RETRY_REASON_SERVER_HINT ? n->v->hint_source : NULL;
+
+		LOG_DEBUG("decision: action=retry attempt=%d/%d delay_ms=%lld set_by=%s%s%s "
+			  "class=%s rule=%s error=%s", d->attempt, d->max_attempts,
+			  (long long)delay, reason, src ? ":" : "", src ? src : "", cls, rule,
+			  o->error_message);
+		return;
+	}
+	LOG_DEBUG("decision: action=stop why=%s retries=%d/%d class=%s rule=%s error=%s",
+		  o->failure == RETRY_PERMANENT ? "not-retryable"
+		  : !n->policy->enabled ? "retries-off"
+		  : n->tried >= n->policy->max_retries ? "retries-exhausted" : "limit",
+		  n->tried, n->policy->max_retries, cls, rule,
+		  d->final_error ? d->final_error : o->error_message);
+}
+
 /* Says what retry_decide decided, makes the planned switch before a retry,
  * and arms the backoff or moves on. msg: borrowed, the closed message. */
 static void report(struct session *self, const struct retry_decision *d,
 		   const struct retry_outcome *o, const struct fallback_plan *plan,
-		   const struct event_why *why, json_t *msg)
+		   const struct event_why *why, const struct decision_note *note, json_t *msg)
 {
 	json_t *ev;
 	int64_t delay;
 	const char *reason;
 
 	if (d->action != RETRY_ACT_WAIT) {
+		log_decision(d, o, note, 0, NULL);
 		/* A success closes the chain inside its turn, a failure after it. */
 		if (d->action == RETRY_ACT_DONE)
 			emit_retry_end(self, d, NULL);
@@ -361,6 +401,7 @@ static void report(struct session *self, const struct retry_decision *d,
 			reason = "fleet-server-block";
 		}
 	}
+	log_decision(d, o, note, delay, reason);
 	emit(self, event_auto_retry_start(d->attempt, d->max_attempts, delay, o->error_message,
 					  reason, d->hint_ms, why));
 	/* The failed message leaves the context; the session file keeps it. */
@@ -384,6 +425,7 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 	struct policy_verdict v;
 	struct event_why why = { NULL, NULL };
 	struct retry_decision d;
+	struct decision_note note = { &v, &policy, 0 };
 	json_t *msg;
 
 	clock_timer_stop(self->cfg.clock, &self->idle_timer);
@@ -415,8 +457,9 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 	} else {
 		fallback_succeeded(&self->fallback);
 	}
+	note.tried = self->chain.attempt;
 	retry_decide(&policy, &self->chain, &self->budget, &outcome, clock_now(self->cfg.clock), &d);
-	report(self, &d, &outcome, &plan, &why, msg);
+	report(self, &d, &outcome, &plan, &why, &note, msg);
 	retry_decision_release(&d);
 	policy_verdict_release(&v);
 }

@@ -18,9 +18,11 @@
  * reading the socket; it fails before a connection exists, when the flag
  * alone does it. The idle timeout is our own timer per request, restarted
  * on every byte, so it is exact to the millisecond. Nothing is logged that
- * could hold a secret: no header, no URL. */
+ * could hold a secret: no header, no body, and of the URL only the scheme,
+ * host, port and path (no user:password@, no query, no fragment). */
 #include "io/http.h"
 
+#include "base/clock.h"
 #include "base/errbuf.h"
 #include "base/log.h"
 #include "io/curlsym.h"
@@ -64,6 +66,11 @@ struct http_request {
 	bool oom;
 	struct http_request *prev, *next;
 	char errbuf[CURL_ERROR_SIZE];
+	/* For the debug line at the end; log_url is NULL below debug. */
+	char *log_url;          /* owned */
+	char method[16];
+	uint64_t start_us, first_byte_us; /* first_byte_us 0: none yet */
+	uint64_t received;      /* body bytes */
 };
 
 struct http_client {
@@ -188,6 +195,8 @@ static void request_release(struct http_request *req)
 	headers_clear(req);
 	free(req->hv);
 	req->hv = NULL;
+	free(req->log_url);
+	req->log_url = NULL;
 	c->pending++;
 	uv_close((uv_handle_t *)&req->idle, on_request_closed);
 }
@@ -276,6 +285,61 @@ static void request_respond(struct http_request *req)
 	headers_clear(req);
 }
 
+/* The request's debug line, at its end: status (0: none came), time to
+ * the first response byte, body bytes, total time; `how` says how it ended:
+ * "ok", "closed" (cancelled by its owner, as a stream is after its last
+ * event) or the error. */
+static void request_log_end(struct http_request *req, const char *how)
+{
+	uint64_t now = clock_precise_us();
+	long status = 0;
+	char ttfb[32] = "-";
+
+	if (req->log_url == NULL || log_level < LOG_LEVEL_DEBUG)
+		return;
+	if (req->easy != NULL)
+		curl->easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (req->first_byte_us != 0)
+		snprintf(ttfb, sizeof(ttfb), "%llu",
+			 (unsigned long long)((req->first_byte_us - req->start_us) / 1000));
+	LOG_DEBUG("http: %s %s status=%ld ttfb_ms=%s bytes=%llu total_ms=%llu end=%s", req->method,
+		  req->log_url, status, ttfb, (unsigned long long)req->received,
+		  (unsigned long long)((now - req->start_us) / 1000), how);
+}
+
+/* The URL as it may be logged: scheme://host[:port]/path, with "?***"
+ * when a query was dropped. NULL when memory ran out (or curl could not
+ * take the URL apart). */
+static char *log_url_new(const char *url)
+{
+	CURLU *u = curl->url();
+	char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL, *query = NULL, *out = NULL;
+	size_t n;
+
+	if (u == NULL)
+		return NULL;
+	if (curl->url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    curl->url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl->url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK)
+		goto out;
+	curl->url_get(u, CURLUPART_PORT, &port, 0);
+	curl->url_get(u, CURLUPART_PATH, &path, 0);
+	curl->url_get(u, CURLUPART_QUERY, &query, 0);
+	n = strlen(scheme) + strlen(host) + (port ? strlen(port) : 0) + (path ? strlen(path) : 0) + 16;
+	out = malloc(n);
+	if (out != NULL)
+		snprintf(out, n, "%s://%s%s%s%s%s", scheme, host, port ? ":" : "", port ? port : "",
+			 path ? path : "", query ? "?***" : "");
+out:
+	curl->free(scheme);
+	curl->free(host);
+	curl->free(port);
+	curl->free(path);
+	curl->free(query);
+	curl->url_cleanup(u);
+	return out;
+}
+
 /* Ends a request that is not cancelled: response() if due, done(), free.
  * Only with curl off the stack. */
 static void request_finish(struct http_request *req, int err, const char *message)
@@ -297,6 +361,8 @@ static void request_finish(struct http_request *req, int err, const char *messag
 		if (status >= 200)
 			request_respond(req);
 	}
+	if (!req->cancelled && !c->closing)
+		request_log_end(req, err == 0 ? "ok" : message);
 	if (!req->cancelled && !c->closing && req->cbs.done != NULL)
 		req->cbs.done(req->cbs.ctx, err, message);
 	request_release(req);
@@ -402,6 +468,8 @@ static size_t on_curl_header(char *buf, size_t size, size_t nitems, void *userda
 	if (req->cancelled)
 		return 0;
 	idle_restart(req);
+	if (req->first_byte_us == 0)
+		req->first_byte_us = clock_precise_us();
 	if (req->responded)
 		return total; /* trailers */
 	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
@@ -459,6 +527,7 @@ static size_t on_curl_write(char *buf, size_t size, size_t nmemb, void *userdata
 		if (req->paused)
 			return CURL_WRITEFUNC_PAUSE;
 	}
+	req->received += len;
 	if (req->cbs.data != NULL)
 		req->cbs.data(req->cbs.ctx, buf, len);
 	return req->cancelled ? 0 : len;
@@ -749,6 +818,10 @@ struct http_request *http_request_start(struct http_client *client, const struct
 	}
 	req->client = client;
 	req->cbs = *cbs;
+	req->start_us = clock_precise_us();
+	snprintf(req->method, sizeof(req->method), "%s", method);
+	if (log_level >= LOG_LEVEL_DEBUG)
+		req->log_url = log_url_new(opts->url);
 	req->idle_ms = opts->idle_timeout_ms > 0 ? opts->idle_timeout_ms : 0;
 	for (const char *const *h = opts->headers; h != NULL && *h != NULL; h++) {
 		struct curl_slist *l;
@@ -835,6 +908,7 @@ fail:
 	if (req != NULL) {
 		curl->easy_cleanup(req->easy);
 		curl->slist_free_all(req->headers);
+		free(req->log_url);
 		free(req);
 	}
 	return NULL;
@@ -844,6 +918,8 @@ void http_request_cancel(struct http_request *req)
 {
 	if (req == NULL || req->cancelled)
 		return;
+	if (!req->finishing)
+		request_log_end(req, "closed");
 	req->cancelled = true;
 	uv_timer_stop(&req->idle);
 	/* Inside one of curl's callbacks (or while done() is being delivered) the

@@ -8,6 +8,7 @@
 #include "provider/cli/cli_parser.h"
 #include "provider/cli/cli_profile.h"
 #include "base/errbuf.h"
+#include "base/jsontext.h"
 #include "base/log.h"
 #include "base/secret.h"
 #include "shared/child.h"
@@ -67,6 +68,79 @@ static void short_id(const char *id, char *out, size_t outlen)
 		snprintf(out, outlen, "%s", id);
 	else
 		snprintf(out, outlen, "%.*s\u2026", SESSION_ID_SHOWN, id);
+}
+
+/* How much of one argument the spawn line shows (a prompt can be long). */
+#define ARG_SHOWN 80
+
+/* Whether arg is a flag whose name says its value is a secret
+ * ("--api-key", "--token=..."): the name passes secret_name(). */
+static bool secret_flag(const char *arg)
+{
+	size_t n;
+
+	if (arg[0] != '-')
+		return false;
+	n = strcspn(arg, "=");
+	return secret_name(arg, n);
+}
+
+/* Appends s to b (memory failures only shorten the line). */
+static void put(struct jsontext_buf *b, const char *s, size_t n)
+{
+	if (jsontext_reserve(b, n + 1) != 0)
+		return;
+	memcpy(b->data + b->len, s, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
+/* The debug line for a spawn: argv with the values of secret-named flags
+ * as "***", the session id shortened, each argument masked and then cut to
+ * ARG_SHOWN bytes (secret_copy masks before it cuts). */
+static void log_spawn(const char *name, int pid, char **argv, const char *session_id)
+{
+	struct jsontext_buf b = { NULL, 0, 0 };
+	bool hide_next = false;
+
+	if (log_level < LOG_LEVEL_DEBUG)
+		return;
+	for (char **a = argv; *a != NULL; a++) {
+		char shown[ARG_SHOWN + 1 + 32], sid[3 * SESSION_ID_SHOWN + 8];
+		const char *eq = strchr(*a, '=');
+		size_t len = strlen(*a), n;
+
+		if (a != argv)
+			put(&b, " ", 1);
+		if (hide_next) {
+			put(&b, SECRET_MASK, strlen(SECRET_MASK));
+			hide_next = false;
+			continue;
+		}
+		if (secret_flag(*a)) {
+			if (eq == NULL) {
+				hide_next = true;
+				put(&b, *a, len);
+			} else {
+				put(&b, *a, (size_t)(eq - *a) + 1);
+				put(&b, SECRET_MASK, strlen(SECRET_MASK));
+			}
+			continue;
+		}
+		if (session_id != NULL && strcmp(*a, session_id) == 0) {
+			short_id(session_id, sid, sizeof(sid));
+			put(&b, sid, strlen(sid));
+			continue;
+		}
+		n = secret_copy(shown, ARG_SHOWN + 1, *a, len);
+		if (n < len)
+			n += (size_t)snprintf(shown + n, sizeof(shown) - n, "…(%zu bytes)", len);
+		put(&b, "'", 1);
+		put(&b, shown, n);
+		put(&b, "'", 1);
+	}
+	LOG_DEBUG("%s: pid %d spawned: %s", name, pid, b.data != NULL ? b.data : "");
+	free(b.data);
 }
 
 /* Runs. */
@@ -244,6 +318,12 @@ static void on_child_done(struct retryd_child *child, const struct retryd_child_
 
 	r->exit_status = exit->status;
 	r->term_signal = exit->term_signal;
+	if (exit->term_signal != 0)
+		LOG_DEBUG("%s: pid %d ended by signal %d", r->owner ? r->owner->base.name : "cli",
+			  retryd_child_pid(child), exit->term_signal);
+	else
+		LOG_DEBUG("%s: pid %d exited with status %lld", r->owner ? r->owner->base.name : "cli",
+			  retryd_child_pid(child), (long long)exit->status);
 	if (exit->forced)
 		LOG_INFO("pid %d did not end after SIGTERM; SIGKILL went to its group",
 			 retryd_child_pid(child));
@@ -548,6 +628,7 @@ static int cli_start(struct provider *base, const struct attempt_ctx *ctx,
 	self->run = r;
 	LOG_INFO("%s: pid %d started%s", base->name, retryd_child_pid(r->child),
 		 resume ? ", resuming its session" : "");
+	log_spawn(base->name, retryd_child_pid(r->child), argv, resume ? self->session_id : NULL);
 	if (resume && log_level >= LOG_LEVEL_DEBUG) {
 		char shown[3 * SESSION_ID_SHOWN + 8];
 
