@@ -6,6 +6,7 @@ Redis mode runs the same kind of scenarios in test_fleet_redis.py."""
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -148,6 +149,19 @@ class ServerWordTests(FleetCase):
         ends = [m for m in events(msgs, "message_end") if m["message"]["role"] == "assistant"]
         self.assertEqual(ends[-1]["message"]["stopReason"], "aborted")
         self.assertEqual(ends[-1]["message"]["errorMessage"], "Fleet wait cancelled")
+        self.assertEqual(len(srv.requests()), 1)
+
+    def test_sigterm_during_a_fleet_wait_closes_the_run_and_exits_0(self):
+        srv = self.server([{"status": 429, "headers": {"retry-after": "60"}}])
+        a = self.daemon(srv, sets={"retry.maxRetries": 0})
+        b = self.daemon(srv)
+        self.run_prompt(a, "one")
+        b.send({"type": "prompt", "message": "two", "id": "p"})
+        b.wait_type("fleet_wait")
+        b.signal(signal.SIGTERM)
+        self.assertEqual(b.wait_exit(), 0)
+        rest = b.remaining()
+        self.assertEqual([m["type"] for m in rest if m.get("type") == "agent_end"], ["agent_end"])
         self.assertEqual(len(srv.requests()), 1)
 
     def test_abort_cancels_a_fleet_wait_inside_a_retry_chain(self):
