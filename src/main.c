@@ -43,6 +43,9 @@ struct options {
 	const char *model;
 	const char *settings_path;
 	const char *session_file;
+	const char *session_dir;   /* --session-dir */
+	const char *resume_file;   /* --resume */
+	bool continue_newest;      /* --continue */
 	bool no_session;
 	const char *sim_plan;
 	const char *classify_text; /* --classify: judge this text and exit */
@@ -58,6 +61,9 @@ struct daemon {
 	struct provider *provider;
 	struct http_client *http;   /* NULL with the sim provider */
 	struct fleet *fleet;        /* what this daemon shares with the others */
+	char *resume_path;          /* --continue's or --resume's file, or NULL */
+	json_t *resume_messages;    /* what it holds (journal_load) */
+	char resume_id[40];
 	struct session session;
 	struct rpc rpc;
 	struct retryd_lines framer;
@@ -74,6 +80,7 @@ struct daemon {
 static const char usage_text[] =
 	"usage: retryd [--mode rpc] [--provider NAME] [--model ID] [--settings FILE]\n"
 	"              [--set KEY=VALUE]... [--session FILE | --no-session]\n"
+	"              [--session-dir DIR] [--continue | --resume FILE]\n"
 	"              [--sim-plan JSON] [--help] [--version]\n"
 	"       retryd [--settings FILE] [--set KEY=VALUE]... --classify TEXT\n"
 	"       retryd config [--settings FILE] [--set KEY=VALUE]...\n"
@@ -93,6 +100,11 @@ static const char usage_text[] =
 	"                     an unknown KEY, here or in the file, is an error\n"
 	"  --session FILE     append the session to FILE (JSONL)\n"
 	"  --no-session       keep no session file\n"
+	"  --session-dir DIR  where session files go (default $XDG_STATE_HOME/retryd/sessions,\n"
+	"                     else ~/.local/state/retryd/sessions)\n"
+	"  --continue         resume the newest session file in the session directory\n"
+	"  --resume FILE      resume the session in FILE: its messages are the context,\n"
+	"                     and the session goes on in that file\n"
 	"  --sim-plan JSON    the sim provider's steps, e.g. '[{\"error\":\"503\"},{\"text\":\"hi\"}]'\n"
 	"  --classify TEXT    print how the retry classifier, with these settings, judges an\n"
 	"                     error text ({\"errorClass\",\"overload\",\"hintMs\",\"rule\"}) and exit\n"
@@ -118,7 +130,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 {
 	static const char *const with_value[] = {
 		"--mode", "--provider", "--model", "--settings", "--set", "--session", "--sim-plan",
-		"--classify", NULL,
+		"--classify", "--session-dir", "--resume", NULL,
 	};
 
 	for (int i = 1; i < argc; i++) {
@@ -136,6 +148,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 		}
 		if (strcmp(arg, "--no-session") == 0) {
 			o->no_session = true;
+			continue;
+		}
+		if (strcmp(arg, "--continue") == 0) {
+			o->continue_newest = true;
 			continue;
 		}
 		eq = strchr(arg, '=');
@@ -162,6 +178,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->settings_path = val;
 		} else if (strcmp(name, "--session") == 0) {
 			o->session_file = val;
+		} else if (strcmp(name, "--session-dir") == 0) {
+			o->session_dir = val;
+		} else if (strcmp(name, "--resume") == 0) {
+			o->resume_file = val;
 		} else if (strcmp(name, "--sim-plan") == 0) {
 			o->sim_plan = val;
 		} else if (strcmp(name, "--classify") == 0) {
@@ -172,6 +192,18 @@ static int parse_options(int argc, char **argv, struct options *o)
 	}
 	if (o->session_file != NULL && o->no_session)
 		return usage_error("%s", "--session and --no-session exclude each other");
+	if (o->continue_newest && o->resume_file != NULL)
+		return usage_error("%s", "--continue and --resume exclude each other");
+	if ((o->continue_newest || o->resume_file != NULL) &&
+	    (o->session_file != NULL || o->no_session))
+		return usage_error("%s", o->continue_newest
+				   ? "--continue goes on in the resumed file: it excludes --session "
+				     "and --no-session"
+				   : "--resume goes on in the resumed file: it excludes --session "
+				     "and --no-session");
+	if (o->session_dir != NULL && (o->session_file != NULL || o->no_session))
+		return usage_error("%s", "--session-dir is for new session files: it excludes "
+				   "--session and --no-session");
 	return -1;
 }
 
@@ -727,7 +759,46 @@ static char *session_dir(const struct options *o)
 {
 	if (o->no_session || o->session_file != NULL)
 		return NULL;
-	return journal_default_dir();
+	return o->session_dir != NULL ? strdup(o->session_dir) : journal_default_dir();
+}
+
+/* --continue and --resume: which file, and what it holds, before anything
+ * starts. Returns 0, or 1 having said why. */
+static int load_resume(struct daemon *d, const struct options *o)
+{
+	char err[1024];
+	char *dir;
+
+	if (o->resume_file != NULL) {
+		d->resume_path = strdup(o->resume_file);
+	} else if (o->continue_newest) {
+		dir = session_dir(o);
+		if (dir == NULL) {
+			fprintf(stderr, "retryd: --continue: no session directory (neither "
+				"XDG_STATE_HOME nor HOME is set; name one with --session-dir)\n");
+			return 1;
+		}
+		d->resume_path = journal_newest(dir, err, sizeof(err));
+		free(dir);
+		if (d->resume_path == NULL) {
+			fprintf(stderr, "retryd: --continue: %s\n", err);
+			return 1;
+		}
+	} else {
+		return 0;
+	}
+	if (d->resume_path == NULL) {
+		fprintf(stderr, "retryd: out of memory\n");
+		return 1;
+	}
+	if (journal_load(d->resume_path, d->resume_id, &d->resume_messages, err,
+			 sizeof(err)) != 0) {
+		fprintf(stderr, "retryd: %s\n", err);
+		return 1;
+	}
+	LOG_INFO("resuming session %s from %s (%zu messages)", d->resume_id, d->resume_path,
+		 json_array_size(d->resume_messages));
+	return 0;
 }
 
 static int run(struct daemon *d, const struct options *o)
@@ -742,6 +813,9 @@ static int run(struct daemon *d, const struct options *o)
 		.model = o->model,
 		.session_file = o->session_file,
 		.session_dir = dir,
+		.resume_file = d->resume_path,
+		.resume_id = d->resume_id,
+		.resume_messages = d->resume_messages,
 		.emit = emit_cb,
 		.line_buf = line_buf_cb,
 		.line_done = line_done_cb,
@@ -905,6 +979,8 @@ int main(int argc, char **argv)
 	if (rc == 0 && o.classify_text != NULL)
 		rc = classify_and_print(&d, o.classify_text);
 	else if (rc == 0)
+		rc = load_resume(&d, &o);
+	if (rc == 0 && o.classify_text == NULL)
 		rc = run(&d, &o);
 	if (d.loop != NULL) {
 		if (!d.closed) {
@@ -919,6 +995,8 @@ int main(int argc, char **argv)
 	if (d.provider != NULL)
 		d.provider->ops->free(d.provider);
 	retryd_lines_release(&d.framer);
+	free(d.resume_path);
+	json_decref(d.resume_messages);
 	classify_free(d.classify);
 	settings_release(&d.settings);
 	secret_reset();	/* wipes the registered keys' copies */

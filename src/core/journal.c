@@ -1,5 +1,6 @@
 #include "core/journal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -98,6 +99,13 @@ static int open_file(struct journal *self)
 	int rc, fd;
 
 	make_parents(self->path);
+	if (self->has_header) {
+		fd = open(self->path, O_WRONLY | O_APPEND | O_CLOEXEC);
+		self->fp = fd >= 0 ? fdopen(fd, "a") : NULL;
+		if (self->fp == NULL && fd >= 0)
+			close(fd);
+		return self->fp ? 0 : -1;
+	}
 	/* Close-on-exec: an agent CLI child must not inherit the session file. */
 	fd = open(self->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
 	self->fp = fd >= 0 ? fdopen(fd, "a") : NULL;
@@ -120,7 +128,13 @@ static int open_file(struct journal *self)
 	return rc;
 }
 
-int journal_append(struct journal *self, const json_t *message, char *err, size_t errlen)
+void journal_continue(struct journal *self)
+{
+	self->has_header = true;
+}
+
+int journal_append(struct journal *self, const json_t *message, bool retried, char *err,
+		   size_t errlen)
 {
 	json_t *line;
 	int rc;
@@ -131,6 +145,8 @@ int journal_append(struct journal *self, const json_t *message, char *err, size_
 	if (self->fp == NULL && open_file(self) != 0)
 		goto fail;
 	line = json_pack("{s:s, s:O}", "type", "message", "message", message);
+	if (line != NULL && retried)
+		json_object_set_new(line, "retried", json_true());
 	rc = line ? write_line(self->fp, line) : -1;
 	json_decref(line);
 	if (rc != 0)
@@ -169,4 +185,139 @@ char *journal_path(const char *dir, const char *id, int64_t wall_ms)
 	if (path != NULL)
 		snprintf(path, n, "%s/%s_%s.jsonl", dir, stamp, id);
 	return path;
+}
+
+/* One line of a session file into id/messages; 0, or -1 with why in err. */
+static int load_line(const char *line, size_t lineno, bool *seen_header, char id[40],
+		     json_t *messages, char *err, size_t errlen)
+{
+	json_error_t jerr;
+	json_t *obj = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
+	const char *type = json_string_value(json_object_get(obj, "type"));
+	const json_t *msg = json_object_get(obj, "message");
+	int rc = 0;
+
+	if (!json_is_object(obj)) {
+		rc = errbuf_set(err, errlen, "line %zu is not a JSON object", lineno);
+	} else if (type != NULL && strcmp(type, "session") == 0) {
+		const char *sid = json_string_value(json_object_get(obj, "id"));
+
+		if (sid == NULL || sid[0] == '\0' || strlen(sid) >= 40) {
+			rc = errbuf_set(err, errlen, "line %zu: the session header has no usable \"id\"",
+					lineno);
+		} else {
+			/* A later header starts a new session in the same file. */
+			snprintf(id, 40, "%s", sid);
+			json_array_clear(messages);
+			*seen_header = true;
+		}
+	} else if (!*seen_header) {
+		rc = errbuf_set(err, errlen, "not a session file (line %zu comes before any "
+				"{\"type\":\"session\"} header)", lineno);
+	} else if (type != NULL && strcmp(type, "message") == 0) {
+		if (!json_is_object(msg) || !json_is_string(json_object_get(msg, "role")))
+			rc = errbuf_set(err, errlen, "line %zu: a message line without a message "
+					"object and its \"role\"", lineno);
+		else if (!json_is_true(json_object_get(obj, "retried")))
+			json_array_append(messages, (json_t *)msg);
+	}
+	json_decref(obj);
+	return rc;
+}
+
+int journal_load(const char *path, char id[40], json_t **messages, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	FILE *fp = fd >= 0 ? fdopen(fd, "r") : NULL;
+	char *line = NULL, why[256];
+	size_t cap = 0, lineno = 0;
+	ssize_t n;
+	bool seen_header = false;
+	json_t *loaded = json_array();
+	int rc = 0;
+
+	*messages = NULL;
+	id[0] = '\0';
+	if (fp == NULL || loaded == NULL) {
+		errbuf_set(err, errlen, "cannot resume session file %s: %s", path,
+			   fp == NULL ? strerror(errno) : "out of memory");
+		if (fp == NULL && fd >= 0)
+			close(fd);
+		rc = -1;
+		goto out;
+	}
+	while ((n = getline(&line, &cap, fp)) >= 0) {
+		lineno++;
+		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+			line[--n] = '\0';
+		if (n == 0)
+			continue;
+		if ((size_t)n != strlen(line)) {
+			rc = errbuf_set(why, sizeof(why), "line %zu holds a NUL byte", lineno);
+			break;
+		}
+		rc = load_line(line, lineno, &seen_header, id, loaded, why, sizeof(why));
+		if (rc != 0)
+			break;
+	}
+	if (rc == 0 && ferror(fp))
+		rc = errbuf_set(why, sizeof(why), "%s", strerror(errno ? errno : EIO));
+	else if (rc == 0 && !seen_header)
+		rc = errbuf_set(why, sizeof(why), "not a session file (no {\"type\":\"session\"} "
+				"header)");
+	if (rc != 0)
+		errbuf_set(err, errlen, "cannot resume session file %s: %s", path, why);
+	else
+		*messages = json_incref(loaded);
+out:
+	free(line);
+	if (fp != NULL)
+		fclose(fp);
+	json_decref(loaded);
+	return rc;
+}
+
+char *journal_newest(const char *dir, char *err, size_t errlen)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *e;
+	struct timespec best = { 0, 0 };
+	char *found = NULL;
+
+	if (dp == NULL) {
+		if (errno == ENOENT)
+			errbuf_set(err, errlen, "no session to continue: %s does not exist", dir);
+		else
+			errbuf_set(err, errlen, "cannot read session directory %s: %s", dir,
+				   strerror(errno));
+		return NULL;
+	}
+	while ((e = readdir(dp)) != NULL) {
+		size_t len = strlen(e->d_name);
+		struct stat st;
+		char *p;
+
+		if (len <= 6 || strcmp(e->d_name + len - 6, ".jsonl") != 0)
+			continue;
+		p = malloc(strlen(dir) + len + 2);
+		if (p == NULL)
+			break;
+		sprintf(p, "%s/%s", dir, e->d_name);
+		/* Ties (one second's resolution on some file systems) go to the
+		 * greater name: names start with the UTC start time. */
+		if (stat(p, &st) == 0 && S_ISREG(st.st_mode) &&
+		    (found == NULL || st.st_mtim.tv_sec > best.tv_sec ||
+		     (st.st_mtim.tv_sec == best.tv_sec && (st.st_mtim.tv_nsec > best.tv_nsec ||
+		      (st.st_mtim.tv_nsec == best.tv_nsec && strcmp(p, found) > 0))))) {
+			free(found);
+			found = p;
+			best = st.st_mtim;
+		} else {
+			free(p);
+		}
+	}
+	closedir(dp);
+	if (found == NULL)
+		errbuf_set(err, errlen, "no session to continue: no *.jsonl file in %s", dir);
+	return found;
 }

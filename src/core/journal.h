@@ -2,7 +2,8 @@
  *
  * First line {"type":"session","version":1,"id","timestamp","cwd"}, then one
  * {"type":"message","message":{...}} per message, the failed attempts that a
- * retry drops from the in-memory context included. Each line passes
+ * retry drops from the in-memory context included: their lines carry
+ * "retried":true, so a resume leaves them out. Each line passes
  * base/secret's masker before it is written. The file and its
  * directories are created at the first message, so an unused session leaves
  * nothing behind. */
@@ -21,15 +22,33 @@ struct journal {
 	char id[40];
 	int64_t started_ms;
 	bool failed;      /* a write failed; reported once, then retried at the next message */
+	bool has_header;  /* the file already holds this session's header (a resume) */
 };
 
 /* path: borrowed (copied); NULL disables the journal. */
 int journal_init(struct journal *self, const char *path, const char *id, int64_t wall_ms);
 void journal_release(struct journal *self);
 
-/* Appends message (borrowed). Returns 0, or -1 with err saying which file
+/* The file already holds this session's header: messages are appended to
+ * it without a new one (a resumed session). */
+void journal_continue(struct journal *self);
+
+/* Appends message (borrowed); retried: a failed attempt that a retry drops
+ * from the in-memory context. Returns 0, or -1 with err saying which file
  * and why (e.g. "cannot write session file /x: Permission denied"). */
-int journal_append(struct journal *self, const json_t *message, char *err, size_t errlen);
+int journal_append(struct journal *self, const json_t *message, bool retried, char *err,
+		   size_t errlen);
+
+/* Reads the session file at path for a resume: the last session in it (a
+ * file named by --session holds one per new_session), its id into id and
+ * its messages, without the lines marked "retried", as *messages (new
+ * reference). Lines of other types are skipped. Returns 0, or -1 with err
+ * naming the file and why (missing, unreadable, not a session file, a line
+ * that is not JSON). */
+int journal_load(const char *path, char id[40], json_t **messages, char *err, size_t errlen);
+/* The newest "*.jsonl" regular file in dir by modification time, as a new
+ * string; NULL with err saying why (none there, dir unreadable). */
+char *journal_newest(const char *dir, char *err, size_t errlen);
 
 /* $XDG_STATE_HOME/retryd/sessions, else ~/.local/state/retryd/sessions; a
  * new string, or NULL when neither variable is set. */

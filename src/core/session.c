@@ -40,24 +40,52 @@ static int64_t wall_ms(struct session *self)
 	return clock_wall_ms(self->cfg.clock);
 }
 
-static void journal_write(struct session *self, const json_t *message)
+/* retried: a failed attempt that a retry drops from the context. */
+static void journal_write(struct session *self, const json_t *message, bool retried)
 {
 	char err[512];
 	bool reported = self->journal.failed;
 
-	if (journal_append(&self->journal, message, err, sizeof(err)) == 0 || reported)
+	if (journal_append(&self->journal, message, retried, err, sizeof(err)) == 0 || reported)
 		return;
 	LOG_ERROR("%s", err);
 	utf8_repair(err); /* the path is bytes */
 	emit(self, event_notice("error", "session", err));
 }
 
-/* Adds a message to the context and to this run's messages. */
-static void add_message(struct session *self, json_t *message)
+/* Adds a message to the context and to this run's messages; the caller
+ * writes it to the session file. */
+static void add_to_context(struct session *self, json_t *message)
 {
-	journal_write(self, message);
 	json_array_append(self->messages, message);
 	json_array_append(self->run_messages, message);
+}
+
+/* Adds a message to the session file, the context and this run's messages. */
+static void add_message(struct session *self, json_t *message)
+{
+	journal_write(self, message, false);
+	add_to_context(self, message);
+}
+
+/* A backoff or fleet hold starts or ends (get_session_stats' waitedMs). */
+static void wait_begin(struct session *self)
+{
+	if (self->retry_stats.waiting)
+		return;
+	self->retry_stats.waiting = true;
+	self->retry_stats.wait_since = clock_now(self->cfg.clock);
+}
+
+static void wait_end(struct session *self)
+{
+	struct session_retry_stats *rs = &self->retry_stats;
+
+	if (!rs->waiting)
+		return;
+	rs->waiting = false;
+	rs->waited_ms = number_add(rs->waited_ms,
+				   (int64_t)(clock_now(self->cfg.clock) - rs->wait_since));
 }
 
 static void drop_last_message(struct session *self)
@@ -84,6 +112,29 @@ static void start_new_session(struct session *self)
 	json_array_clear(self->messages);
 	free(self->name);
 	self->name = NULL;
+	memset(&self->retry_stats, 0, sizeof(self->retry_stats));
+}
+
+/* The session continues a file: its id, its messages, appended to without
+ * a new header. new_session leaves it for a new file in the directory. */
+static int resume_session(struct session *self, const struct session_config *cfg)
+{
+	json_t *copy = json_deep_copy(cfg->resume_messages);
+
+	if (copy == NULL || json_array_extend(self->messages, copy) != 0) {
+		json_decref(copy);
+		return -1;
+	}
+	json_decref(copy);
+	snprintf(self->id, sizeof(self->id), "%s", cfg->resume_id);
+	free(self->file);
+	self->file = strdup(cfg->resume_file);
+	journal_release(&self->journal);
+	if (self->file == NULL ||
+	    journal_init(&self->journal, self->file, self->id, wall_ms(self)) != 0)
+		return -1;
+	journal_continue(&self->journal);
+	return 0;
 }
 
 /* The provider's first model: the one a session without --model uses. */
@@ -120,6 +171,10 @@ int session_init(struct session *self, const struct session_config *cfg)
 		return -1;
 	}
 	start_new_session(self);
+	if (cfg->resume_file != NULL && resume_session(self, cfg) != 0) {
+		session_release(self);
+		return -1;
+	}
 	return 0;
 }
 
@@ -219,6 +274,7 @@ static void on_retry_timer(struct clock_timer *timer, void *ctx)
 	struct session *self = ctx;
 
 	(void)timer;
+	wait_end(self);
 	/* Steering that arrived during the backoff goes before the next attempt. */
 	start_turn(self, json_array_size(self->steering) > 0
 			 ? queue_take(self->steering, self->steer_all) : json_array(), false);
@@ -262,15 +318,18 @@ static void open_reply(struct session *self)
 }
 
 /* Closes the streamed message into the context; returns it borrowed from
- * there. skipped: why a retryable failure is not retried, or NULL. */
+ * there. skipped: why a retryable failure is not retried, or NULL.
+ * journal_now: false when the caller writes it to the file itself. */
 static json_t *close_reply(struct session *self, enum stop_reason stop, const char *error,
-			   int64_t input, int64_t output, const char *skipped)
+			   int64_t input, int64_t output, const char *skipped, bool journal_now)
 {
 	json_t *msg;
 
 	open_reply(self);
 	msg = assistant_close(&self->reply, stop_reason_name(stop), error, input, output, skipped);
-	add_message(self, msg);
+	add_to_context(self, msg);
+	if (journal_now)
+		journal_write(self, msg, false);
 	json_decref(msg);
 	return msg;
 }
@@ -319,8 +378,27 @@ static void sink_event(void *ctx, json_t *event)
 static void emit_retry_end(struct session *self, const struct retry_decision *d,
 			   const struct event_why *why)
 {
-	if (d->end)
-		emit(self, event_auto_retry_end(d->end_success, d->end_attempt, d->final_error, why));
+	if (!d->end)
+		return;
+	if (d->end_success)
+		self->retry_stats.succeeded++;
+	else
+		self->retry_stats.failed++;
+	emit(self, event_auto_retry_end(d->end_success, d->end_attempt, d->final_error, why));
+}
+
+/* abort, abort_retry, a cancelled hold: the open chain, if any, ends
+ * cancelled. */
+static void cancel_chain(struct session *self)
+{
+	struct retry_decision d;
+
+	retry_cancel(&self->chain, &d);
+	if (d.end) {
+		self->retry_stats.cancelled++;
+		emit(self, event_auto_retry_end(false, d.end_attempt, d.final_error, NULL));
+	}
+	retry_decision_release(&d);
 }
 
 /* What the log needs to say about a decision besides the decision. */
@@ -402,11 +480,14 @@ static void report(struct session *self, const struct retry_decision *d,
 		}
 	}
 	log_decision(d, o, note, delay, reason);
+	self->retry_stats.retries++;
 	emit(self, event_auto_retry_start(d->attempt, d->max_attempts, delay, o->error_message,
 					  reason, d->hint_ms, why));
-	/* The failed message leaves the context; the session file keeps it. */
+	/* The failed message leaves the context; the session file keeps it,
+	 * marked "retried". */
 	drop_last_message(self);
 	self->phase = SESSION_BACKOFF;
+	wait_begin(self);
 	clock_timer_start(self->cfg.clock, &self->retry_timer, (uint64_t)delay, on_retry_timer,
 			  self);
 }
@@ -447,7 +528,8 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 	/* Retries being off is no silent stop: the failed message says so
 	 * (no auto_retry_end is owed, no chain having started). */
 	msg = close_reply(self, r->stop, v.error, r->input_tokens, r->output_tokens,
-			  r->stop == STOP_ERROR && v.retryable && !policy.enabled ? "disabled" : NULL);
+			  r->stop == STOP_ERROR && v.retryable && !policy.enabled ? "disabled" : NULL,
+			  false);
 	if (r->stop == STOP_ERROR || r->stop == STOP_ABORTED) {
 		outcome.error_message = v.error ? v.error
 				      : r->error_message ? r->error_message : "Unknown error";
@@ -457,8 +539,14 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 	} else {
 		fallback_succeeded(&self->fallback);
 	}
+	if (v.failed && (size_t)v.verdict < sizeof(self->retry_stats.errors) /
+					      sizeof(self->retry_stats.errors[0]))
+		self->retry_stats.errors[v.verdict]++;
 	note.tried = self->chain.attempt;
 	retry_decide(&policy, &self->chain, &self->budget, &outcome, clock_now(self->cfg.clock), &d);
+	/* Written once the decision is known: a retried attempt is marked, so
+	 * a resume does not load it back into the context. */
+	journal_write(self, msg, d.action == RETRY_ACT_WAIT);
 	report(self, &d, &outcome, &plan, &why, &note, msg);
 	retry_decision_release(&d);
 	policy_verdict_release(&v);
@@ -520,6 +608,7 @@ static void send_attempt(struct session *self)
 		strcmp(settings_get_string(self->cfg.settings, "rpc.messageUpdates"), "delta") == 0;
 	touch(self);
 	self->attempt_sent = false;
+	self->retry_stats.attempts++;
 	if (p->ops->start(p, &actx, &sink, self->start_error, sizeof(self->start_error)) != 0) {
 		clock_timer_start(self->cfg.clock, &self->start_failed_timer, 0, on_start_failed,
 				  self);
@@ -586,6 +675,7 @@ static void on_hold_over(struct clock_timer *timer, void *ctx)
 	struct session *self = ctx;
 
 	(void)timer;
+	wait_end(self);
 	/* A probe, budget or lease wait asks again. A reserved slot (a block's
 	 * end, a pacing slot) is ours, but the fleet may have learned since
 	 * that the credential is spent or the model cooling: ask, holding it. */
@@ -657,6 +747,7 @@ static void on_fleet_answer(void *ctx, const struct fleet_answer *a)
 			emit(self, event_fleet_wait(a->wait_ms, fleet_reason_name(a->reason),
 						    a->scope));
 		self->hold_reason = a->reason;
+		wait_begin(self);
 		clock_timer_start(self->cfg.clock, &self->hold_timer, (uint64_t)a->wait_ms,
 				  on_hold_over, self);
 		return;
@@ -679,6 +770,7 @@ static void stop_hold(struct session *self)
 	if (self->cfg.fleet != NULL)
 		fleet_cancel(self->cfg.fleet);
 	clock_timer_stop(self->cfg.clock, &self->hold_timer);
+	wait_end(self);
 }
 
 /* How the provider's answer counts for the fleet. */
@@ -824,19 +916,14 @@ int session_follow_up(struct session *self, const char *text, const json_t *imag
 /* A held attempt ends as an aborted message, inside its turn. */
 static void abort_hold(struct session *self)
 {
-	struct retry_decision d;
-
 	stop_hold(self);
 	emit(self, event_turn_end(close_reply(self, STOP_ABORTED, FLEET_CANCELLED_MESSAGE, 0, 0,
-					      NULL)));
-	retry_cancel(&self->chain, &d);
-	emit_retry_end(self, &d, NULL);
+					      NULL, true)));
+	cancel_chain(self);
 }
 
 void session_abort_retry(struct session *self)
 {
-	struct retry_decision d;
-
 	if (self->phase == SESSION_HOLD) {
 		abort_hold(self);
 		self->phase = SESSION_IDLE;
@@ -846,31 +933,30 @@ void session_abort_retry(struct session *self)
 	if (self->phase != SESSION_BACKOFF)
 		return;
 	clock_timer_stop(self->cfg.clock, &self->retry_timer);
+	wait_end(self);
 	self->phase = SESSION_IDLE;
-	retry_cancel(&self->chain, &d);
-	emit_retry_end(self, &d, NULL);
+	cancel_chain(self);
 	next_or_end(self);
 }
 
 void session_abort(struct session *self, json_t **data)
 {
 	json_t *dropped = json_array();
-	struct retry_decision d;
 
 	/* Nothing queued may start while the run is being taken down. */
 	queue_drop_texts(self->steering, dropped);
 	queue_drop_texts(self->follow_ups, dropped);
 	if (self->phase == SESSION_BACKOFF) {
 		clock_timer_stop(self->cfg.clock, &self->retry_timer);
-		retry_cancel(&self->chain, &d);
-		emit_retry_end(self, &d, NULL);
+		wait_end(self);
+		cancel_chain(self);
 	} else if (self->phase == SESSION_HOLD) {
 		abort_hold(self);
 	} else if (self->phase == SESSION_ATTEMPT) {
 		stop_attempt(self);
-		emit(self, event_turn_end(close_reply(self, STOP_ABORTED, ABORTED_MESSAGE, 0, 0, NULL)));
-		retry_cancel(&self->chain, &d);
-		emit_retry_end(self, &d, NULL);
+		emit(self, event_turn_end(close_reply(self, STOP_ABORTED, ABORTED_MESSAGE, 0, 0, NULL,
+						      true)));
+		cancel_chain(self);
 	}
 	if (self->busy)
 		end_run(self);
@@ -984,7 +1070,28 @@ json_t *session_last_assistant_text(struct session *self)
 
 json_t *session_stats(struct session *self)
 {
-	return message_stats(self->messages, self->id, self->file);
+	const struct session_retry_stats *rs = &self->retry_stats;
+	json_t *st = message_stats(self->messages, self->id, self->file);
+	int64_t waited = rs->waited_ms;
+
+	if (rs->waiting)
+		waited = number_add(waited, (int64_t)(clock_now(self->cfg.clock) - rs->wait_since));
+	if (st != NULL)
+		json_object_set_new(st, "retry", json_pack(
+			"{s:I, s:I, s:{s:I, s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I}}",
+			"attempts", (json_int_t)rs->attempts, "retries", (json_int_t)rs->retries,
+			"chains", "succeeded", (json_int_t)rs->succeeded,
+			"failed", (json_int_t)rs->failed, "cancelled", (json_int_t)rs->cancelled,
+			"waitedMs", (json_int_t)waited,
+			"errorsByClass",
+			classify_class_name(CLASSIFY_RETRYABLE), (json_int_t)rs->errors[CLASSIFY_RETRYABLE],
+			classify_class_name(CLASSIFY_NOT_RETRYABLE),
+			(json_int_t)rs->errors[CLASSIFY_NOT_RETRYABLE],
+			classify_class_name(CLASSIFY_CONTEXT_OVERFLOW),
+			(json_int_t)rs->errors[CLASSIFY_CONTEXT_OVERFLOW],
+			classify_class_name(CLASSIFY_USAGE_LIMIT),
+			(json_int_t)rs->errors[CLASSIFY_USAGE_LIMIT]));
+	return st;
 }
 
 json_t *session_models(struct session *self)

@@ -21,6 +21,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/clock.h"
 #include "base/jsontext.h"
@@ -51,6 +52,13 @@ struct session_config {
 	const char *model;           /* borrowed (copied) */
 	const char *session_file;    /* borrowed (copied); NULL = a new file in session_dir */
 	const char *session_dir;     /* borrowed (copied); NULL with session_file NULL = no file */
+	/* A resumed session (--continue, --resume): its file, appended to
+	 * without a new header, the id from that header, and the messages
+	 * journal_load() read (borrowed; copied into the context). NULL: a new
+	 * session. new_session then starts a new file in session_dir. */
+	const char *resume_file;
+	const char *resume_id;
+	const json_t *resume_messages;
 	session_emit_fn emit;
 	/* Optional (both or neither): when set, delta-mode text_delta events,
 	 * the per-chunk hot path, are written by jsontext (the same bytes
@@ -59,6 +67,18 @@ struct session_config {
 	session_line_buf_fn line_buf;
 	session_line_done_fn line_done;
 	void *emit_ctx;
+};
+
+/* get_session_stats' "retry": what this session's retries did, counted as
+ * it happens (from the start, a resume, or new_session). */
+struct session_retry_stats {
+	int64_t attempts;        /* provider attempts started, retries included */
+	int64_t retries;         /* auto_retry_start events */
+	int64_t succeeded, failed, cancelled; /* chains (auto_retry_end) by outcome */
+	int64_t waited_ms;       /* finished backoffs and fleet holds */
+	int64_t errors[4];       /* failed attempts by enum classify_verdict */
+	bool waiting;            /* a backoff or hold is running since wait_since */
+	uint64_t wait_since;     /* clock_now() */
 };
 
 enum session_phase {
@@ -103,6 +123,7 @@ struct session {
 	struct policy policy;   /* the running chain's snapshot (policy.json NULL when none yet) */
 	unsigned auto_retry_gen;  /* bumped by set_auto_retry */
 	struct retry_budget budget; /* shared by every prompt of the daemon */
+	struct session_retry_stats retry_stats;
 
 	struct fallback fallback;   /* the model and credential in use */
 	struct assistant reply;     /* the assistant message being streamed */

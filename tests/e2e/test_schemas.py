@@ -403,6 +403,61 @@ class LifecycleSchemaTest(DaemonTest):
         self.assertSequence(got, ["response:abort_retry:ok"])
         self.assertEqual(d.finish()[0], 0)
 
+    def test_session_stats_count_attempts_retries_chains_waits_and_error_classes(self):
+        d = self.start("--no-session", plan=[{"error": "503"}, {"error": "503"}, {"text": "ok"},
+                                             {"error": "400 Bad Request: invalid model"},
+                                             {"error": "503"}], base_delay=20)
+        stats = d.request({"type": "get_session_stats", "id": "st0"})["data"]["retry"]
+        self.assertEqual(stats, {"attempts": 0, "retries": 0,
+                                 "chains": {"succeeded": 0, "failed": 0, "cancelled": 0},
+                                 "waitedMs": 0,
+                                 "errorsByClass": {"retryable": 0, "non_retryable": 0,
+                                                   "context_overflow": 0, "usage_limit": 0}})
+        # Two retries, then a success.
+        d.send({"type": "prompt", "id": "p1", "message": "one"})
+        got = d.until_type("agent_end")
+        delays = [o["delayMs"] for o in got if o.get("type") == "auto_retry_start"]
+        self.assertEqual(len(delays), 2)
+        # A failure that is not retried: no chain, one non_retryable error.
+        d.send({"type": "prompt", "id": "p2", "message": "two"})
+        d.until_type("agent_end")
+        # A chain cancelled by abort_retry, its backoff counted while it runs.
+        d.send({"type": "prompt", "id": "p3", "message": "three", "retry": {"baseDelayMs": 60000}})
+        d.until_type("auto_retry_start")
+        mid = d.request({"type": "get_session_stats", "id": "st1"})["data"]["retry"]
+        self.assertEqual((mid["attempts"], mid["retries"], mid["chains"]["cancelled"]), (5, 3, 0))
+        d.send({"type": "abort_retry", "id": "ar"})
+        d.response("ar")
+        stats = d.request({"type": "get_session_stats", "id": "st2"})["data"]
+        retry = stats["retry"]
+        self.assertEqual((retry["attempts"], retry["retries"], retry["chains"], retry["errorsByClass"]),
+                         (5, 3, {"succeeded": 1, "failed": 0, "cancelled": 1},
+                          {"retryable": 3, "non_retryable": 1, "context_overflow": 0,
+                           "usage_limit": 0}))
+        # The two finished backoffs, and the cancelled one while it ran.
+        self.assertGreaterEqual(retry["waitedMs"], sum(delays) - 2)
+        self.assertGreaterEqual(retry["waitedMs"], mid["waitedMs"])
+        self.assertLess(retry["waitedMs"], sum(delays) + 30000)
+        # The in-memory counts are as before: the retried attempts left the context
+        # (the cancelled chain's too), the answer and the final failure stay.
+        self.assertEqual((stats["userMessages"], stats["assistantMessages"]), (3, 2))
+        # new_session starts the figures over.
+        d.request({"type": "new_session", "id": "n"})
+        after = d.request({"type": "get_session_stats", "id": "st3"})["data"]["retry"]
+        self.assertEqual((after["attempts"], after["retries"], after["waitedMs"]), (0, 0, 0))
+        self.assertEqual(d.finish()[0], 0)
+
+    def test_session_stats_count_a_failed_chain(self):
+        d = self.start("--no-session", "--set", "retry.maxRetries=1",
+                       plan=[{"error": "503"}, {"error": "503"}], base_delay=1)
+        d.send({"type": "prompt", "id": "p", "message": "hi"})
+        d.until_type("agent_end")
+        retry = d.request({"type": "get_session_stats", "id": "st"})["data"]["retry"]
+        self.assertEqual((retry["attempts"], retry["retries"], retry["chains"],
+                          retry["errorsByClass"]["retryable"]),
+                         (2, 1, {"succeeded": 0, "failed": 1, "cancelled": 0}, 2))
+        self.assertEqual(d.finish()[0], 0)
+
     def test_abort_retry_with_queued_messages_continues_the_same_run(self):
         d = self.start(plan=[{"error": "503"}, {"text": "steered answer"}], base_delay=60000)
         d.send({"type": "prompt", "id": "p", "message": "first"})

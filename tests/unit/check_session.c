@@ -315,6 +315,70 @@ START_TEST(test_abort_retry_cancels_backoff_at_once)
 }
 END_TEST
 
+static int64_t retry_stat(struct fx *f, const char *path1, const char *path2)
+{
+	json_t *st = session_stats(&f->s);
+	json_t *v = json_object_get(json_object_get(st, "retry"), path1);
+	int64_t n;
+
+	if (path2 != NULL)
+		v = json_object_get(v, path2);
+	ck_assert_msg(json_is_integer(v), "retry.%s%s%s", path1, path2 ? "." : "", path2 ? path2 : "");
+	n = json_integer_value(v);
+	json_decref(st);
+	return n;
+}
+
+START_TEST(test_stats_count_attempts_chains_error_classes_and_time_waited_on_the_clock)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.baseDelayMs=100", NULL };
+
+	fx_init(&f, "[{\"error\":\"overloaded_error\"},{\"error\":\"503\"},{\"text\":\"a\"},"
+		"{\"error\":\"400 Bad Request: invalid model\"},{\"error\":\"503\"}]", sets);
+	prompt(&f, "one");
+	clock_fake_settle(&f.clock);
+	clock_fake_advance(&f.clock, 60);
+	/* The running backoff counts as it goes. */
+	ck_assert_int_eq(retry_stat(&f, "waitedMs", NULL), 60);
+	clock_fake_advance(&f.clock, 40);
+	clock_fake_settle(&f.clock);
+	clock_fake_advance(&f.clock, 200);
+	clock_fake_settle(&f.clock);
+	ck_assert(!f.s.busy);
+	ck_assert_int_eq(retry_stat(&f, "attempts", NULL), 3);
+	ck_assert_int_eq(retry_stat(&f, "retries", NULL), 2);
+	ck_assert_int_eq(retry_stat(&f, "chains", "succeeded"), 1);
+	ck_assert_int_eq(retry_stat(&f, "waitedMs", NULL), 300);
+	ck_assert_int_eq(retry_stat(&f, "errorsByClass", "retryable"), 2);
+
+	prompt(&f, "two");
+	clock_fake_settle(&f.clock);
+	ck_assert(!f.s.busy);
+	ck_assert_int_eq(retry_stat(&f, "errorsByClass", "non_retryable"), 1);
+	ck_assert_int_eq(retry_stat(&f, "chains", "failed"), 0);
+
+	prompt(&f, "three");
+	clock_fake_settle(&f.clock);
+	ck_assert_int_eq(f.s.phase, SESSION_BACKOFF);
+	clock_fake_advance(&f.clock, 50);
+	session_abort_retry(&f.s);
+	clock_fake_advance(&f.clock, 1000);
+	ck_assert_int_eq(retry_stat(&f, "waitedMs", NULL), 350);
+	ck_assert_int_eq(retry_stat(&f, "chains", "cancelled"), 1);
+	ck_assert_int_eq(retry_stat(&f, "attempts", NULL), 5);
+	ck_assert_int_eq(retry_stat(&f, "retries", NULL), 3);
+	ck_assert_int_eq(retry_stat(&f, "errorsByClass", "retryable"), 3);
+	ck_assert_int_eq(retry_stat(&f, "errorsByClass", "context_overflow"), 0);
+	ck_assert_int_eq(retry_stat(&f, "errorsByClass", "usage_limit"), 0);
+
+	session_new(&f.s);
+	ck_assert_int_eq(retry_stat(&f, "attempts", NULL), 0);
+	ck_assert_int_eq(retry_stat(&f, "waitedMs", NULL), 0);
+	fx_release(&f);
+}
+END_TEST
+
 START_TEST(test_abort_during_hang_ends_message_as_aborted)
 {
 	struct fx f;
@@ -1327,6 +1391,7 @@ Suite *session_suite(void)
 	tcase_add_test(tc, test_non_retryable_first_failure_has_no_retry_events);
 	tcase_add_test(tc, test_context_overflow_in_open_chain_ends_it_unretried);
 	tcase_add_test(tc, test_abort_retry_cancels_backoff_at_once);
+	tcase_add_test(tc, test_stats_count_attempts_chains_error_classes_and_time_waited_on_the_clock);
 	tcase_add_test(tc, test_abort_during_hang_ends_message_as_aborted);
 	tcase_add_test(tc, test_abort_in_retried_attempt_closes_chain_once);
 	tcase_add_test(tc, test_busy_prompt_is_refused_mentioning_streaming_behavior);
