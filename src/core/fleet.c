@@ -16,6 +16,7 @@
 #include "io/redis.h"
 
 #define LAT_N 512
+#define STATE_FRESH_MS 100
 #define HIST_N 11
 
 /* A record as this daemon last knew it: a scope's ('s'), a credential's
@@ -79,6 +80,7 @@ struct fleet {
 	uint64_t ask_started;
 	uint64_t local_decisions;   /* records decided on the local copy */
 	int64_t rpm_prior;          /* the last request rate the provider announced */
+	uint64_t state_read_at;     /* clock_now() + 1 of get_state's last file read; 0: never */
 };
 
 const char *fleet_mode_name(enum fleet_mode m)
@@ -1279,8 +1281,23 @@ json_t *fleet_state(struct fleet *f, const char *provider, const char *cred, con
 	json_t *o;
 
 	scope_name(f, provider, cred, model, scope, sizeof(scope));
-	run_scope(f, scope, &j);
-	s = j.result;
+	/* get_state is a hot command (clients poll it, pipelined): the shared
+	 * record is read at most every STATE_FRESH_MS, the local copy (which
+	 * that read and every ask and report refresh) answers in between. */
+	if (f->cfg.mode == FLEET_MODE_USER &&
+	    (clock_now(f->cfg.clock) >= f->state_read_at + STATE_FRESH_MS ||
+	     f->state_read_at == 0)) {
+		run_scope(f, scope, &j);
+		f->state_read_at = clock_now(f->cfg.clock) + 1;
+		s = j.result;
+	} else {
+		struct fleet_scope *local = local_scope(f, scope);
+
+		if (local != NULL)
+			s = *local;
+		else
+			fleet_scope_init(&s);
+	}
 	rpm = fleet_rules_rpm(&s, &f->cfg.params);
 	o = json_pack("{s:s, s:s, s:s, s:b, s:b, s:b}", "mode", fleet_mode_name(f->cfg.mode),
 		      "scopeKind", scope_kind_name(f->cfg.scope), "scope", scope, "connected",
