@@ -872,17 +872,10 @@ def wrap(s, width):
 
 
 def machine():
-    cpu = "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return "%s, %d cores, %s, Linux %s" % (platform.machine(), os.cpu_count() or 0, cpu,
-                                           platform.release())
+    # One description of this machine for both benches (scripts/bench.py).
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench
+    return bench.machine()
 
 
 def main():
