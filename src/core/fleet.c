@@ -478,9 +478,10 @@ static void on_later(struct clock_timer *timer, void *ctx)
 		clock_timer_start(f->cfg.clock, &f->later_timer, 2, on_later, f);
 }
 
-static void cred_key(const char *provider, const char *cred, char *out, size_t cap)
+/* A credential's or a model's record key: "provider|name". */
+static void pair_key(const char *provider, const char *name, char *out, size_t cap)
 {
-	snprintf(out, cap, "%s|%s", provider, cred);
+	snprintf(out, cap, "%s|%s", provider, name);
 }
 
 /* Settings. */
@@ -693,7 +694,7 @@ static void pick(struct fleet *f, const struct fleet_ask *q, int64_t now, struct
 	for (size_t i = 0; i < q->ncreds; i++) {
 		struct int_job j = { .kind = 'c', .op = 0, .p = &f->cfg.params, .now = now };
 
-		cred_key(q->provider, q->creds[i], key, sizeof(key));
+		pair_key(q->provider, q->creds[i], key, sizeof(key));
 		run_int(f, key, &j);
 		if (j.until <= now) {
 			a->cred = (int)i;
@@ -706,7 +707,7 @@ static void pick(struct fleet *f, const struct fleet_ask *q, int64_t now, struct
 	for (size_t i = 0; i < q->nmodels; i++) {
 		struct int_job j = { .kind = 'm', .op = 0, .p = &f->cfg.params, .now = now };
 
-		cred_key(q->provider, q->models[i], key, sizeof(key));
+		pair_key(q->provider, q->models[i], key, sizeof(key));
 		run_int(f, key, &j);
 		if (j.m.cool_until <= now) {
 			a->model = (int)i;
@@ -854,7 +855,8 @@ static uint32_t p99(const struct fleet *f)
 
 static void start_renew(struct fleet *f);
 
-static const char *params_args(const struct fleet_params *p, char buf[11][24], const char **out)
+/* The 11 PARAMS of every script op, in fleet.lua's order, as text. */
+static void params_args(const struct fleet_params *p, char buf[11][24], const char **out)
 {
 	const int64_t v[11] = { p->min_block_ms, p->max_block_ms, p->rpm, p->probe_interval_ms,
 				p->open_after, p->window_ms, p->k_milli, p->throttle_min,
@@ -864,7 +866,6 @@ static const char *params_args(const struct fleet_params *p, char buf[11][24], c
 		snprintf(buf[i], 24, "%lld", (long long)v[i]);
 		out[i] = buf[i];
 	}
-	return NULL;
 }
 
 static void went_degraded(struct fleet *f, enum redis_status st)
@@ -912,7 +913,7 @@ static void on_ask_reply(void *ctx, enum redis_status st, const struct redis_val
 		if (a.model < 0 || (size_t)a.model >= p->q.nmodels)
 			a.model = 0;
 		if (a.cred >= (int)p->q.ncreds)
-			a.cred = p->q.ncreds > 0 ? 0 : 0;
+			a.cred = 0; /* not one we listed: the one in use */
 		f->fleet_size = elem_int(v, 6) > 0 ? elem_int(v, 6) : 1;
 		a.lease = elem_int(v, 8) != 0;
 		a.reserved = a.wait_ms > 0 &&
@@ -1086,7 +1087,6 @@ static void tell_redis(struct fleet *f, const struct fleet_tell *t)
 	const char *args[40];
 	char nums[11][24], small[8][24];
 	size_t n = 0;
-	struct redis_call *call;
 
 	snprintf(small[0], 24, "%lld", (long long)f->cfg.member);
 	snprintf(small[1], 24, "%lld", (long long)t->out.block_ms);
@@ -1110,9 +1110,9 @@ static void tell_redis(struct fleet *f, const struct fleet_tell *t)
 	n += 11;
 	for (int i = 3; i < 8; i++)
 		args[n++] = small[i];
-	call = redis_eval(f->cfg.redis, f->sha1, fleet_script_text, 1,
-			  (const char *const *)&f->prefix, n, args, on_tell_reply, f);
-	(void)call; /* fire and forget: the reply only updates the link's state */
+	/* Fire and forget: the reply only updates the link's state. */
+	redis_eval(f->cfg.redis, f->sha1, fleet_script_text, 1, (const char *const *)&f->prefix, n,
+		   args, on_tell_reply, f);
 }
 
 void fleet_tell(struct fleet *f, const struct fleet_tell *t)
@@ -1132,7 +1132,7 @@ void fleet_tell(struct fleet *f, const struct fleet_tell *t)
 		struct int_job c = { .kind = 'c', .op = 1, .p = &f->cfg.params, .now = now,
 				     .reset_ms = t->usage_reset_ms };
 
-		cred_key(t->provider, t->cred, key, sizeof(key));
+		pair_key(t->provider, t->cred, key, sizeof(key));
 		run_int(f, key, &c);
 	}
 	if (t->out.kind != FLEET_OUT_LOCAL) {
@@ -1141,7 +1141,7 @@ void fleet_tell(struct fleet *f, const struct fleet_tell *t)
 				     .success = t->out.kind == FLEET_OUT_SUCCESS,
 				     .after = t->fallback_after, .cooldown_ms = t->cooldown_ms };
 
-		cred_key(t->provider, t->model, key, sizeof(key));
+		pair_key(t->provider, t->model, key, sizeof(key));
 		run_int(f, key, &m);
 	}
 	if (f->cfg.mode == FLEET_MODE_REDIS)
@@ -1251,14 +1251,14 @@ int fleet_clear(struct fleet *f, const char *provider, const char *cred, const c
 	if (cred != NULL) {
 		struct int_job c = { .kind = 'c', .op = 2, .p = &f->cfg.params };
 
-		cred_key(provider, cred, key, sizeof(key));
+		pair_key(provider, cred, key, sizeof(key));
 		run_int(f, key, &c);
 		n++;
 	}
 	{
 		struct int_job m = { .kind = 'm', .op = 2, .p = &f->cfg.params };
 
-		cred_key(provider, model, key, sizeof(key));
+		pair_key(provider, model, key, sizeof(key));
 		run_int(f, key, &m);
 		n++;
 	}

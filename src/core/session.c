@@ -734,11 +734,12 @@ static void on_fleet_answer(void *ctx, const struct fleet_answer *a)
 	if (auth->count > 0) {
 		const char *name = authstore_current(auth);
 
-		self->fleet_cred = cred_fingerprint(self, name, self->fleet_fp);
-		if (self->fleet_cred != self->fleet_fp) {
-			snprintf(self->fleet_fp, sizeof(self->fleet_fp), "%s", self->fleet_cred);
-			self->fleet_cred = self->fleet_fp;
-		}
+		char fp[17];
+
+		/* Kept for the attempt's report: the provider's string may not be. */
+		snprintf(self->fleet_fp, sizeof(self->fleet_fp), "%s",
+			 cred_fingerprint(self, name, fp));
+		self->fleet_cred = self->fleet_fp;
 	}
 	if (a->wait_ms > 0) {
 		/* Once per attempt and reason: a probe or lease wait looks again
