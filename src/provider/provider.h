@@ -57,6 +57,16 @@ struct provider_sink {
 	 * event the session emits as is, between message_start and message_end
 	 * (tool_execution_start/end, provider_retry). Stolen. */
 	void (*event)(void *ctx, json_t *event);
+	/* Optional (all three or none; NULL: the provider's thinking is
+	 * dropped): a thinking block, the model's reasoning as it streams.
+	 * A text block is never open at the same time. thinking_end's
+	 * signature (borrowed, signature_len bytes; NULL when none) is what the
+	 * provider needs sent back with the block in the next request (pi's
+	 * thinkingSignature); redacted: the provider sent only an encrypted
+	 * block (its text is a placeholder). */
+	void (*thinking_start)(void *ctx);
+	void (*thinking_delta)(void *ctx, const char *text, size_t len);
+	void (*thinking_end)(void *ctx, const char *signature, size_t signature_len, bool redacted);
 };
 
 struct attempt_ctx {
@@ -66,6 +76,9 @@ struct attempt_ctx {
 	int attempt;             /* 0: a chain's first attempt; k: its k-th retry */
 	int64_t idle_timeout_ms; /* the chain's retry.idleTimeoutMs (0: off) */
 	const char *continuation_prompt; /* borrowed: retry.continuationPrompt */
+	/* borrowed: pi's thinking level, "off" | "minimal" | "low" | "medium" |
+	 * "high" | "xhigh"; NULL means "off". */
+	const char *thinking_level;
 };
 
 struct provider;

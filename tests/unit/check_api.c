@@ -927,8 +927,9 @@ END_TEST
 START_TEST(test_request_max_tokens_defaults)
 {
 	json_t *messages = load("[{\"role\":\"user\",\"content\":\"plain string content\"}]");
-	json_t *o = api_openai_format.request(messages, "m", 0);
-	json_t *a = api_anthropic_format.request(messages, "m", 0);
+	struct api_request req = { .messages = messages, .model = "m" };
+	json_t *o = api_openai_format.request(&req);
+	json_t *a = api_anthropic_format.request(&req);
 
 	assert_json_eq(o, "{\"model\":\"m\",\"stream\":true,\"stream_options\":{\"include_usage\":true},"
 			  "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"plain string content\"}]}]}");

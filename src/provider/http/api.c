@@ -253,11 +253,56 @@ void api_stream_begin(struct api_stream *self)
 	self->sink.start(self->sink.ctx);
 }
 
+static bool has_thinking(const struct api_stream *self)
+{
+	return self->sink.thinking_start != NULL && self->sink.thinking_delta != NULL &&
+	       self->sink.thinking_end != NULL;
+}
+
+static void close_text(struct api_stream *self)
+{
+	if (self->text_open) {
+		self->text_open = false;
+		self->sink.text_end(self->sink.ctx);
+	}
+}
+
+void api_stream_thinking(struct api_stream *self, const char *text, size_t len)
+{
+	if (len == 0 || !has_thinking(self))
+		return;
+	api_stream_begin(self);
+	close_text(self);
+	if (!self->thinking_open) {
+		self->thinking_open = true;
+		self->sink.thinking_start(self->sink.ctx);
+	}
+	self->sink.thinking_delta(self->sink.ctx, text, len);
+}
+
+void api_stream_thinking_end(struct api_stream *self, const char *signature, size_t len,
+			     bool redacted)
+{
+	if (!has_thinking(self))
+		return;
+	if (!self->thinking_open) {
+		if (!redacted)
+			return;
+		api_stream_begin(self);
+		close_text(self);
+		self->sink.thinking_start(self->sink.ctx);
+	}
+	self->thinking_open = false;
+	self->sink.thinking_end(self->sink.ctx, signature, signature != NULL ? len : 0, redacted);
+}
+
 void api_stream_text(struct api_stream *self, const char *text, size_t len)
 {
 	if (len == 0)
 		return;
 	api_stream_begin(self);
+	if (self->thinking_open)
+		api_stream_thinking_end(self, NULL, 0, false);
 	if (!self->text_open) {
 		self->text_open = true;
 		self->sink.text_start(self->sink.ctx);
@@ -340,10 +385,9 @@ bool api_stream_done(const struct api_stream *self)
 
 void api_stream_end(struct api_stream *self, struct provider_result *out)
 {
-	if (self->text_open) {
-		self->text_open = false;
-		self->sink.text_end(self->sink.ctx);
-	}
+	if (self->thinking_open)
+		api_stream_thinking_end(self, NULL, 0, false);
+	close_text(self);
 	if (!self->complete)
 		api_stream_fail(self, API_TRUNCATED);
 	memset(out, 0, sizeof(*out));

@@ -33,6 +33,16 @@
 
 struct api_stream;
 
+/* What one request is built from. All borrowed. */
+struct api_request {
+	const json_t *messages;     /* the conversation (see api_messages) */
+	const char *model;          /* the model id */
+	int64_t max_tokens;         /* the model's maxTokens, or 0: the format's default */
+	const char *thinking_level; /* pi's level ("off" ... "xhigh"); NULL: "off" */
+	bool reasoning;             /* the model declares reasoning: true */
+	const json_t *options;      /* the provider's settings object, or NULL */
+};
+
 /* What a format's quick reader took from one chunk, read in place without
  * jansson (see jsonscan.h). */
 struct api_quick {
@@ -56,7 +66,11 @@ struct api_format {
 	/* The request body, a new reference (NULL when messages is not an
 	 * array, model is NULL or memory runs out); see the format's header
 	 * for its shape and api_messages() for what is sent. */
-	json_t *(*request)(const json_t *messages, const char *model, int64_t max_tokens);
+	json_t *(*request)(const struct api_request *req);
+	/* Optional (NULL: base_url + path): the request URL when the format
+	 * puts more in it (the model, an api-version). Writes it to out and
+	 * returns 0, or -1 when it does not fit. */
+	int (*url)(const struct api_request *req, const char *base_url, char *out, size_t outlen);
 
 	/* The hot path: the everyday chunk (a text delta) read in place. Returns
 	 * 1 and fills q, or 0 for anything else (valid or not), which then goes
@@ -90,6 +104,7 @@ struct api_stream {
 	struct provider_sink sink;  /* copied at init */
 	bool started;               /* sink.start() called */
 	bool text_open;             /* text_start() called, text_end() not yet */
+	bool thinking_open;         /* thinking_start() called, thinking_end() not yet */
 	bool complete;              /* the terminal marker arrived */
 	bool done;                  /* nothing more is expected: [DONE] / message_stop */
 	bool failed;
@@ -174,8 +189,18 @@ int api_stream_failf(struct api_stream *self, const char *fmt, ...)
 json_t *api_stream_parse(struct api_stream *self, const struct sse_event *ev);
 /* sink.start() once. */
 void api_stream_begin(struct api_stream *self);
-/* Text deltas, with start/text_start as needed; empty ones are dropped. */
+/* Text deltas, with start/text_start as needed (an open thinking block is
+ * closed first, unsigned); empty ones are dropped. */
 void api_stream_text(struct api_stream *self, const char *text, size_t len);
+/* Thinking deltas, with start/thinking_start as needed (an open text block
+ * is closed first); empty ones are dropped. Nothing reaches a sink without
+ * thinking callbacks. */
+void api_stream_thinking(struct api_stream *self, const char *text, size_t len);
+/* Closes the open thinking block with its signature (borrowed, len bytes;
+ * NULL: none). With redacted, opens one first when none is open (an
+ * encrypted block has no text). */
+void api_stream_thinking_end(struct api_stream *self, const char *signature, size_t len,
+			     bool redacted);
 /* A usage report's counts (borrowed; NULL when absent) through
  * number_from_json(): a count above NUMBER_MAX is saturated; a negative,
  * fractional or non-numeric one is ignored like an absent one (the count

@@ -212,6 +212,11 @@ json_t *api_anthropic_request(const json_t *messages, const char *model, int64_t
 
 /* ---- the table --------------------------------------------------------------- */
 
+static json_t *request(const struct api_request *req)
+{
+	return api_anthropic_request(req->messages, req->model, req->max_tokens);
+}
+
 /* A named error event always goes to event_tree: its data need not be JSON. */
 static int quick(const struct sse_event *ev, struct api_quick *q)
 {
@@ -226,7 +231,7 @@ const struct api_format api_anthropic_format = {
 	.key_header = "x-api-key",
 	.key_prefix = "",
 	.fixed_header = "anthropic-version: 2023-06-01",
-	.request = api_anthropic_request,
+	.request = request,
 	.quick = quick,
 	.event_tree = event_tree,
 	.finish = NULL,  /* quick reads no stop reason: message_delta goes to jansson */

@@ -244,6 +244,11 @@ json_t *api_openai_request(const json_t *messages, const char *model, int64_t ma
 
 /* ---- the table --------------------------------------------------------------- */
 
+static json_t *request(const struct api_request *req)
+{
+	return api_openai_request(req->messages, req->model, req->max_tokens);
+}
+
 static int quick(const struct sse_event *ev, struct api_quick *q)
 {
 	return api_openai_quick(ev->data, ev->data_len, q);
@@ -255,7 +260,7 @@ const struct api_format api_openai_format = {
 	.key_header = "Authorization",
 	.key_prefix = "Bearer ",
 	.fixed_header = NULL,
-	.request = api_openai_request,
+	.request = request,
 	.quick = quick,
 	.event_tree = event_tree,
 	.finish = finish_reason,

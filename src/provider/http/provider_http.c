@@ -33,6 +33,7 @@ struct http_provider {
 	char *name, *api_name, *base_url;
 	const struct api_format *format; /* a constant table */
 	json_t *headers;       /* owned: extra "Name": "value" */
+	json_t *options;       /* owned: the provider's settings entry, without its keys */
 	struct key *keys;
 	size_t nkeys;
 
@@ -405,8 +406,9 @@ static void none_finish(void *ctx, const struct provider_result *result)
  * sink (masked_text_delta). */
 static void remask_failure(struct http_provider *self, const struct sse_event *ev)
 {
-	static const struct provider_sink quiet = { none, none, none_delta, none, none_finish, NULL,
-						    NULL };
+	static const struct provider_sink quiet = { .start = none, .text_start = none,
+						    .text_delta = none_delta, .text_end = none,
+						    .finish = none_finish };
 	struct api_stream scratch;
 	struct sse_event masked = *ev;
 	size_t n = ev->data_len;
@@ -527,6 +529,39 @@ static void masked_text_end(void *ctx)
 	self->sink.text_end(self->sink.ctx);
 }
 
+/* Thinking passes the same masker: a thinking block and a text block are
+ * never open together. The signature is the provider's opaque blob, sent
+ * back as it came. */
+static void masked_thinking_start(void *ctx)
+{
+	struct http_provider *self = ctx;
+
+	self->sink.thinking_start(self->sink.ctx);
+}
+
+static void emit_thinking(void *ctx, const char *text, size_t len)
+{
+	struct http_provider *self = ctx;
+
+	self->sink.thinking_delta(self->sink.ctx, text, len);
+}
+
+static void masked_thinking_delta(void *ctx, const char *text, size_t len)
+{
+	struct http_provider *self = ctx;
+
+	secret_stream_feed(&self->masker, text, len, emit_thinking, self);
+}
+
+static void masked_thinking_end(void *ctx, const char *signature, size_t signature_len,
+				bool redacted)
+{
+	struct http_provider *self = ctx;
+
+	secret_stream_end(&self->masker, emit_thinking, self);
+	self->sink.thinking_end(self->sink.ctx, signature, signature_len, redacted);
+}
+
 static void masked_finish(void *ctx, const struct provider_result *result)
 {
 	struct http_provider *self = ctx;
@@ -603,6 +638,7 @@ static int http_start(struct provider *base, const struct attempt_ctx *ctx,
 	const struct key *key = pick_key(self, ctx->credential);
 	json_t *model = provider_model(base, ctx->model);
 	json_t *body;
+	struct api_request req;
 	struct http_options opts = { 0 };
 	struct http_callbacks cbs = { on_response, on_data, on_done, self };
 	char url[2048];
@@ -611,15 +647,29 @@ static int http_start(struct provider *base, const struct attempt_ctx *ctx,
 	if (self->nkeys > 0 && (key == NULL || key->secret == NULL))
 		return errbuf_set(err, errlen, "No API key for provider %s: %s", self->name,
 			          key ? key->hint : "configure apiKey or apiKeyEnv");
-	body = self->format->request(ctx->messages, ctx->model,
-				     json_integer_value(json_object_get(model, "maxTokens")));
+	req = (struct api_request){
+		.messages = ctx->messages,
+		.model = ctx->model,
+		.max_tokens = json_integer_value(json_object_get(model, "maxTokens")),
+		.thinking_level = ctx->thinking_level,
+		.reasoning = json_is_true(json_object_get(model, "reasoning")),
+		.options = self->options,
+	};
+	body = self->format->request(&req);
 	self->body = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
 	if (self->body == NULL || build_headers(self, key) != 0) {
 		release_attempt(self);
 		return errbuf_set(err, errlen, "out of memory building the request");
 	}
-	snprintf(url, sizeof(url), "%s%s", self->base_url, self->format->path);
+	if (self->format->url != NULL) {
+		if (self->format->url(&req, self->base_url, url, sizeof(url)) != 0) {
+			release_attempt(self);
+			return errbuf_set(err, errlen, "the request URL for %s is too long", self->name);
+		}
+	} else {
+		snprintf(url, sizeof(url), "%s%s", self->base_url, self->format->path);
+	}
 	opts.method = "POST";
 	opts.url = url;
 	opts.headers = (const char *const *)self->header_lines;
@@ -628,9 +678,21 @@ static int http_start(struct provider *base, const struct attempt_ctx *ctx,
 	opts.connect_timeout_ms = self->connect_timeout_ms;
 	opts.idle_timeout_ms = self->idle_timeout_ms;
 	self->sink = *sink;
-	self->masked_sink = (struct provider_sink){ masked_start, masked_text_start, masked_text_delta,
-						    masked_text_end, masked_finish, self,
-						    sink->event ? masked_event : NULL };
+	self->masked_sink = (struct provider_sink){
+		.start = masked_start,
+		.text_start = masked_text_start,
+		.text_delta = masked_text_delta,
+		.text_end = masked_text_end,
+		.finish = masked_finish,
+		.ctx = self,
+		.event = sink->event ? masked_event : NULL,
+	};
+	if (sink->thinking_start != NULL && sink->thinking_delta != NULL &&
+	    sink->thinking_end != NULL) {
+		self->masked_sink.thinking_start = masked_thinking_start;
+		self->masked_sink.thinking_delta = masked_thinking_delta;
+		self->masked_sink.thinking_end = masked_thinking_end;
+	}
 	self->status = 0;
 	self->stream_error[0] = '\0';
 	self->is_error = false;
@@ -686,6 +748,7 @@ static void http_free(struct provider *base)
 	}
 	free(self->keys);
 	json_decref(self->headers);
+	json_decref(self->options);
 	json_decref(self->base.models);
 	json_decref(self->base.credentials);
 	json_decref(self->base.fingerprints);
@@ -733,6 +796,13 @@ struct provider *provider_http_new(struct http_client *http, struct clock *clock
 	self->format = api_formats_find(self->api_name);
 	self->headers = json_object_get(cfg, "headers") ? json_deep_copy(json_object_get(cfg, "headers"))
 						       : json_object();
+	/* The format's request builder may read its own settings (an
+	 * api-version); it never needs the keys. */
+	self->options = json_deep_copy(cfg);
+	if (self->options != NULL) {
+		json_object_del(self->options, "apiKey");
+		json_object_del(self->options, "apiKeys");
+	}
 	self->base.ops = &http_ops;
 	self->base.name = self->name;
 	self->base.api = self->api_name;
@@ -742,7 +812,7 @@ struct provider *provider_http_new(struct http_client *http, struct clock *clock
 	secret_stream_init(&self->masker);
 	secret_stream_init(&self->err_masker);
 	if (self->name == NULL || self->api_name == NULL || self->base_url == NULL ||
-	    self->base.models == NULL || self->headers == NULL || load_keys(self, cfg, err, errlen) != 0 ||
+	    self->base.models == NULL || self->headers == NULL || self->options == NULL || load_keys(self, cfg, err, errlen) != 0 ||
 	    self->base.credentials == NULL || register_headers(self) != 0) {
 		if (err[0] == '\0')
 			errbuf_set(err, errlen, "out of memory");
