@@ -108,6 +108,11 @@ struct api_stream {
 	bool complete;              /* the terminal marker arrived */
 	bool done;                  /* nothing more is expected: [DONE] / message_stop */
 	bool failed;
+	/* The failure is an error object the server sent inside the stream
+	 * (set by a format that has a typed error body, e.g. Gemini's
+	 * google.rpc.Status): the failing event's data is that body, which the
+	 * provider hands to the classifier. */
+	bool error_object;
 	enum stop_reason stop;      /* from the finish/stop reason */
 	int64_t input_tokens;       /* in [0, NUMBER_MAX] (api_stream_usage) */
 	int64_t output_tokens;

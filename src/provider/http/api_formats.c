@@ -3,11 +3,13 @@
 #include <string.h>
 
 #include "provider/http/api_anthropic.h"
+#include "provider/http/api_gemini.h"
 #include "provider/http/api_openai.h"
 
 static const struct api_format *const formats[] = {
 	&api_openai_format,
 	&api_anthropic_format,
+	&api_gemini_format,
 };
 
 const struct api_format *api_formats_find(const char *name)

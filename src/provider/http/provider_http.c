@@ -8,6 +8,7 @@
 
 #include "provider/http/api.h"
 #include "provider/http/api_formats.h"
+#include "provider/http/api_gemini.h"
 #include "base/errbuf.h"
 #include "base/log.h"
 #include "base/secret.h"
@@ -66,9 +67,24 @@ struct http_provider {
 	bool finishing;
 };
 
+/* pi's built-in google provider: its models, reasoning as pi declares it. */
+static json_t *google_builtin(void)
+{
+	return json_pack("{s:s, s:s, s:s, s:[{s:s, s:b, s:i, s:i}, {s:s, s:b, s:i, s:i},"
+			 " {s:s, s:b, s:i, s:i}]}",
+			 "api", "google-generative-ai", "baseUrl", API_GEMINI_BASE_URL,
+			 "apiKeyEnv", "GEMINI_API_KEY", "models",
+			 "id", "gemini-2.5-flash", "reasoning", 1, "contextWindow", 1048576,
+			 "maxTokens", 65536,
+			 "id", "gemini-2.5-pro", "reasoning", 1, "contextWindow", 1048576,
+			 "maxTokens", 65536,
+			 "id", "gemini-2.5-flash-lite", "reasoning", 1, "contextWindow", 1048576,
+			 "maxTokens", 65536);
+}
+
 json_t *provider_http_builtins(void)
 {
-	return json_pack("{s:{s:s, s:s, s:s, s:[s, s, s]},"
+	json_t *all = json_pack("{s:{s:s, s:s, s:s, s:[s, s, s]},"
 			 " s:{s:s, s:s, s:s, s:[s, s, s]},"
 			 " s:{s:s, s:s, s:s, s:[s, s]},"
 			 " s:{s:s, s:s, s:[s, s]}}",
@@ -82,6 +98,12 @@ json_t *provider_http_builtins(void)
 			 "anthropic/claude-sonnet-4.5",
 			 "ollama", "api", "openai-completions", "baseUrl", "http://127.0.0.1:11434/v1",
 			 "models", "llama3.2", "qwen2.5-coder");
+
+	if (all != NULL && json_object_set_new(all, "google", google_builtin()) != 0) {
+		json_decref(all);
+		return NULL;
+	}
+	return all;
 }
 
 /* A string or an array of strings, as a new array; NULL (with err) otherwise. */
@@ -207,10 +229,9 @@ static int check_config(const char *name, const json_t *cfg, char *err, size_t e
 	if (!json_is_object(cfg))
 		return errbuf_set(err, errlen, "providers.%s must be an object", name);
 	v = json_object_get(cfg, "api");
-	if (!json_is_string(v) || (strcmp(json_string_value(v), "openai-completions") != 0 &&
-				   strcmp(json_string_value(v), "anthropic-messages") != 0))
-		return errbuf_set(err, errlen, "providers.%s.api must be \"openai-completions\" or "
-			          "\"anthropic-messages\"", name);
+	if (!json_is_string(v) || api_formats_find(json_string_value(v)) == NULL)
+		return errbuf_set(err, errlen, "providers.%s.api must be \"openai-completions\", "
+			          "\"anthropic-messages\" or \"google-generative-ai\"", name);
 	v = json_object_get(cfg, "baseUrl");
 	if (!json_is_string(v) || (strncmp(json_string_value(v), "http://", 7) != 0 &&
 				   strncmp(json_string_value(v), "https://", 8) != 0))
@@ -335,6 +356,10 @@ static void finish_stream(struct http_provider *self)
 	r.hint_ms = -1;
 	if (r.stop == STOP_ERROR && self->stream_error[0] != '\0')
 		r.error_message = self->stream_error;
+	if (r.stop == STOP_ERROR && self->err_body != NULL) {
+		r.error_body = self->err_body;
+		r.error_body_len = self->err_len;
+	}
 	/* A failure inside a 200 stream has no status of its own; the headers
 	 * (a retry-after, the rate-limit state) still count — and on a success
 	 * the fleet reads the rate-limit state from them. */
@@ -428,6 +453,14 @@ static void remask_failure(struct http_provider *self, const struct sse_event *e
 			snprintf(self->stream_error, sizeof(self->stream_error), "%s", scratch.error);
 		else
 			snprintf(self->stream_error, sizeof(self->stream_error), "%s", SECRET_MASK);
+	}
+	/* A typed error object in the stream is the failure's body, masked,
+	 * for the classifier (it reads the same fields as in an HTTP error). */
+	if (self->stream.error_object && self->err_body == NULL) {
+		copy[n < ERROR_BODY_MAX ? n : ERROR_BODY_MAX] = '\0';
+		self->err_body = copy;
+		self->err_len = n < ERROR_BODY_MAX ? n : ERROR_BODY_MAX;
+		return;
 	}
 	free(copy);
 }
