@@ -415,6 +415,19 @@ static const struct {
 	{ "API_KEY_INVALID", TYPED_NON, "google-status" },
 	{ "INVALID_ARGUMENT", TYPED_BAD, "google-status" },
 	{ "FAILED_PRECONDITION", TYPED_BAD, "google-status" },
+	/* Gemini finishReason / promptFeedback.blockReason, as the decoder
+	 * words them ("finish reason: SAFETY"): the answer was refused, the
+	 * same request gets the same refusal. */
+	{ "SAFETY", TYPED_NON, "google-finish" },
+	{ "IMAGE_SAFETY", TYPED_NON, "google-finish" },
+	{ "RECITATION", TYPED_NON, "google-finish" },
+	{ "IMAGE_RECITATION", TYPED_NON, "google-finish" },
+	{ "BLOCKLIST", TYPED_NON, "google-finish" },
+	{ "PROHIBITED_CONTENT", TYPED_NON, "google-finish" },
+	{ "IMAGE_PROHIBITED_CONTENT", TYPED_NON, "google-finish" },
+	{ "SPII", TYPED_NON, "google-finish" },
+	{ "MALFORMED_FUNCTION_CALL", TYPED_NON, "google-finish" },
+	{ "UNEXPECTED_TOOL_CALL", TYPED_NON, "google-finish" },
 	/* AWS Bedrock exceptions (x-amzn-ErrorType, :exception-type, SDK names) */
 	{ "ThrottlingException", TYPED_RETRY, "bedrock" },
 	{ "ServiceUnavailableException", TYPED_RETRY, "bedrock" },
@@ -693,6 +706,194 @@ static int make_ready(struct classify *self)
 	return 0;
 }
 
+/* --- Google's typed error body (google.rpc.Status) --- */
+
+/* What a quota violation's id or metric says about its window. */
+enum google_scope {
+	GOOGLE_SCOPE_NONE,
+	GOOGLE_SCOPE_MINUTE,	/* PerMinute, PerSecond: a rate limit */
+	GOOGLE_SCOPE_DAY,	/* PerDay, PerMonth: a spent quota */
+	GOOGLE_SCOPE_ZERO,	/* quotaValue 0: the tier has none at all */
+};
+
+/* The fields of {"error":{"code","message","status","details":[RetryInfo,
+ * QuotaFailure, ErrorInfo]}} the decision reads. */
+struct google_status {
+	bool found;		/* the body is a google.rpc.Status */
+	char status[32];	/* error.status ("RESOURCE_EXHAUSTED"), "" none */
+	char reason[64];	/* ErrorInfo.reason, "" none */
+	enum google_scope scope;	/* the widest window among the violations */
+	char quota[72];		/* the quotaId (else quotaMetric) of that window */
+	int64_t retry_ms;	/* RetryInfo.retryDelay, -1 none */
+};
+
+/* ErrorInfo reasons (google.api.ErrorReason) that no retry mends: the key,
+ * the project or the account is refused. */
+static const char *const google_never_reasons[] = {
+	"API_KEY_INVALID", "API_KEY_EXPIRED", "SERVICE_DISABLED", "API_KEY_SERVICE_BLOCKED",
+	"API_KEY_HTTP_REFERRER_BLOCKED", "API_KEY_IP_ADDRESS_BLOCKED", "API_KEY_ANDROID_APP_BLOCKED",
+	"API_KEY_IOS_APP_BLOCKED", "CONSUMER_INVALID", "CONSUMER_SUSPENDED", "ACCESS_TOKEN_EXPIRED",
+	"ACCESS_TOKEN_SCOPE_INSUFFICIENT", "ACCESS_TOKEN_TYPE_UNSUPPORTED", "USER_BLOCKED_BY_ADMIN",
+	"RESOURCE_PROJECT_INVALID", "GCP_SUSPENDED", "LOCATION_POLICY_VIOLATED",
+	"ORG_RESTRICTION_VIOLATION", "SERVICE_NOT_VISIBLE", "IAM_PERMISSION_DENIED",
+};
+
+/* ... and those that mean the account must pay first. */
+static const char *const google_usage_reasons[] = { "BILLING_DISABLED", "ACCOUNT_STATE_INVALID" };
+
+/* error.status values: never retried, and retried (RESOURCE_EXHAUSTED is a
+ * rate or quota window, the rest a busy or broken server). */
+static const char *const google_never_statuses[] = {
+	"INVALID_ARGUMENT", "FAILED_PRECONDITION", "PERMISSION_DENIED", "UNAUTHENTICATED",
+	"NOT_FOUND", "OUT_OF_RANGE", "UNIMPLEMENTED", "ALREADY_EXISTS",
+};
+static const char *const google_retry_statuses[] = {
+	"RESOURCE_EXHAUSTED", "UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED", "ABORTED",
+};
+
+static bool in_list(const char *s, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(s, list[i]) == 0)
+			return true;
+	return false;
+}
+
+#define IN_LIST(s, list) in_list((s), (list), sizeof(list) / sizeof((list)[0]))
+
+/* An upper-case identifier (a status or reason), copied into out. */
+static bool take_name(const json_t *v, char *out, size_t size)
+{
+	const char *s = json_string_value(v);
+	size_t n = json_string_length(v);
+
+	if (s == NULL || n == 0 || n >= size)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return false;
+	memcpy(out, s, n + 1);
+	return true;
+}
+
+/* "PerDay", "per_day", "per-day-per-project" ...: the letters of s, lower
+ * case, without separators, hold word. */
+static bool names_window(const char *s, const char *word)
+{
+	char flat[256];
+	size_t n = 0;
+
+	for (; *s != '\0' && n + 1 < sizeof(flat); s++) {
+		if (*s == '_' || *s == '-' || *s == ' ')
+			continue;
+		flat[n++] = (char)(*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s);
+	}
+	flat[n] = '\0';
+	return strstr(flat, word) != NULL;
+}
+
+/* quotaValue "0" or 0. */
+static bool str_is_zero(const json_t *v)
+{
+	return (json_is_string(v) && strcmp(json_string_value(v), "0") == 0) ||
+	       (json_is_integer(v) && json_integer_value(v) == 0);
+}
+
+static enum google_scope violation_scope(const json_t *v)
+{
+	const json_t *value = json_object_get(v, "quotaValue");
+	const char *id = json_string_value(json_object_get(v, "quotaId"));
+	const char *metric = json_string_value(json_object_get(v, "quotaMetric"));
+
+	if (str_is_zero(value))
+		return GOOGLE_SCOPE_ZERO;
+	for (int k = 0; k < 2; k++) {
+		const char *s = k == 0 ? id : metric;
+
+		if (s == NULL)
+			continue;
+		if (names_window(s, "perday") || names_window(s, "permonth"))
+			return GOOGLE_SCOPE_DAY;
+		if (names_window(s, "perminute") || names_window(s, "persecond"))
+			return GOOGLE_SCOPE_MINUTE;
+	}
+	return GOOGLE_SCOPE_NONE;
+}
+
+static void take_quota(const json_t *detail, struct google_status *g)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(json_object_get(detail, "violations"), i, v) {
+		enum google_scope scope = violation_scope(v);
+		const json_t *name = json_object_get(v, "quotaId");
+
+		if (scope <= g->scope)
+			continue;
+		g->scope = scope;
+		if (!json_is_string(name))
+			name = json_object_get(v, "quotaMetric");
+		snprintf(g->quota, sizeof(g->quota), "%s",
+			 json_is_string(name) ? json_string_value(name) : "quota");
+	}
+}
+
+/* "37s", "0.5s", "1.250s" (a protobuf Duration in JSON), or {"seconds": 37,
+ * "nanos": 5e8} as some clients print it. */
+static void take_delay(const json_t *delay, struct google_status *g)
+{
+	int64_t ms;
+
+	if (json_is_string(delay)) {
+		if (hint_duration(json_string_value(delay), json_string_length(delay), &ms))
+			g->retry_ms = ms;
+	} else if (json_is_object(delay)) {
+		json_int_t sec = json_integer_value(json_object_get(delay, "seconds"));
+		json_int_t nanos = json_integer_value(json_object_get(delay, "nanos"));
+
+		if (sec >= 0 && sec < HINT_MAX_MS / 1000 && nanos >= 0 && nanos < 1000000000)
+			g->retry_ms = (int64_t)sec * 1000 + (int64_t)(nanos + 500000) / 1000000;
+	}
+}
+
+/* The body as a google.rpc.Status, into g (found false when it is none). */
+static void google_read(const char *body, size_t len, struct google_status *g)
+{
+	const json_t *err, *detail, *status;
+	json_t *root;
+	size_t i = 0;
+
+	memset(g, 0, sizeof(*g));
+	g->retry_ms = -1;
+	while (i < len && (body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n'))
+		i++;
+	/* Only a JSON object is parsed (the one allocation of a decision). */
+	if (body == NULL || i == len || body[i] != '{')
+		return;
+	root = json_loadb(body + i, len - i, 0, NULL);
+	err = json_object_get(root, "error");
+	status = json_object_get(err, "status");
+	if (json_is_object(err) && (json_is_string(status) || json_is_array(json_object_get(err, "details")))) {
+		g->found = true;
+		take_name(status, g->status, sizeof(g->status));
+		json_array_foreach(json_object_get(err, "details"), i, detail) {
+			const char *type = json_string_value(json_object_get(detail, "@type"));
+			const char *dot = type != NULL ? strrchr(type, '.') : NULL;
+
+			if (dot == NULL)
+				continue;
+			if (strcmp(dot, ".RetryInfo") == 0)
+				take_delay(json_object_get(detail, "retryDelay"), g);
+			else if (strcmp(dot, ".QuotaFailure") == 0)
+				take_quota(detail, g);
+			else if (strcmp(dot, ".ErrorInfo") == 0 && g->reason[0] == '\0')
+				take_name(json_object_get(detail, "reason"), g->reason, sizeof(g->reason));
+		}
+	}
+	json_decref(root);
+}
+
 /* --- one decision --- */
 
 /* What the text, status and headers say, gathered before the table runs. */
@@ -708,6 +909,7 @@ struct facts {
 	size_t seq;
 	int64_t hint;		/* the headers' wait, else the text's */
 	int64_t text_hint;	/* the text's (and body's) own, -1 none */
+	struct google_status google;	/* the body as a google.rpc.Status */
 };
 
 static int match_at(const struct classify *self, const pcre2_code *code, const struct facts *f,
@@ -969,6 +1171,106 @@ enum retry_evidence {
 	EV_SERVER,	/* a broken or busy server, a gateway, the transport */
 };
 
+/* The model or a shared pool is saturated (classify.h: `overload`). */
+static bool overloaded(const struct classify *self, const struct facts *f)
+{
+	return has_status(f, 529) || f->typed[TYPED_OVERLOAD] >= 0 ||
+	       first_match(self, &self->builtin[B_OVERLOAD], f) >= 0 ||
+	       first_match(self, &self->user[U_OVERLOAD], f) >= 0;
+}
+
+/* Step 4's verdict from its evidence and rule: retried, unless a rate or
+ * quota window states a wait of 15 min or more (a spent quota; a server
+ * down for maintenance is not, its long wait meets retry.maxDelayMs
+ * instead). */
+static void retry_verdict(const struct facts *f, enum retry_evidence ev, bool overload,
+			  const char *retry, struct classify_result *out)
+{
+	if (ev == EV_LIMIT && f->hint >= LONG_WAIT_MS) {
+		out->verdict = CLASSIFY_USAGE_LIMIT;
+		out->overload = false;
+		snprintf(out->rule, sizeof(out->rule), "long-wait>=%lldms:%.70s", (long long)LONG_WAIT_MS,
+			 retry);
+		return;
+	}
+	out->verdict = CLASSIFY_RETRYABLE;
+	out->overload = overload;
+	snprintf(out->rule, sizeof(out->rule), "%s", retry);
+}
+
+/* A user's list of steps 2-4 matches: the settings speak before the typed
+ * body does. */
+static bool user_speaks(const struct classify *self, const struct facts *f)
+{
+	static const enum user_id lists[] = { U_USAGE_LIMIT, U_NON_RETRYABLE, U_RETRYABLE,
+					      U_OVERLOAD };
+
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+		if (first_match(self, &self->user[lists[i]], f) >= 0)
+			return true;
+	return false;
+}
+
+/* Step 1b (classify.h): a google.rpc.Status body's ErrorInfo reason, then
+ * its QuotaFailure's window. */
+static bool google_limits(const struct classify *self, const struct facts *f,
+			  struct classify_result *out)
+{
+	const struct google_status *g = &f->google;
+	char rule[sizeof(out->rule)];
+
+	if (!g->found || user_speaks(self, f))
+		return false;
+	if (g->reason[0] != '\0' && (IN_LIST(g->reason, google_never_reasons) ||
+				     IN_LIST(g->reason, google_usage_reasons))) {
+		out->verdict = IN_LIST(g->reason, google_never_reasons) ? CLASSIFY_NOT_RETRYABLE
+									 : CLASSIFY_USAGE_LIMIT;
+		snprintf(out->rule, sizeof(out->rule), "google-reason:%s", g->reason);
+		return true;
+	}
+	switch (g->scope) {
+	case GOOGLE_SCOPE_ZERO:
+	case GOOGLE_SCOPE_DAY:
+		out->verdict = CLASSIFY_USAGE_LIMIT;
+		snprintf(out->rule, sizeof(out->rule), "google-quota%s:%.70s",
+			 g->scope == GOOGLE_SCOPE_ZERO ? "-zero" : "", g->quota);
+		return true;
+	case GOOGLE_SCOPE_MINUTE:
+		/* "limit: 0" in the words: the tier has none (step 2). */
+		if (first_match(self, &self->builtin[B_LIMIT_ZERO], f) >= 0)
+			return false;
+		snprintf(rule, sizeof(rule), "google-quota:%.70s", g->quota);
+		retry_verdict(f, EV_LIMIT, false, rule, out);
+		return true;
+	case GOOGLE_SCOPE_NONE:
+		break;
+	}
+	return false;
+}
+
+/* Step 2b: the body's error.status, once a spent quota's words have had
+ * their say. */
+static bool google_status_rule(const struct classify *self, const struct facts *f,
+			       struct classify_result *out)
+{
+	const struct google_status *g = &f->google;
+	char rule[sizeof(out->rule)];
+
+	if (!g->found || g->status[0] == '\0' || user_speaks(self, f))
+		return false;
+	snprintf(rule, sizeof(rule), "google-status:%s", g->status);
+	if (IN_LIST(g->status, google_never_statuses)) {
+		out->verdict = CLASSIFY_NOT_RETRYABLE;
+		memcpy(out->rule, rule, sizeof(rule));
+		return true;
+	}
+	if (!IN_LIST(g->status, google_retry_statuses))
+		return false;
+	retry_verdict(f, strcmp(g->status, "RESOURCE_EXHAUSTED") == 0 ? EV_LIMIT : EV_SERVER,
+		      overloaded(self, f), rule, out);
+	return true;
+}
+
 static void decide(const struct classify *self, const struct facts *f,
 		   struct classify_result *out)
 {
@@ -985,6 +1287,9 @@ static void decide(const struct classify *self, const struct facts *f,
 	    typed_rule(f, TYPED_OVERFLOW, TYPED_OVERFLOW, rule, size) ||
 	    text_rule(self, f, B_CONTEXT_OVERFLOW, rule, size))
 		return;
+	/* 1b. Google's typed body: the key refused, the quota's window */
+	if (google_limits(self, f, out))
+		return;
 	/* 2. spent quota, credit, billing */
 	out->verdict = CLASSIFY_USAGE_LIMIT;
 	if (user_rule(self, f, U_USAGE_LIMIT, rule, size) || status_rule(f, is_402, rule, size) ||
@@ -998,6 +1303,9 @@ static void decide(const struct classify *self, const struct facts *f,
 	if (first_match(self, &self->builtin[B_PER_MINUTE], f) < 0 &&
 	    !(f->text_hint >= 0 && f->text_hint < LONG_WAIT_MS) &&
 	    text_rule(self, f, B_QUOTA_WORD, rule, size))
+		return;
+	/* 2b. Google's typed body: error.status */
+	if (google_status_rule(self, f, out))
 		return;
 	/* 3. never retried. Typed retry evidence or a transport failure beats the
 	 * weaker wordings (WEAK_NEVER), not authentication or certificates. */
@@ -1017,9 +1325,7 @@ static void decide(const struct classify *self, const struct facts *f,
 	if (!status_rule(f, is_bad_status, bad, sizeof(bad)) &&
 	    !typed_rule(f, TYPED_BAD, TYPED_BAD, bad, sizeof(bad)))
 		(void)text_rule(self, f, B_BAD_REQUEST, bad, sizeof(bad));
-	overload = has_status(f, 529) || f->typed[TYPED_OVERLOAD] >= 0 ||
-		   first_match(self, &self->builtin[B_OVERLOAD], f) >= 0 ||
-		   first_match(self, &self->user[U_OVERLOAD], f) >= 0;
+	overload = overloaded(self, f);
 	if (user_rule(self, f, U_RETRYABLE, retry, sizeof(retry)) ||
 	    user_rule(self, f, U_OVERLOAD, retry, sizeof(retry)))
 		ev = EV_LIMIT;
@@ -1036,17 +1342,7 @@ static void decide(const struct classify *self, const struct facts *f,
 	else if (bad[0] == '\0' && stated_wait(f, retry, sizeof(retry)))
 		ev = EV_LIMIT;
 	if (ev != EV_NONE) {
-		/* A rate or quota window of 15 min or more is a spent quota; a
-		 * server down for maintenance is not (its long wait meets
-		 * retry.maxDelayMs instead). */
-		if (ev == EV_LIMIT && f->hint >= LONG_WAIT_MS) {
-			out->verdict = CLASSIFY_USAGE_LIMIT;
-			snprintf(rule, size, "long-wait>=%lldms:%s", (long long)LONG_WAIT_MS, retry);
-			return;
-		}
-		out->verdict = CLASSIFY_RETRYABLE;
-		out->overload = overload;
-		memcpy(rule, retry, size);
+		retry_verdict(f, ev, overload, retry, out);
 		return;
 	}
 	/* 5. anything else */
@@ -1074,6 +1370,10 @@ void classify_decide(struct classify *self, const struct classify_input *in,
 	find_statuses(self, in->status, &f);
 	find_typed(self, in->headers, &f);
 	f.text_hint = hint_in_text(f.hay, f.len, in->now_ms, &hint) ? hint : -1;
+	google_read(in->body, in->body != NULL ? in->body_len : 0, &f.google);
+	/* RetryInfo is the server's own typed word on the wait. */
+	if (f.google.retry_ms >= 0)
+		f.text_hint = f.google.retry_ms;
 	f.hint = hint_in_headers(in->headers, in->now_ms, true, &hint) ? hint : f.text_hint;
 	decide(self, &f, out);
 	out->hint_ms = f.hint;

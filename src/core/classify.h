@@ -8,11 +8,26 @@
  *   1. context overflow: status 413; a typed overflow value
  *      (`context_length_exceeded`, `request_too_large`, ...); the overflow
  *      wordings;
+ *  1b. Google's typed body (the body is a google.rpc.Status: {"error":
+ *      {"code","message","status","details":[...]}}), unless a settings
+ *      list of steps 2-4 matches: an ErrorInfo.reason that refuses the key,
+ *      project or account (API_KEY_INVALID, SERVICE_DISABLED, ...) is never
+ *      retried, BILLING_DISABLED a usage limit ("google-reason:<R>"); a
+ *      QuotaFailure violation with quotaValue 0 or a per-day / per-month
+ *      quotaId or quotaMetric is a usage limit, else a per-minute / per-second
+ *      one a rate limit, retried as step 4 ("google-quota:<id>",
+ *      "google-quota-zero:<id>"). RetryInfo.retryDelay ("37s", "1.250s") is
+ *      the text's stated wait;
  *   2. usage limit: status 402; a typed usage value (`insufficient_quota`,
  *      `billing_error`, ...); a zero quota; credit/billing/daily/plan
  *      wordings; quota wordings unless a per-minute window is named;
+ *  2b. the Google body's error.status ("google-status:<S>"): INVALID_ARGUMENT,
+ *      FAILED_PRECONDITION, PERMISSION_DENIED, UNAUTHENTICATED, NOT_FOUND, ...
+ *      never retried; RESOURCE_EXHAUSTED (a rate window), UNAVAILABLE,
+ *      INTERNAL, DEADLINE_EXCEEDED, ABORTED retried as step 4;
  *   3. never retried: status 401 403 404 405 407 410; typed auth/permission/
- *      not-found/content-policy values; the wordings of those;
+ *      not-found/content-policy values (also Gemini's finish and block
+ *      reasons, "google-finish:SAFETY"); the wordings of those;
  *   4. retried: status 408 409 425 429 or 5xx but 501 505; typed rate-limit/
  *      server/overload values; rate-limit and capacity wordings; transient
  *      wordings (5xx, transport, stall, agent-CLI notices) unless the error is
@@ -99,7 +114,8 @@ void classify_free(struct classify *self);
 /* Decides `in` into `out` (the table above). The first decision of the
  * process compiles the built-in patterns (shared by every classifier, freed
  * with the last one) and this classifier's match block; after that it
- * allocates nothing. Not reentrant: a classifier is for one thread. */
+ * allocates only to parse a body that is a JSON object (step 1b). Not
+ * reentrant: a classifier is for one thread. */
 void classify_decide(struct classify *self, const struct classify_input *in,
 		     struct classify_result *out);
 
