@@ -143,6 +143,9 @@ def capture(srv, api, step):
     if api == "openai":
         path, body = "/v1/chat/completions", {"model": "m1", "stream": True,
                                               "messages": [{"role": "user", "content": "hi"}]}
+    elif api == "gemini":
+        path, body = "/v1beta/models/m1:streamGenerateContent?alt=sse", {
+            "contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
     else:
         path, body = "/v1/messages", {"model": "m1", "stream": True, "max_tokens": 64,
                                       "messages": [{"role": "user", "content": "hi"}]}
@@ -162,7 +165,7 @@ def capture(srv, api, step):
     return resp.status, data
 
 
-def sse_seeds():
+def sse_seeds(apis=(("openai", 0), ("anthropic", 1), ("gemini", 0x80))):
     steps = {
         "text": {"text": "Hello w\u00f6rld \U0001F642, how are you today?"},
         "chunks": {"text": "abcdefghij", "chunks": 4, "inputTokens": 11, "outputTokens": 4},
@@ -181,12 +184,16 @@ def sse_seeds():
     }
     with fake_llm_server.FakeServer([]) as srv:
         srv.start()
-        for api, flag in (("openai", 0), ("anthropic", 1)):
-            for name, step in steps.items():
+        for api, flag in apis:
+            # Gemini is bit 7 of byte 0; the others bit 0 of byte 1.
+            b0, flag = flag & 0x80, flag & 0x7f
+            for name, step in dict(steps, **(GEMINI_STEPS if api == "gemini" else {})).items():
                 status, body = capture(srv, api, step)
                 # byte 0: the read size (0: whole), byte 1: API bit, limit bit, status bits.
-                put("sse", "%s-%s" % (api, name), bytes([0, flag | ((status - 400) // 3 % 64) << 2]) + body)
-                put("sse", "%s-%s-split7" % (api, name), bytes([7, flag]) + body)
+                put("sse", "%s-%s" % (api, name),
+                    bytes([b0, flag | ((status - 400) // 3 % 64) << 2]) + body)
+                put("sse", "%s-%s-split7" % (api, name), bytes([b0 | 7, flag]) + body)
+
     oai = ('data: {"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}\n\n'
            'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
     put("sse", "openai-crlf", b"\x00\x00" + oai.replace("\n", "\r\n").encode())
@@ -280,6 +287,20 @@ def jsontext_seeds():
         put("jsontext", name, data)
 
 
+# Gemini's own shapes: thoughts with a signature, a blocked prompt, a
+# google.rpc.Status in the stream and as an HTTP body.
+GEMINI_STEPS = {
+    "thinking": {"thinking": "let me think", "text": "answer", "thoughtsTokens": 7,
+                 "cachedTokens": 2},
+    "safety": {"text": "x", "finish": "safety"},
+    "blocked": {"blockReason": "PROHIBITED_CONTENT"},
+    "stream-error-quota": {"text": "a b", "errorAfterChunks": 1,
+                           "streamError": {"code": 429}, "retryDelay": "2s",
+                           "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier"},
+    "error-status-key": {"status": 400, "message": "API key not valid.",
+                         "errorReason": "API_KEY_INVALID"},
+}
+
 # -- jsonscan: the data payloads of the sse seeds, one per line ------------------
 
 def jsonscan_seeds():
@@ -294,7 +315,8 @@ def jsonscan_seeds():
         body = b[2:].replace(b"\r\n", b"\n")
         datas = [l[5:].lstrip(b" ") for l in body.split(b"\n") if l.startswith(b"data:")]
         if datas:
-            put("jsonscan", name, bytes([b[1] & 1]) + b"\n".join(datas[:64]))
+            api = 4 if b[0] & 0x80 else b[1] & 1
+            put("jsonscan", name, bytes([api]) + b"\n".join(datas[:64]))
 
 
 def main():
