@@ -43,7 +43,10 @@ Cases (--case):
              (full; N = 2,000 / 5,000 / 20,000, under a watchdog: RSS cap
              3 GiB, 90 s), cat of retryd's bytes, and curl reading the
              same delta-mode answers from the server (what the server alone
-             can send: the relay cannot be faster than that).
+             can send: the relay cannot be faster than that). The same delta
+             relay with the server speaking the Gemini format
+             ("google-generative-ai"), against cat of its bytes, with the
+             same targets.
 
 Targets (the check lines; never test failures): ready < 5 ms; idle RSS
 < 4 MiB; > 100,000 get_state/s pipelined; timer error p99 < 2 ms; abort
@@ -168,8 +171,9 @@ def base_env(home):
     return env
 
 
-def retryd_argv(retryd, url, home, mode):
-    settings = {"providers": {"fake": {"api": "openai-completions", "baseUrl": url + "/v1",
+def retryd_argv(retryd, url, home, mode, api="openai-completions"):
+    base = url + ("/v1beta" if api == "google-generative-ai" else "/v1")
+    settings = {"providers": {"fake": {"api": api, "baseUrl": base,
                                        "apiKeyEnv": "FAKE_LLM_KEY",
                                        "models": [{"id": "m1", "contextWindow": 128000}]}}}
     path = os.path.join(home, "settings.json")
@@ -360,22 +364,25 @@ class Case:
 
 
 class RetrydRelay(Case):
-    def __init__(self, mode, ns):
+    def __init__(self, mode, ns, api="openai-completions"):
         self.mode = mode
         self.ns = ns
-        self.name = "relay-retryd-" + mode
-        self.label = "retryd %s" % mode
+        self.api = api
+        # The Gemini format's row: the same stream shape in Gemini's chunks.
+        self.key = mode + ("-gemini" if api == "google-generative-ai" else "")
+        self.name = "relay-retryd-" + self.key
+        self.label = "retryd %s" % mode + (" (Gemini format)" if self.key != mode else "")
 
     def measure(self, ctx, n):
         srv = FakeServerProcess(relay_plan(n), T_RUN + 30)
         home = tempfile.mkdtemp(prefix="bench-rd-")
         try:
-            argv, env = retryd_argv(ctx["retryd"], srv.url, home, self.mode)
+            argv, env = retryd_argv(ctx["retryd"], srv.url, home, self.mode, self.api)
             save = ctx.setdefault("captures", {})
-            key = (self.mode, n)
+            key = (self.key, n)
             if key not in save:
                 # The first run of each N also keeps its bytes for the cat baseline.
-                path = os.path.join(ctx["tmp"], "out-%s-%d" % (self.mode, n))
+                path = os.path.join(ctx["tmp"], "out-%s-%d" % (self.key, n))
                 with open(path, "wb") as f:
                     r = measure_prompt(argv, env, home, n, T_RUN, save_to=f)
                 save[key] = path
@@ -975,6 +982,8 @@ class Bench:
             if self.pi_ok:
                 cases.append(PiRelay())
             cases += [CatBaseline("delta", RELAY_DELTA_NS), CatBaseline("full", RELAY_FULL_NS)]
+            cases += [RetrydRelay("delta", RELAY_DELTA_NS, "google-generative-ai"),
+                      CatBaseline("delta-gemini", RELAY_DELTA_NS)]
             curl = CurlBaseline(RELAY_DELTA_NS)
             if curl.available()[0]:
                 cases.append(curl)
@@ -1006,9 +1015,11 @@ class Bench:
         self.raw["http_relay"] = {k: v[1] for k, v in series.items()}
         cat = {("delta", r["n"]): r for r in series.get("relay-cat-delta", (None, []))[1] if r["time"]}
         cat.update({("full", r["n"]): r for r in series.get("relay-cat-full", (None, []))[1] if r["time"]})
+        cat.update({("delta-gemini", r["n"]): r
+                    for r in series.get("relay-cat-delta-gemini", (None, []))[1] if r["time"]})
         full = {r["n"]: r for r in series.get("relay-retryd-full", (None, []))[1] if r["time"]}
         curl = {r["n"]: r for r in series.get("relay-curl", (None, []))[1] if r["time"]}
-        for name in ("relay-retryd-delta", "relay-retryd-full", "relay-pi"):
+        for name in ("relay-retryd-delta", "relay-retryd-full", "relay-pi", "relay-retryd-delta-gemini"):
             if name not in series:
                 continue
             case, rows = series[name]
@@ -1030,11 +1041,11 @@ class Bench:
                         vs = "retryd full: %.3f s, %s" % (f["time"], fmt_rss(f["rss"]))
                         ratio = "%.0fx time, %.0fx RSS" % (r["time"] / f["time"], r["rss"] / f["rss"])
                 else:
-                    c = cat.get((case.mode, r["n"]))
+                    c = cat.get((case.key, r["n"]))
                     if c:
                         vs = "cat: %.3f s" % c["time"]
                         ratio = "%.1f %% of cat" % (100 * c["time"] / r["time"])
-                    u = curl.get(r["n"]) if case.mode == "delta" else None
+                    u = curl.get(r["n"]) if case.key == "delta" else None
                     if u:
                         vs += "; server to curl: %.3f s (%s)" % (u["time"], fmt_bytes(u["bytes"]))
                         ratio += ", %.0f %% of curl" % (100 * u["time"] / r["time"])
@@ -1042,30 +1053,34 @@ class Bench:
                                      value, vs, ratio,
                                      "%s, RSS x%.2f" % (gr, r["rss"] / base_rss) if base_rss else gr,
                                      fmt_rss(r["rss"]), r["runs"]))
-        delta = [r for r in series.get("relay-retryd-delta", (None, []))[1] if r["time"]]
+        for key, what in (("delta", "HTTP"), ("delta-gemini", "HTTP, Gemini format")):
+            self._relay_checks(series, cat, key, what)
+        if not self.pi_ok:
+            self.notes.append("pi rows left out: " + self.pi_why)
+
+    def _relay_checks(self, series, cat, key, what):
+        delta = [r for r in series.get("relay-retryd-" + key, (None, []))[1] if r["time"]]
         if delta:
             top = delta[-1]
-            c = cat.get(("delta", top["n"]))
+            c = cat.get((key, top["n"]))
             if c:
                 share = c["time"] / top["time"]
-                self.checks.append(Check("delta-mode relay >= 50 % of cat (HTTP)",
+                self.checks.append(Check("delta-mode relay >= 50 %% of cat (%s)" % what,
                                          "%.1f %% at %s chunks" % (100 * share, "{:,}".format(top["n"])),
                                          share >= 0.5, "%.0fx short" % (0.5 / share)))
             lo, hi = delta[0], delta[-1]
             if hi["n"] >= 1000000:
                 per_byte = (hi["rss"] - lo["rss"]) / (hi["n"] - lo["n"])   # one byte per chunk
                 self.checks.append(Check(
-                    "memory flat in N (HTTP delta relay: <= 10 B of RSS per byte of answer, "
-                    "nothing per chunk)",
+                    "memory flat in N (%s delta relay: <= 10 B of RSS per byte of answer, "
+                    "nothing per chunk)" % what,
                     "%s -> %s from %s to %s chunks: %.1f B per byte of answer" % (
                         fmt_rss(lo["rss"]), fmt_rss(hi["rss"]), "{:,}".format(lo["n"]),
                         "{:,}".format(hi["n"]), per_byte),
                     per_byte <= 10, "%.1fx over" % (per_byte / 10)))
             else:
-                self.checks.append(Check("memory flat in N", "needs the 1,000,000-chunk run "
-                                         "(left out by --quick)", None))
-        if not self.pi_ok:
-            self.notes.append("pi rows left out: " + self.pi_why)
+                self.checks.append(Check("memory flat in N (%s)" % what, "needs the 1,000,000-chunk "
+                                         "run (left out by --quick)", None))
 
 
 # --------------------------------------------------------------------------
