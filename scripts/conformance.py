@@ -26,7 +26,7 @@ registry cannot be reached the comparison is skipped: "skipped", exit 0.
 
 How pi is pointed at the fake server (per run, in a throwaway directory):
     HOME=$TMP  PI_CODING_AGENT_DIR=$TMP/agent  PI_OFFLINE=1
-    $TMP/agent/models.json    {"providers": {"fake": {"baseUrl": "<server>/v1",
+    $TMP/agent/models.json    {"providers": {"fake": {"baseUrl": "<server>/v1" (Gemini plans: /v1beta),
                                "api": "openai-completions", "apiKey": "sk-fake",
                                "models": [{"id": "m1", ...}]}}}
     $TMP/agent/settings.json  {"retry": {"enabled": true, "maxRetries": 3,
@@ -172,6 +172,58 @@ PLANS = [
 ]
 
 
+# The same plans with both sides speaking the Gemini API ("api":
+# "google-generative-ai", pi through @google/genai): the fake server answers
+# in Gemini's shapes (tests/fixtures/fake_gemini.py).
+GEMINI = "google-generative-ai"
+PLANS += [
+    {
+        "name": "h-gemini-text",
+        "api": GEMINI,
+        "expect": [],
+        "what": "Gemini: a streamed answer",
+        "plan": [{"text": "hello from the Gemini fake"}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
+        "name": "i-gemini-503-then-ok",
+        "api": GEMINI,
+        "expect": ["one agent_end per prompt", "Gemini error text"],
+        "what": "Gemini: 503 UNAVAILABLE (google.rpc.Status body), then success",
+        "plan": [{"status": 503}, {"text": "hello after the 503"}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
+        "name": "j-gemini-429-retry-delay",
+        "api": GEMINI,
+        "expect": ["Retry-After honoured", "one agent_end per prompt", "Gemini error text"],
+        "what": "Gemini: 429 RESOURCE_EXHAUSTED with RetryInfo retryDelay 1s, then success",
+        "plan": [{"status": 429, "retryDelay": "1s",
+                  "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"},
+                 {"text": "hello after the rate limit"}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
+        "name": "k-gemini-drop-mid-stream",
+        "api": GEMINI,
+        "expect": ["truncated stream retried"],
+        "what": "Gemini: stream ends after 3 chunks without a finishReason, then success",
+        "plan": [{"text": "one two three four five six", "dropAfterChunks": 3,
+                  "dropMode": "eof"},
+                 {"text": "one two three four five six"}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+]
+
+
+def base_url(url, api):
+    return url + ("/v1beta" if api == GEMINI else "/v1")
+
+
 # --------------------------------------------------------------------------
 # Driving one daemon.
 
@@ -290,12 +342,12 @@ def base_env(home):
     return env
 
 
-def pi_command(url, base_delay, home):
+def pi_command(url, base_delay, home, api="openai-completions"):
     """Writes pi's agent dir under home; returns (argv, env)."""
     agent = os.path.join(home, "agent")
     os.makedirs(agent, exist_ok=True)
     models = {"providers": {PROVIDER: {
-        "baseUrl": url + "/v1", "api": "openai-completions", "apiKey": API_KEY,
+        "baseUrl": base_url(url, api), "api": api, "apiKey": API_KEY,
         "models": [dict(MODEL, reasoning=False, input=["text"],
                         cost={"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0})]}}}
     settings = {"retry": {"enabled": True, "maxRetries": MAX_RETRIES,
@@ -312,9 +364,9 @@ def pi_command(url, base_delay, home):
     return argv + PI_FLAGS, env
 
 
-def retryd_command(url, base_delay, home, retryd):
+def retryd_command(url, base_delay, home, retryd, api="openai-completions"):
     settings = {"providers": {PROVIDER: {
-        "api": "openai-completions", "baseUrl": url + "/v1", "apiKeyEnv": "FAKE_LLM_KEY",
+        "api": api, "baseUrl": base_url(url, api), "apiKeyEnv": "FAKE_LLM_KEY",
         "models": [MODEL]}},
         "retry": {"enabled": True, "maxRetries": MAX_RETRIES, "baseDelayMs": base_delay}}
     path = os.path.join(home, "retryd-settings.json")
@@ -336,10 +388,11 @@ def run_side(side, plan, retryd, keep_dir=None):
     events = []
     d = None
     try:
+        api = plan.get("api", "openai-completions")
         if side == "pi":
-            argv, env = pi_command(srv.url, base_delay, home)
+            argv, env = pi_command(srv.url, base_delay, home, api)
         else:
-            argv, env = retryd_command(srv.url, base_delay, home, retryd)
+            argv, env = retryd_command(srv.url, base_delay, home, retryd, api)
         d = Daemon(argv, env, home, os.path.join(home, "stderr.txt"))
         plan_deadline = time.monotonic() + T_PLAN
         # Start-up: a warm-up get_state, so slow start-up eats no step's budget.
@@ -753,8 +806,48 @@ def rule_one_agent_end(pi, rd, plan):
     return out, rd
 
 
+def gemini_status_text(text):
+    """(code, message) of a google.rpc.Status body as pi shows it (the JSON
+    that @google/genai's ApiError carries), or None."""
+    try:
+        err = json.loads(text).get("error")
+        return int(err["code"]), err["message"]
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def rule_gemini_error_text(pi, rd, plan):
+    """Gemini's HTTP errors (protocol/README.md, the Gemini section): pi's
+    errorMessage is the google.rpc.Status body as JSON; retryd's is
+    "<status> <error.message>", as for every format (the details go to the
+    classifier). pi's text is rewritten to retryd's where the two say the
+    same."""
+    said = set()
+    for n in rd:
+        for m in [n] + list(n.get("messages") or []):
+            for k in ("err", "errorMessage"):
+                if isinstance(m.get(k), str):
+                    said.add(m[k])
+    for n in pi:
+        for m in [n] + list(n.get("messages") or []):
+            for k in ("err", "errorMessage"):
+                st = gemini_status_text(m.get(k)) if isinstance(m.get(k), str) else None
+                if st and "%d %s" % st in said:
+                    m[k] = "%d %s" % st
+    return pi, rd
+
+
+def rule_no_empty_delta(pi, rd, plan):
+    """retryd never sends an empty text_delta (protocol/README.md, the Gemini
+    section); pi relays the empty text part of Gemini's finishing chunk."""
+    return [n for n in pi if not (n["type"] == "message_update" and n.get("event") == "text_delta"
+                                  and n.get("delta") == "")], rd
+
+
 RULES = [
     # (name, kind, function)
+    ("Gemini error text", "documented difference", rule_gemini_error_text),
+    ("no empty text_delta", "documented difference", rule_no_empty_delta),
     ("ready line", "retryd extra", rule_ready),
     ("Retry-After honoured", "improvement", rule_retry_after),
     ("auto_retry_start reason/hintMs", "retryd extra", rule_retry_start_extras),
