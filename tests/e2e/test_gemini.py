@@ -235,7 +235,15 @@ class GeminiTests(DaemonTestCase):
         self.assertNotIn("auto_retry_start", types(msgs))
         final = assistant_ends(msgs)[-1]
         self.assertEqual(final["stopReason"], "error")
+        self.assertIn("(usage limit: ", final["errorMessage"])
         self.assertEqual(len(srv.requests()), 1)
+        body = json.dumps({"error": {"code": 429, "message": "Quota exceeded.",
+                                     "status": "RESOURCE_EXHAUSTED", "details": [
+                                         {"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                                          "violations": [{"quotaId": DAILY}]}]}})
+        c = d.request({"type": "classify_error", "message": "429 Quota exceeded.", "status": 429,
+                       "body": body})["data"]
+        self.assertEqual((c["errorClass"], c["rule"]), ("usage_limit", "google-quota:" + DAILY))
         d.finish()
 
     def test_api_key_invalid_is_not_retried(self):
@@ -294,6 +302,9 @@ class GeminiTests(DaemonTestCase):
                               "quotaId": DAILY}, {"text": "never"}])
         msgs = self.run_prompt(d, "q")
         self.assertNotIn("auto_retry_start", types(msgs))
+        self.assertEqual(assistant_ends(msgs)[-1]["errorMessage"],
+                         "429 RESOURCE_EXHAUSTED: Quota exceeded. (usage limit: no other credential "
+                         "or model to switch to)")
         self.assertEqual(len(srv.requests()), 1)
         d.finish()
 
