@@ -37,6 +37,9 @@ CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(SANFLAGS) \
              -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP
 LDFLAGS_ALL = $(SANFLAGS) $(LDFLAGS)
+# The installed programs find a library installed beside them in any PREFIX
+# (bin/../lib) with no LD_LIBRARY_PATH.
+RPATH_ORIGIN = -Wl,-rpath,'$$ORIGIN/../lib'
 # Library objects: position-independent, only the RETRYD_API symbols exported.
 CLIENT_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(SANFLAGS) \
                 -Iinclude -Isrc $(CLIENT_PKG_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP
@@ -91,7 +94,7 @@ $(BUILD)/obj/%.o: src/%.c | deps
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BIN): $(LIB_OBJS) $(GEN_OBJS) $(BUILD)/obj/main.o
-	$(CC) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -o $@
+	$(CC) $(LDFLAGS_ALL) $(RPATH_ORIGIN) $^ $(PKG_LIBS) -o $@
 
 # The Redis store's Lua script, embedded so the daemon sends exactly the file
 # the tests run (scripts/embed.py; a char array: -Wpedantic limits literals).
@@ -130,7 +133,7 @@ $(BUILD)/retryctl.d/%.o: src/retryctl/%.c | deps
 
 # retryctl links the static library: it runs from build/ without LD_LIBRARY_PATH.
 $(CTL): $(CTL_OBJS) $(CLIENT_A)
-	$(CC) $(LDFLAGS_ALL) $^ $(CLIENT_PKG_LIBS) -o $@
+	$(CC) $(LDFLAGS_ALL) $(RPATH_ORIGIN) $^ $(CLIENT_PKG_LIBS) -o $@
 
 $(BUILD)/e2e/client_probe.o: tests/e2e/client_probe.c | deps
 	@mkdir -p $(@D)
@@ -312,6 +315,7 @@ install: all
 	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/retryd/
 	install -m 644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(SCHEMAS) $(DESTDIR)$(DATADIR)/retryd/schemas/
+	install -m 644 protocol/README.md $(DESTDIR)$(DATADIR)/retryd/protocol.md
 
 # Removes what install put there, and the directories of our own when empty.
 uninstall:
@@ -322,6 +326,7 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/retryd/,$(notdir $(HEADERS)))
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MANPAGES)))
 	rm -f $(addprefix $(DESTDIR)$(DATADIR)/retryd/schemas/,$(notdir $(SCHEMAS)))
+	rm -f $(DESTDIR)$(DATADIR)/retryd/protocol.md
 	rmdir $(DESTDIR)$(INCLUDEDIR)/retryd $(DESTDIR)$(DATADIR)/retryd/schemas \
 	    $(DESTDIR)$(DATADIR)/retryd 2>/dev/null || true
 

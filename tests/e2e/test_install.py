@@ -46,7 +46,7 @@ INSTALLED = [
     "lib/libretryd-client.a", "lib/libretryd-client.so", "lib/libretryd-client.so.0",
     "lib/libretryd-client.so.0.1.0", "lib/pkgconfig/retryd-client.pc",
     "include/retryd/client.h", "include/retryd/protocol.h",
-    "share/man/man1/retryd.1", "share/man/man1/retryctl.1",
+    "share/man/man1/retryd.1", "share/man/man1/retryctl.1", "share/retryd/protocol.md",
 ]
 
 
@@ -93,11 +93,22 @@ class InstallTests(unittest.TestCase):
         if shutil.which("readelf"):
             dyn = subprocess.run(["readelf", "-d", so], stdout=subprocess.PIPE).stdout.decode()
             self.assertIn("[libretryd-client.so.0]", dyn)
+            for prog in ("retryd", "retryctl"):
+                dyn = subprocess.run(["readelf", "-d", os.path.join(self.prefix, "bin", prog)],
+                                     stdout=subprocess.PIPE).stdout.decode()
+                self.assertIn("$ORIGIN/../lib", dyn, prog)
+        # The protocol reference is where the man page says.
+        with open(os.path.join(self.prefix, "share", "retryd", "protocol.md")) as f:
+            self.assertIn("retryd", f.read(200))
+        with open(os.path.join(self.prefix, "share", "man", "man1", "retryd.1")) as f:
+            self.assertIn("share/retryd/protocol.md", f.read())
 
         # A program compiled with nothing but the installed .pc file.
+        # ... and run with no LD_LIBRARY_PATH: the .pc file's rpath finds
+        # the library in any PREFIX.
         env = dict(self.env, PKG_CONFIG_PATH=os.path.join(self.prefix, "lib", "pkgconfig"),
-                   PATH=os.path.join(self.prefix, "bin") + ":/usr/bin:/bin",
-                   LD_LIBRARY_PATH=os.path.join(self.prefix, "lib"))
+                   PATH=os.path.join(self.prefix, "bin") + ":/usr/bin:/bin")
+        env.pop("LD_LIBRARY_PATH", None)
         flags = self.run_ok(["pkg-config", "--cflags", "--libs", "retryd-client"], env).split()
         self.assertIn("-lretryd-client", flags)
         src = os.path.join(self.tmp, "hello.c")
