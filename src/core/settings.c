@@ -109,7 +109,7 @@ static const struct rule rules[] = {
 	CHOICE("rpc.messageUpdates",         "full|delta", "full"),
 	JSON("sim.plan",                     RULE_ARRAY, "[]"),
 	INT("sim.chunkDelayMs",              0, 3600000, 0),
-	/* What many daemons share (core/fleet.h, README "Many daemons"). */
+	/* What many daemons share (core/fleet.h, docs/fleet.md). */
 	CHOICE("fleet.mode",                 "process|user|redis", "user"),
 	CHOICE("fleet.scope",                "model|credential|provider", "model"),
 	TEXT("fleet.namespace",              "default"),
