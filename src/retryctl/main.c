@@ -224,6 +224,8 @@ static void tick_cb(uv_timer_t *h)
 		draw_countdown(t);
 	} else if (t->spinning) {
 		progress_spinner_line(line, sizeof(line), t->spin_frame++);
+		/* A wrapped line would not be erased by "\r\033[K". */
+		progress_cut(line, (size_t)term_width() - 1);
 		draw_live_line(t, LIVE_SPINNER, line);
 	}
 }
