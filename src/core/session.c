@@ -504,7 +504,7 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 	struct retry_outcome outcome = { .failure = RETRY_OK, .hint_ms = -1 };
 	struct fallback_plan plan = { .kind = RETRY_SWITCH_NONE, .credential = -1 };
 	struct policy_verdict v;
-	struct event_why why = { NULL, NULL };
+	struct event_why why = { NULL, NULL, false };
 	struct retry_decision d;
 	struct decision_note note = { &v, &policy, 0 };
 	json_t *msg;
@@ -520,6 +520,7 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 	if (v.failed) {
 		why.error_class = classify_class_name(v.verdict);
 		why.rule = v.rule;
+		why.overload = v.overload;
 	}
 	if (self->cfg.fleet != NULL) {
 		tell_fleet(self, r, &v, &policy);

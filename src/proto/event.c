@@ -82,6 +82,8 @@ json_t *event_auto_retry_start(int attempt, int max_attempts, int64_t delay_ms,
 	if (ev != NULL && hint_ms >= 0)
 		json_object_set_new(ev, "hintMs", json_integer(hint_ms));
 	set_why(ev, why);
+	if (ev != NULL && why != NULL && why->error_class != NULL)
+		json_object_set_new(ev, "overload", json_boolean(why->overload));
 	return ev;
 }
 

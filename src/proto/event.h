@@ -55,11 +55,12 @@ json_t *event_turn_end(json_t *message);
 struct event_why {
 	const char *error_class;
 	const char *rule;
+	bool overload;  /* the model or a shared pool is saturated (a 529, ...) */
 };
 
 /* {"type":"auto_retry_start","attempt","maxAttempts","delayMs","errorMessage",
- * "reason"[,"hintMs"][,"errorClass","rule"]}: hint_ms < 0 leaves hintMs out,
- * why NULL the last two. Strings: borrowed. */
+ * "reason"[,"hintMs"][,"errorClass","rule","overload"]}: hint_ms < 0 leaves
+ * hintMs out, why NULL the last three. Strings: borrowed. */
 json_t *event_auto_retry_start(int attempt, int max_attempts, int64_t delay_ms,
 			       const char *error_message, const char *reason, int64_t hint_ms,
 			       const struct event_why *why);

@@ -278,7 +278,10 @@ static void on_retry_start(struct ctl *t, json_t *ev)
 	t->backoff_end = uv_now(&t->loop) + delay;
 	t->delay_ms = delay;
 	t->retry_error = dup_string(json_object_get(ev, "errorMessage"));
-	t->retry_class = dup_string(json_object_get(ev, "errorClass"));
+	/* "overload" says more than "retryable" about a 529. */
+	t->retry_class = json_is_true(json_object_get(ev, "overload"))
+				 ? strdup("overload")
+				 : dup_string(json_object_get(ev, "errorClass"));
 	if (t->quiet)
 		return;
 	if (t->mode == PROGRESS_LIVE) {

@@ -152,11 +152,11 @@ class TerminalTests(RetryctlTestCase):
     def test_live_countdown_counts_down_in_tenths_naming_the_error_and_its_class(self):
         run = self.pty(plan_args([{"error": "529 overloaded"}, {"text": "hello world"}],
                                  retry_baseDelayMs=1000) + ["hi"])
-        run.wait_for("Retrying (1/3) in 1.0s %s 529 overloaded (retryable)" % DASH, 5)
+        run.wait_for("Retrying (1/3) in 1.0s %s 529 overloaded (overload)" % DASH, 5)
         run.wait_for("hello world", 10)
         self.assertEqual(run.finish(10), 0, run.text)
         out = run.text
-        shown = re.findall(r"\r\x1b\[KRetrying \(1/3\) in (\d\.\d)s %s 529 overloaded \(retryable\)"
+        shown = re.findall(r"\r\x1b\[KRetrying \(1/3\) in (\d\.\d)s %s 529 overloaded \(overload\)"
                            % DASH, out)
         # Redrawn every 100 ms: a 1 s wait shows several tenths, counting down.
         self.assertGreaterEqual(len(set(shown)), 2, out)
@@ -164,7 +164,7 @@ class TerminalTests(RetryctlTestCase):
         self.assertTrue(all(float(a) >= float(b) for a, b in zip(shown[1:-1], shown[2:-1])), shown)
         # The wait's line stays, as it read when it began; the answer follows.
         self.assertEqual(screen(out)[-2:],
-                         ["Retrying (1/3) in 1.0s %s 529 overloaded (retryable)" % DASH,
+                         ["Retrying (1/3) in 1.0s %s 529 overloaded (overload)" % DASH,
                           "hello world"])
         self.assertClean(out)
 
@@ -276,7 +276,7 @@ class TerminalTests(RetryctlTestCase):
         # The terminal turns each \n into \r\n; no other \r is a redraw.
         self.assertNotIn("\r", out.replace("\r\n", ""))
         self.assertNotIn("Waiting", out)
-        self.assertEqual(out, "Retrying (1/3) in 0.4s %s 529 overloaded (retryable)\r\nhi there\r\n"
+        self.assertEqual(out, "Retrying (1/3) in 0.4s %s 529 overloaded (overload)\r\nhi there\r\n"
                          % DASH)
 
     def test_term_dumb_gets_plain_lines_without_escape_codes_on_a_terminal(self):
@@ -359,7 +359,7 @@ class PipeTests(RetryctlTestCase):
         self.assertEqual((rc, out), (0, "ok then\n"), err)
         self.assertEqual(err.splitlines(), [
             "Retrying (1/3) in 0.1s %s 503 Service Unavailable (retryable)" % DASH,
-            "Retrying (2/3) in 0.1s %s 529 overloaded (retryable)" % DASH,
+            "Retrying (2/3) in 0.1s %s 529 overloaded (overload)" % DASH,
         ])
         self.assertNotIn("\r", err)
         self.assertNotIn("\x1b", err)
