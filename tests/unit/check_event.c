@@ -105,12 +105,17 @@ END_TEST
 
 START_TEST(test_retry_events_say_which_class_and_rule_decided)
 {
-	const struct event_why why = { "retryable", "http-status:429" };
+	const struct event_why why = { "retryable", "http-status:429", false };
+	const struct event_why over = { "retryable", "http-status:529", true };
 
 	expect(event_auto_retry_start(1, 3, 2000, "429", "backoff", -1, &why),
 	       "{\"type\":\"auto_retry_start\",\"attempt\":1,\"maxAttempts\":3,\"delayMs\":2000,"
 	       "\"errorMessage\":\"429\",\"reason\":\"backoff\",\"errorClass\":\"retryable\","
-	       "\"rule\":\"http-status:429\"}");
+	       "\"rule\":\"http-status:429\",\"overload\":false}");
+	expect(event_auto_retry_start(1, 3, 2000, "529", "backoff", -1, &over),
+	       "{\"type\":\"auto_retry_start\",\"attempt\":1,\"maxAttempts\":3,\"delayMs\":2000,"
+	       "\"errorMessage\":\"529\",\"reason\":\"backoff\",\"errorClass\":\"retryable\","
+	       "\"rule\":\"http-status:529\",\"overload\":true}");
 	expect(event_auto_retry_end(false, 3, "429", &why),
 	       "{\"type\":\"auto_retry_end\",\"success\":false,\"attempt\":3,\"finalError\":\"429\","
 	       "\"errorClass\":\"retryable\",\"rule\":\"http-status:429\"}");
