@@ -300,6 +300,11 @@ interop: deps
 	@$(MAKE) --no-print-directory $(BIN)
 	RETRYD=$(abspath $(BIN)) scripts/interop.sh
 
+# The npm package of clients/js, where `npm install -g` would put it, and its
+# launcher on PATH.
+JSDIR    ?= $(PREFIX)/lib/node_modules/retryd
+JS_FILES := package.json index.mjs index.d.ts README.md
+
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/retryd \
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATADIR)/retryd/schemas
@@ -312,6 +317,10 @@ install: all
 	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/retryd/
 	install -m 644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(SCHEMAS) $(DESTDIR)$(DATADIR)/retryd/schemas/
+	install -d $(DESTDIR)$(JSDIR)/bin
+	install -m 644 $(addprefix clients/js/,$(JS_FILES)) $(DESTDIR)$(JSDIR)/
+	install -m 755 clients/js/bin/retryd-rpc.mjs $(DESTDIR)$(JSDIR)/bin/
+	ln -sf $(JSDIR)/bin/retryd-rpc.mjs $(DESTDIR)$(BINDIR)/retryd-rpc
 
 # Removes what install put there, and the directories of our own when empty.
 uninstall:
@@ -324,6 +333,9 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(DATADIR)/retryd/schemas/,$(notdir $(SCHEMAS)))
 	rmdir $(DESTDIR)$(INCLUDEDIR)/retryd $(DESTDIR)$(DATADIR)/retryd/schemas \
 	    $(DESTDIR)$(DATADIR)/retryd 2>/dev/null || true
+	rm -f $(DESTDIR)$(BINDIR)/retryd-rpc $(DESTDIR)$(JSDIR)/bin/retryd-rpc.mjs \
+	    $(addprefix $(DESTDIR)$(JSDIR)/,$(JS_FILES))
+	rmdir $(DESTDIR)$(JSDIR)/bin $(DESTDIR)$(JSDIR) 2>/dev/null || true
 
 FORCE:
 
