@@ -2,7 +2,8 @@
 # client library (build/libretryd-client.a, .so); `make check` runs every
 # test; `make check SANITIZE=1` does the same under ASan+UBSan in build/san.
 # `make install PREFIX=...` / `make uninstall` (DESTDIR is honoured);
-# `make interop` drives retryd with pi's own RpcClient (needs npm).
+# `make interop` drives retryd with clients/js and pi's and oh-my-pi's own
+# RpcClient (needs node; npm for the latter two).
 CC      ?= cc
 AR      ?= ar
 PREFIX  ?= /usr/local
@@ -295,7 +296,8 @@ conformance: deps
 	@$(MAKE) --no-print-directory $(BIN)
 	RETRYD=$(abspath $(BIN)) python3 scripts/conformance.py
 
-# pi's RpcClient against retryd; says so and succeeds when npm is unreachable.
+# clients/js, pi's and oh-my-pi's RpcClient against retryd (scripts/interop.sh);
+# a client that cannot be installed (npm unreachable) is skipped, saying so.
 interop: deps
 	@$(MAKE) --no-print-directory $(BIN)
 	RETRYD=$(abspath $(BIN)) scripts/interop.sh
