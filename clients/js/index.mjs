@@ -103,7 +103,7 @@ export class RetrydClient {
 	#exited = null;
 	#exit = null; // { code, signal } once the daemon is gone
 	#nextId = 0;
-	#pending = new Map(); // id -> { resolve, reject, command }
+	#pending = new Map(); // id -> { resolve, reject }
 	#listeners = new Set();
 	#stderr = "";
 
@@ -130,6 +130,7 @@ export class RetrydClient {
 		});
 		this.#child = child;
 		this.#exit = null;
+		this.#stderr = "";
 		const framer = new LineFramer();
 		child.stdout.on("data", (chunk) => {
 			for (const line of framer.push(chunk)) this.#onLine(line);
