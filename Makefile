@@ -2,7 +2,8 @@
 # client library (build/libretryd-client.a, .so); `make check` runs every
 # test; `make check SANITIZE=1` does the same under ASan+UBSan in build/san.
 # `make install PREFIX=...` / `make uninstall` (DESTDIR is honoured);
-# `make interop` drives retryd with pi's own RpcClient (needs npm).
+# `make interop` drives retryd with clients/js and pi's and oh-my-pi's own
+# RpcClient (needs node; npm for the latter two).
 CC      ?= cc
 AR      ?= ar
 PREFIX  ?= /usr/local
@@ -298,10 +299,16 @@ conformance: deps
 	@$(MAKE) --no-print-directory $(BIN)
 	RETRYD=$(abspath $(BIN)) python3 scripts/conformance.py
 
-# pi's RpcClient against retryd; says so and succeeds when npm is unreachable.
+# clients/js, pi's and oh-my-pi's RpcClient against retryd (scripts/interop.sh);
+# a client that cannot be installed (npm unreachable) is skipped, saying so.
 interop: deps
 	@$(MAKE) --no-print-directory $(BIN)
 	RETRYD=$(abspath $(BIN)) scripts/interop.sh
+
+# The npm package of clients/js, where `npm install -g` would put it, and its
+# launcher on PATH.
+JSDIR    ?= $(PREFIX)/lib/node_modules/retryd
+JS_FILES := package.json index.mjs index.d.ts README.md
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/retryd \
@@ -316,6 +323,10 @@ install: all
 	install -m 644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(SCHEMAS) $(DESTDIR)$(DATADIR)/retryd/schemas/
 	install -m 644 protocol/README.md $(DESTDIR)$(DATADIR)/retryd/protocol.md
+	install -d $(DESTDIR)$(JSDIR)/bin
+	install -m 644 $(addprefix clients/js/,$(JS_FILES)) $(DESTDIR)$(JSDIR)/
+	install -m 755 clients/js/bin/retryd-rpc.mjs $(DESTDIR)$(JSDIR)/bin/
+	ln -sf $(JSDIR)/bin/retryd-rpc.mjs $(DESTDIR)$(BINDIR)/retryd-rpc
 
 # Removes what install put there, and the directories of our own when empty.
 uninstall:
@@ -329,6 +340,9 @@ uninstall:
 	rm -f $(DESTDIR)$(DATADIR)/retryd/protocol.md
 	rmdir $(DESTDIR)$(INCLUDEDIR)/retryd $(DESTDIR)$(DATADIR)/retryd/schemas \
 	    $(DESTDIR)$(DATADIR)/retryd 2>/dev/null || true
+	rm -f $(DESTDIR)$(BINDIR)/retryd-rpc $(DESTDIR)$(JSDIR)/bin/retryd-rpc.mjs \
+	    $(addprefix $(DESTDIR)$(JSDIR)/,$(JS_FILES))
+	rmdir $(DESTDIR)$(JSDIR)/bin $(DESTDIR)$(JSDIR) 2>/dev/null || true
 
 FORCE:
 
