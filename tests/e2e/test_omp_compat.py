@@ -4,11 +4,12 @@ and a prompt that cannot run answered success:false (never accepted and lost).
 oh-my-pi's RpcClient resolves prompt() and abortAndPrompt() whatever the
 response says, so what matters on the wire is that an accepted command runs
 and a refused one says so."""
-import json
 import os
 import sys
 import tempfile
 import time
+import unittest
+from pathlib import Path
 
 from harness import DaemonTestCase, is_type, role_of, scaled, signature, text_of, types, user_text
 
@@ -17,8 +18,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
 from fake_llm_server import FakeServer  # noqa: E402
 from jsonschema_lite import Validator  # noqa: E402
 
-SCHEMAS = os.path.join(HERE, "..", "..", "protocol", "schemas")
-VALIDATOR = Validator(__import__("pathlib").Path(SCHEMAS))
+VALIDATOR = Validator(Path(HERE).parent.parent / "protocol" / "schemas")
 SLOW = {"retry.baseDelayMs": 5000}   # a backoff that outlasts the test's commands
 BUSY = ("Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') "
         "to queue the message.")
@@ -267,5 +267,4 @@ class FleetHoldTests(OmpCase):
 
 
 if __name__ == "__main__":
-    import unittest
     unittest.main()
