@@ -968,6 +968,23 @@ void session_abort(struct session *self, json_t **data)
 		json_decref(dropped);
 }
 
+int session_abort_and_prompt(struct session *self, const char *text, const json_t *images,
+			     const json_t *retry, json_t **data, session_taken_fn taken, void *ctx,
+			     char *err, size_t errlen)
+{
+	json_t *policy = policy_for_prompt(self->cfg.settings, retry, err, errlen);
+
+	*data = NULL;
+	if (policy == NULL)
+		return -1;
+	session_abort(self, data);
+	/* Idle now, so the prompt begins a run, as a prompt sent after abort would. */
+	if (enqueue(self, self->follow_ups, text, images, policy, taken, ctx) != 0)
+		return errbuf_set(err, errlen, "out of memory: the run was aborted but the "
+				  "new prompt could not be started");
+	return 0;
+}
+
 int session_set_auto_retry(struct session *self, bool enabled, bool persist, json_t **data,
 			   char *err, size_t errlen)
 {

@@ -162,6 +162,17 @@ int session_follow_up(struct session *self, const char *text, const json_t *imag
 json_t *session_classify(struct session *self, struct classify_input *in);
 /* Cancels everything in flight; *data lists the queued messages it dropped. */
 void session_abort(struct session *self, json_t **data);
+/* abort_and_prompt: the prompt's own retry settings (borrowed, may be
+ * NULL) are checked first, so a refused command changes nothing (-1 with
+ * err, *data NULL). Then everything in flight is cancelled as session_abort
+ * does, its events first, and *data (new reference) lists the dropped
+ * messages; then the prompt starts a run of its own, as on an idle session:
+ * taken (may be NULL) is called, with *data already set, before the run's
+ * first event. -1 after the abort (out of memory): err says so, nothing
+ * runs. */
+int session_abort_and_prompt(struct session *self, const char *text, const json_t *images,
+			     const json_t *retry, json_t **data, session_taken_fn taken, void *ctx,
+			     char *err, size_t errlen);
 /* Cancels a pending backoff (no event when there is none). */
 void session_abort_retry(struct session *self);
 /* set_auto_retry: persist writes the settings file, else this process

@@ -32,6 +32,8 @@ static const struct command_spec specs[] = {
 	{ "set_retry_policy", CMD_SET_RETRY_POLICY },
 	{ "classify_error", CMD_CLASSIFY_ERROR },
 	{ "fleet_clear", CMD_FLEET_CLEAR },
+	{ "abort_and_prompt", CMD_ABORT_AND_PROMPT },
+	{ "get_available_commands", CMD_GET_AVAILABLE_COMMANDS },
 };
 
 const char *const command_names[] = {
@@ -39,7 +41,8 @@ const char *const command_names[] = {
 	"get_state", "get_messages", "get_last_assistant_text", "new_session",
 	"set_model", "get_available_models", "set_steering_mode", "set_follow_up_mode",
 	"set_session_name", "get_session_stats", "get_commands", "get_retry_policy",
-	"set_retry_policy", "classify_error", "fleet_clear", NULL,
+	"set_retry_policy", "classify_error", "fleet_clear", "abort_and_prompt",
+	"get_available_commands", NULL,
 };
 
 /* pi commands with no meaning in retryd, and why. */
@@ -61,7 +64,6 @@ static const struct {
 	{ "set_thinking_level", "the providers here have no thinking levels" },
 	{ "cycle_thinking_level", "the providers here have no thinking levels" },
 	{ "extension_ui_response", "retryd has no extensions" },
-	{ "abort_and_prompt", "send abort, then prompt" },
 	{ "handoff", "retryd does not hand off sessions" },
 };
 
@@ -303,6 +305,18 @@ static int parse_classify(struct command *cmd)
 	return 0;
 }
 
+/* A prompt's own retry settings: an object, or absent. */
+static int parse_retry(struct command *cmd)
+{
+	json_t *v = json_object_get(cmd->root, "retry");
+
+	if (v != NULL && !json_is_null(v) && !json_is_object(v))
+		return fail(cmd, "%s: field \"retry\" must be an object of retry settings, not %s",
+			    cmd->name, json_kind(v));
+	cmd->retry = json_is_object(v) ? v : NULL;
+	return 0;
+}
+
 static int parse_fields(struct command *cmd)
 {
 	json_t *v;
@@ -311,12 +325,12 @@ static int parse_fields(struct command *cmd)
 	case CMD_PROMPT:
 		if (parse_message(cmd) != 0 || parse_behavior(cmd) != 0)
 			return -1;
-		v = json_object_get(cmd->root, "retry");
-		if (v != NULL && !json_is_null(v) && !json_is_object(v))
-			return fail(cmd, "%s: field \"retry\" must be an object of retry settings, not %s",
-				    cmd->name, json_kind(v));
-		cmd->retry = json_is_object(v) ? v : NULL;
-		return 0;
+		return parse_retry(cmd);
+	case CMD_ABORT_AND_PROMPT:
+		/* A prompt that replaces the run: no streamingBehavior to give. */
+		if (parse_message(cmd) != 0)
+			return -1;
+		return parse_retry(cmd);
 	case CMD_SET_RETRY_POLICY:
 		v = json_object_get(cmd->root, "policy");
 		if (v == NULL)

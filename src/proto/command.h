@@ -35,6 +35,8 @@ enum command_type {
 	CMD_SET_RETRY_POLICY,
 	CMD_CLASSIFY_ERROR,
 	CMD_FLEET_CLEAR,
+	CMD_ABORT_AND_PROMPT,      /* oh-my-pi's */
+	CMD_GET_AVAILABLE_COMMANDS, /* oh-my-pi's */
 	CMD_UNSUPPORTED, /* a pi command that has no meaning here */
 };
 
@@ -51,10 +53,10 @@ struct command {
 	const char *id;        /* borrowed from root; NULL when absent */
 
 	/* Fields, borrowed from root; set for the commands that take them. */
-	const char *message;   /* prompt, steer, follow_up */
-	json_t *images;        /* prompt, steer, follow_up; NULL when absent */
+	const char *message;   /* prompt, steer, follow_up, abort_and_prompt */
+	json_t *images;        /* prompt, steer, follow_up, abort_and_prompt; NULL when absent */
 	enum streaming_behavior behavior; /* prompt */
-	json_t *retry;         /* prompt: its own retry settings; NULL when absent */
+	json_t *retry;         /* prompt, abort_and_prompt: its own retry settings; NULL when absent */
 	json_t *policy;        /* set_retry_policy */
 	bool persist;          /* set_retry_policy (default false), set_auto_retry (default true) */
 	bool enabled;          /* set_auto_retry */
