@@ -600,7 +600,7 @@ START_TEST(test_anthropic_malformed_json_fails_with_jansson_text)
 }
 END_TEST
 
-START_TEST(test_anthropic_ping_thinking_and_unknown_events_are_ignored)
+START_TEST(test_anthropic_ping_and_unknown_events_are_ignored_and_thinking_streams)
 {
 	struct outcome o = decode(&api_anthropic_format,
 				  ANT_START ANT_PING
@@ -613,7 +613,8 @@ START_TEST(test_anthropic_ping_thinking_and_unknown_events_are_ignored)
 				  "event: future_event\ndata: {\"type\":\"future_event\",\"x\":1}\n\n"
 				  ANT_DELTA("ok") ANT_MSG_DELTA("end_turn") ANT_PING ANT_STOP);
 
-	ck_assert_str_eq(o.log, "start;text_start;delta(ok);text_end;");
+	ck_assert_str_eq(o.log, "start;thinking_start;thinking_delta:hmm;thinking_end:abc;"
+				"text_start;delta(ok);text_end;");
 	ck_assert_int_eq(o.stop, STOP_STOP);
 	ck_assert(!o.has_error);
 	free(o.log);
@@ -1012,7 +1013,7 @@ Suite *api_suite(void)
 	tcase_add_test(ant, test_anthropic_error_event_with_non_json_data_fails_with_the_text);
 	tcase_add_test(ant, test_anthropic_unnamed_error_data_fails_too);
 	tcase_add_test(ant, test_anthropic_malformed_json_fails_with_jansson_text);
-	tcase_add_test(ant, test_anthropic_ping_thinking_and_unknown_events_are_ignored);
+	tcase_add_test(ant, test_anthropic_ping_and_unknown_events_are_ignored_and_thinking_streams);
 	tcase_add_test(ant, test_anthropic_two_text_blocks_stream_as_one_text);
 	tcase_add_test(ant, test_anthropic_events_after_message_stop_are_ignored);
 	tcase_add_test(misc, test_external_failure_wins_over_truncation_and_first_failure_wins);
