@@ -10,10 +10,11 @@ Every wait is bounded.
 import json
 import os
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
-from harness import DaemonTestCase, is_response, is_type, role_of, scaled, signature
+from harness import DaemonTestCase, is_response, role_of, run_cli, scaled, signature
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "fixtures"))
@@ -270,6 +271,19 @@ class AnthropicThinking(ThinkingCase):
         self.assertEqual(body["messages"][1]["content"][0],
                          {"type": "thinking", "thinking": THOUGHT, "signature": SIG})
         d2.finish()
+
+
+class ModelEntries(DaemonTestCase):
+    def test_reasoning_that_is_not_a_boolean_is_refused_naming_the_key(self):
+        cfg = {"api": ANTHROPIC, "baseUrl": "http://127.0.0.1:9/v1",
+               "models": [{"id": "x", "reasoning": "yes"}]}
+        with tempfile.TemporaryDirectory(prefix="retryd-e2e-thinking-") as tmp:
+            path = os.path.join(tmp, "settings.json")
+            with open(path, "w") as f:
+                json.dump({"providers": {"bad": cfg}}, f)
+            rc, out, err = run_cli(["--provider", "bad", "--settings", path])
+        self.assertEqual(rc, 1, err)
+        self.assertIn("providers.bad.models[0].reasoning must be true or false", err)
 
 
 class OpenAIReasoning(ThinkingCase):
