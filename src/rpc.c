@@ -168,6 +168,14 @@ static void dispatch(struct rpc *self, struct command *cmd)
 	case CMD_GET_AVAILABLE_MODELS:
 		respond_ok(self, cmd, session_models(s));
 		return;
+	case CMD_SET_THINKING_LEVEL:
+		session_set_thinking_level(s, cmd->level);
+		respond_ok(self, cmd, NULL);
+		return;
+	case CMD_CYCLE_THINKING_LEVEL:
+		session_cycle_thinking_level(s, &data);
+		respond_ok(self, cmd, data != NULL ? data : json_null());
+		return;
 	case CMD_SET_STEERING_MODE:
 		session_set_steering_mode(s, strcmp(cmd->mode, "all") == 0);
 		respond_ok(self, cmd, NULL);

@@ -125,6 +125,9 @@ static const struct rule rules[] = {
 	BUDGET("fleet.retryBudget",          1000, "{\"maxTokens\": 10, \"tokenRatio\": 0.1}"),
 	INT("fleet.concurrency",             0, 100000, 0),
 	INT("fleet.leaseTtlMs",              100, DAY_MS, 30000),
+	/* pi's setting: the thinking level a session starts at (clamped to
+	 * what the model allows); set_thinking_level persists it. */
+	CHOICE("defaultThinkingLevel",       "off|minimal|low|medium|high|xhigh", "medium"),
 	JSON("sim.credentials",              RULE_STRINGS, "[]"),
 	JSON("sim.models",                   RULE_SOME_STRINGS, "[\"sim-1\"]"),
 };

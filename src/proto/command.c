@@ -23,6 +23,8 @@ static const struct command_spec specs[] = {
 	{ "new_session", CMD_NEW_SESSION },
 	{ "set_model", CMD_SET_MODEL },
 	{ "get_available_models", CMD_GET_AVAILABLE_MODELS },
+	{ "set_thinking_level", CMD_SET_THINKING_LEVEL },
+	{ "cycle_thinking_level", CMD_CYCLE_THINKING_LEVEL },
 	{ "set_steering_mode", CMD_SET_STEERING_MODE },
 	{ "set_follow_up_mode", CMD_SET_FOLLOW_UP_MODE },
 	{ "set_session_name", CMD_SET_SESSION_NAME },
@@ -39,7 +41,8 @@ static const struct command_spec specs[] = {
 const char *const command_names[] = {
 	"prompt", "steer", "follow_up", "abort", "set_auto_retry", "abort_retry",
 	"get_state", "get_messages", "get_last_assistant_text", "new_session",
-	"set_model", "get_available_models", "set_steering_mode", "set_follow_up_mode",
+	"set_model", "get_available_models", "set_thinking_level", "cycle_thinking_level",
+	"set_steering_mode", "set_follow_up_mode",
 	"set_session_name", "get_session_stats", "get_commands", "get_retry_policy",
 	"set_retry_policy", "classify_error", "fleet_clear", "abort_and_prompt",
 	"get_available_commands", NULL,
@@ -61,8 +64,6 @@ static const struct {
 	{ "branch", "retryd does not fork sessions" },
 	{ "get_branch_messages", "retryd does not fork sessions" },
 	{ "cycle_model", "use get_available_models and set_model" },
-	{ "set_thinking_level", "the providers here have no thinking levels" },
-	{ "cycle_thinking_level", "the providers here have no thinking levels" },
 	{ "extension_ui_response", "retryd has no extensions" },
 	{ "handoff", "retryd does not hand off sessions" },
 };
@@ -257,6 +258,24 @@ static int parse_behavior(struct command *cmd)
 	return 0;
 }
 
+/* pi's levels; anything else is refused rather than taken as "off". */
+static int parse_level(struct command *cmd)
+{
+	static const char *const levels[] = { "off", "minimal", "low", "medium", "high", "xhigh" };
+	const char *level;
+
+	if (need_string(cmd, "level", &level) != 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		if (strcmp(level, levels[i]) == 0) {
+			cmd->level = levels[i];
+			return 0;
+		}
+	}
+	return fail(cmd, "%s: field \"level\" must be one of \"off\", \"minimal\", \"low\", "
+		    "\"medium\", \"high\", \"xhigh\"", cmd->name);
+}
+
 static int parse_mode(struct command *cmd)
 {
 	if (need_string(cmd, "mode", &cmd->mode) != 0)
@@ -373,6 +392,8 @@ static int parse_fields(struct command *cmd)
 	case CMD_SET_STEERING_MODE:
 	case CMD_SET_FOLLOW_UP_MODE:
 		return parse_mode(cmd);
+	case CMD_SET_THINKING_LEVEL:
+		return parse_level(cmd);
 	case CMD_SET_SESSION_NAME:
 		return need_string(cmd, "name", &cmd->text);
 	case CMD_NEW_SESSION:

@@ -26,6 +26,8 @@ enum command_type {
 	CMD_NEW_SESSION,
 	CMD_SET_MODEL,
 	CMD_GET_AVAILABLE_MODELS,
+	CMD_SET_THINKING_LEVEL,
+	CMD_CYCLE_THINKING_LEVEL,
 	CMD_SET_STEERING_MODE,
 	CMD_SET_FOLLOW_UP_MODE,
 	CMD_SET_SESSION_NAME,
@@ -63,6 +65,7 @@ struct command {
 	const char *provider;  /* set_model */
 	const char *model_id;  /* set_model */
 	const char *mode;      /* set_steering_mode, set_follow_up_mode */
+	const char *level;     /* set_thinking_level: one of pi's levels (static) */
 	const char *text;      /* set_session_name: name; new_session: parentSession */
 	int status;            /* classify_error: the HTTP status, 0 when absent */
 	const char *body;      /* classify_error: the response body, body_len bytes, or NULL */

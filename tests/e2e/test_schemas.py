@@ -1100,7 +1100,8 @@ class SchemaFilesTest(unittest.TestCase):
         self.assertEqual(sorted(set(types)), sorted([
             "ready", "agent_start", "agent_end", "turn_start", "turn_end", "message_start", "message_update",
             "message_end", "auto_retry_start", "auto_retry_end", "retry_fallback_applied", "notice",
-            "provider_retry", "tool_execution_start", "tool_execution_end", "fleet_wait"]))
+            "provider_retry", "tool_execution_start", "tool_execution_end", "fleet_wait",
+            "thinking_level_changed"]))
 
 
 GOOD_ASSISTANT = {

@@ -28,6 +28,27 @@ START_TEST(test_prompt_parses_message_id_and_behavior)
 }
 END_TEST
 
+START_TEST(test_thinking_level_commands_parse_and_refuse_a_level_pi_does_not_have)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("{\"type\":\"set_thinking_level\",\"level\":\"xhigh\"}", &c), 0);
+	ck_assert_int_eq(c.type, CMD_SET_THINKING_LEVEL);
+	ck_assert_str_eq(c.level, "xhigh");
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"cycle_thinking_level\"}", &c), 0);
+	ck_assert_int_eq(c.type, CMD_CYCLE_THINKING_LEVEL);
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"set_thinking_level\",\"level\":\"max\"}", &c), -1);
+	ck_assert_str_eq(c.error, "set_thinking_level: field \"level\" must be one of \"off\", "
+			 "\"minimal\", \"low\", \"medium\", \"high\", \"xhigh\"");
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"set_thinking_level\"}", &c), -1);
+	ck_assert_ptr_nonnull(strstr(c.error, "\"level\""));
+	command_release(&c);
+}
+END_TEST
+
 START_TEST(test_not_json_is_parse_error_without_id)
 {
 	struct command c;
@@ -431,6 +452,7 @@ Suite *command_suite(void)
 	TCase *tc = tcase_create("parse");
 
 	tcase_add_test(tc, test_prompt_parses_message_id_and_behavior);
+	tcase_add_test(tc, test_thinking_level_commands_parse_and_refuse_a_level_pi_does_not_have);
 	tcase_add_test(tc, test_set_auto_retry_persists_unless_told_not_to);
 	tcase_add_test(tc, test_not_json_is_parse_error_without_id);
 	tcase_add_test(tc, test_invalid_utf8_is_parse_error);
