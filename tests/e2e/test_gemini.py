@@ -95,9 +95,10 @@ class GeminiTests(DaemonTestCase):
                          hashlib.sha256(SECRET.encode()).hexdigest()[:16])
         self.assertNotIn("authorization", req["headers"])
         self.assertEqual(req["body"]["contents"], [{"role": "user", "parts": [{"text": "q"}]}])
-        # pi caps maxOutputTokens at 32000; thinking off on a reasoning model: budget 0
+        # pi caps maxOutputTokens at 32000; pi's default level (medium) on 2.5 Flash: 8192
         self.assertEqual(req["body"]["generationConfig"],
-                         {"maxOutputTokens": 32000, "thinkingConfig": {"thinkingBudget": 0}})
+                         {"maxOutputTokens": 32000,
+                          "thinkingConfig": {"includeThoughts": True, "thinkingBudget": 8192}})
         d.finish()
         self.assertNoSecret(d)
 
@@ -123,20 +124,36 @@ class GeminiTests(DaemonTestCase):
             {"role": "user", "parts": [{"text": "two"}]}])
         d.finish()
 
-    def test_thinking_level_sets_pi_s_thinking_budget_and_thoughts_do_not_reach_the_text(self):
-        d, srv = self.start([{"thinking": "let me see", "text": "answer"}])
-        d.send({"type": "set_thinking_level", "level": "medium", "id": "t"})
-        d.wait_for(lambda m: m.get("type") == "response" and m.get("id") == "t")
+    def test_thoughts_stream_as_a_signed_thinking_block_and_go_back_as_thoughts(self):
+        d, srv = self.start([{"thinking": "let me see", "text": "answer",
+                              "thoughtSignature": "c2lnbmVk"}, {"text": "second"}])
         msgs = self.run_prompt(d, "q")
+        self.assertEqual(updates(msgs), ["thinking_start"] + ["thinking_delta"] * 3 + [
+                                         "thinking_end", "text_start", "text_delta",
+                                         "text_end"])
         final = assistant_ends(msgs)[0]
-        self.assertEqual(text_of(final), "answer")
-        self.assertEqual(final["stopReason"], "stop")
-        sent = srv.requests()[0]["body"]["generationConfig"]["thinkingConfig"]
-        if sent == {"thinkingBudget": 0}:
-            self.skipTest("the session does not hand the thinking level to the provider yet "
-                          "(issue 16's thinking part)")
-        self.assertEqual(sent,
-                         {"includeThoughts": True, "thinkingBudget": 8192})
+        self.assertEqual(final["content"], [
+            {"type": "thinking", "thinking": "let me see", "thinkingSignature": "c2lnbmVk"},
+            {"type": "text", "text": "answer"}])
+        self.run_prompt(d, "again")
+        sent = srv.requests()[1]["body"]["contents"][1]
+        self.assertEqual(sent, {"role": "model", "parts": [
+            {"thought": True, "text": "let me see", "thoughtSignature": "c2lnbmVk"},
+            {"text": "answer"}]})
+        d.finish()
+
+    def test_thinking_levels_map_to_pi_s_budgets(self):
+        d, srv = self.start()
+        for level, want in (("high", {"includeThoughts": True, "thinkingBudget": 24576}),
+                            ("minimal", {"includeThoughts": True, "thinkingBudget": 128}),
+                            ("off", {"thinkingBudget": 0})):
+            with self.subTest(level=level):
+                srv.clear_requests()
+                r = d.request({"type": "set_thinking_level", "level": level})
+                self.assertTrue(r["success"], r)
+                self.run_prompt(d, "q")
+                self.assertEqual(srv.requests()[0]["body"]["generationConfig"]["thinkingConfig"],
+                                 want)
         d.finish()
 
     def test_max_tokens_finish_is_stop_reason_length(self):

@@ -430,7 +430,8 @@ static json_t *model_parts(const json_t *msg, const char *model)
 			const json_t *sig = json_object_get(block, "thinkingSignature");
 			json_t *part;
 
-			if (!has_words(text))
+			/* Another provider's encrypted block means nothing here. */
+			if (!has_words(text) || json_is_true(json_object_get(block, "redacted")))
 				continue;
 			if (!same) {
 				rc = add_text(parts, text);
