@@ -370,6 +370,7 @@ START_TEST(test_thinking_blocks_go_back_as_thoughts_only_to_the_same_model)
 		" {\"role\":\"assistant\",\"api\":\"google-generative-ai\",\"model\":\"gemini-2.5-pro\","
 		"  \"content\":[{\"type\":\"thinking\",\"thinking\":\"hm\",\"thinkingSignature\":\"c2ln\"},"
 		"   {\"type\":\"thinking\",\"thinking\":\"bad sig\",\"thinkingSignature\":\"not base64!\"},"
+		"   {\"type\":\"thinking\",\"thinking\":\"RW5jcnlwdGVk\",\"redacted\":true},"
 		"   {\"type\":\"text\",\"text\":\"a\"}],\"stopReason\":\"stop\"},"
 		" {\"role\":\"assistant\",\"api\":\"google-generative-ai\",\"model\":\"other\","
 		"  \"content\":[{\"type\":\"thinking\",\"thinking\":\"theirs\",\"thinkingSignature\":\"c2ln\"}],"
