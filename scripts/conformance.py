@@ -609,8 +609,9 @@ def render(n):
 
 TRUNCATED = "connection error: stream ended before completion"
 BUSY = "Agent is already processing"
-STATE_EXTRAS = {"autoRetryEnabled", "isRetrying", "retryAttempt", "retryPolicy", "retryBudget"}
-RETRY_START_EXTRAS = {"reason", "hintMs"}
+STATE_EXTRAS = {"autoRetryEnabled", "isRetrying", "retryAttempt", "retryPolicy", "retryBudget",
+                "fleet"}
+RETRY_START_EXTRAS = {"reason", "hintMs", "errorClass", "rule", "overload"}
 
 
 def rule_message_start(pi, rd, plan):
@@ -647,7 +648,8 @@ def rule_retry_after(pi, rd, plan):
 
 
 def rule_retry_start_extras(pi, rd, plan):
-    """auto_retry_start adds reason and hintMs (§17.19)."""
+    """auto_retry_start adds reason and hintMs (§17.19), and the classifier's
+    word: errorClass, rule, overload (§9.1)."""
     for n in rd:
         if n["type"] == "auto_retry_start" and n.get("extra"):
             n["extra"] = {k: v for k, v in n["extra"].items() if k not in RETRY_START_EXTRAS}
@@ -658,7 +660,7 @@ def rule_retry_start_extras(pi, rd, plan):
 
 def rule_state_extras(pi, rd, plan):
     """get_state adds autoRetryEnabled, isRetrying, retryAttempt, retryPolicy,
-    retryBudget (§17.11)."""
+    retryBudget (§17.11) and fleet (§21)."""
     for n in rd:
         if "extra_keys" in n:
             n["extra_keys"] = [k for k in n["extra_keys"] if k not in STATE_EXTRAS]
