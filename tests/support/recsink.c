@@ -48,12 +48,18 @@ static bool text_open(const struct recsink *self)
 	return self->text_starts > self->text_ends;
 }
 
+static bool thinking_open(const struct recsink *self)
+{
+	return self->thinking_starts > self->thinking_ends;
+}
+
 static void on_text_start(void *ctx)
 {
 	struct recsink *self = ctx;
 
 	misorder(self, self->starts == 0, "text_start() before start()");
 	misorder(self, text_open(self), "text_start() inside a text block");
+	misorder(self, thinking_open(self), "text_start() inside a thinking block");
 	self->text_starts++;
 	put_str(self, "text_start;");
 }
@@ -80,6 +86,47 @@ static void on_text_end(void *ctx)
 	put_str(self, "text_end;");
 }
 
+static void on_thinking_start(void *ctx)
+{
+	struct recsink *self = ctx;
+
+	misorder(self, self->starts == 0, "thinking_start() before start()");
+	misorder(self, thinking_open(self), "thinking_start() inside a thinking block");
+	misorder(self, text_open(self), "thinking_start() inside a text block");
+	self->thinking_starts++;
+	put_str(self, "thinking_start;");
+}
+
+static void on_thinking_delta(void *ctx, const char *text, size_t len)
+{
+	struct recsink *self = ctx;
+
+	misorder(self, !thinking_open(self), "thinking_delta() outside a thinking block");
+	if (len == 0 || (self->check_delta != NULL && !self->check_delta(text, len)))
+		self->bad_deltas++;
+	self->thinking_deltas++;
+	put_str(self, "thinking_delta:");
+	put(self, text, len);
+	put_str(self, ";");
+}
+
+static void on_thinking_end(void *ctx, const char *signature, size_t signature_len,
+			    bool redacted)
+{
+	struct recsink *self = ctx;
+
+	misorder(self, !thinking_open(self), "thinking_end() without an open thinking block");
+	self->thinking_ends++;
+	if (redacted)
+		self->redacted++;
+	put_str(self, "thinking_end:");
+	if (signature != NULL)
+		put(self, signature, signature_len);
+	if (redacted)
+		put_str(self, "|redacted");
+	put_str(self, ";");
+}
+
 static void on_finish(void *ctx, const struct provider_result *result)
 {
 	struct recsink *self = ctx;
@@ -87,6 +134,7 @@ static void on_finish(void *ctx, const struct provider_result *result)
 
 	misorder(self, self->finishes > 0, "finish() twice");
 	misorder(self, text_open(self), "finish() inside a text block");
+	misorder(self, thinking_open(self), "finish() inside a thinking block");
 	self->finishes++;
 	self->result = *result;
 	if (result->error_message != NULL) {
@@ -131,6 +179,9 @@ struct provider_sink recsink_sink(struct recsink *self)
 		.finish = on_finish,
 		.ctx = self,
 		.event = on_event,
+		.thinking_start = on_thinking_start,
+		.thinking_delta = on_thinking_delta,
+		.thinking_end = on_thinking_end,
 	};
 }
 

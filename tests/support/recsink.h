@@ -3,7 +3,9 @@
  * rather than one per test file).
  *
  * Every call is appended to a log as text — "start;", "text_start;",
- * "delta(<the bytes>);", "text_end;", "finish(<stop>);", "event(<type>);" —
+ * "delta(<the bytes>);", "text_end;", "finish(<stop>);", "event(<type>);",
+ * and for a thinking block "thinking_start;", "thinking_delta:<the bytes>;",
+ * "thinking_end:<signature>;" or "thinking_end:<signature>|redacted;" —
  * and counted; the first call out of order (text before start, a second
  * start, a delta outside a text block, ...) is named in `misorder`, so a
  * test asserts the protocol after the run instead of inside the callbacks.
@@ -21,6 +23,7 @@ struct recsink {
 				  * holds a delta's NUL bytes as they are: len counts them */
 	size_t len, cap;
 	unsigned starts, text_starts, text_ends, deltas, finishes, events;
+	unsigned thinking_starts, thinking_deltas, thinking_ends, redacted;
 	unsigned bad_deltas;     /* empty, or refused by check_delta */
 	const char *misorder;    /* static text, or NULL */
 	/* Optional, set after init: a delta's bytes must pass it (e.g. a UTF-8
