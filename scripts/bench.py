@@ -43,7 +43,10 @@ Cases (--case):
              (full; N = 2,000 / 5,000 / 20,000, under a watchdog: RSS cap
              3 GiB, 90 s), cat of retryd's bytes, and curl reading the
              same delta-mode answers from the server (what the server alone
-             can send: the relay cannot be faster than that).
+             can send: the relay cannot be faster than that); and retryd
+             delta against the same server speaking OpenAI Responses
+             (api openai-responses: bigger events, the text whole again in
+             the closing ones), held to the same targets.
 
 Targets (the check lines; never test failures): ready < 5 ms; idle RSS
 < 4 MiB; > 100,000 get_state/s pipelined; timer error p99 < 2 ms; abort
@@ -168,8 +171,8 @@ def base_env(home):
     return env
 
 
-def retryd_argv(retryd, url, home, mode):
-    settings = {"providers": {"fake": {"api": "openai-completions", "baseUrl": url + "/v1",
+def retryd_argv(retryd, url, home, mode, api="openai-completions"):
+    settings = {"providers": {"fake": {"api": api, "baseUrl": url + "/v1",
                                        "apiKeyEnv": "FAKE_LLM_KEY",
                                        "models": [{"id": "m1", "contextWindow": 128000}]}}}
     path = os.path.join(home, "settings.json")
@@ -360,20 +363,25 @@ class Case:
 
 
 class RetrydRelay(Case):
-    def __init__(self, mode, ns):
+    def __init__(self, mode, ns, api="openai-completions"):
         self.mode = mode
         self.ns = ns
-        self.name = "relay-retryd-" + mode
-        self.label = "retryd %s" % mode
+        self.api = api
+        # The chat-completions rows keep their names; another format's rows say it.
+        suffix = "" if api == "openai-completions" else " (" + api + ")"
+        self.name = "relay-retryd-" + mode + suffix.replace(" (", "-").rstrip(")")
+        self.label = "retryd %s%s" % (mode, suffix)
 
     def measure(self, ctx, n):
         srv = FakeServerProcess(relay_plan(n), T_RUN + 30)
         home = tempfile.mkdtemp(prefix="bench-rd-")
         try:
-            argv, env = retryd_argv(ctx["retryd"], srv.url, home, self.mode)
+            argv, env = retryd_argv(ctx["retryd"], srv.url, home, self.mode, self.api)
             save = ctx.setdefault("captures", {})
             key = (self.mode, n)
-            if key not in save:
+            # The cat baseline replays the chat-completions bytes; another
+            # format's relay writes the same events.
+            if key not in save and self.api == "openai-completions":
                 # The first run of each N also keeps its bytes for the cat baseline.
                 path = os.path.join(ctx["tmp"], "out-%s-%d" % (self.mode, n))
                 with open(path, "wb") as f:
@@ -971,7 +979,8 @@ class Bench:
         with Tmp() as tmp:
             ctx["tmp"] = tmp
             series = {}
-            cases = [RetrydRelay("delta", RELAY_DELTA_NS), RetrydRelay("full", RELAY_FULL_NS)]
+            cases = [RetrydRelay("delta", RELAY_DELTA_NS), RetrydRelay("full", RELAY_FULL_NS),
+                     RetrydRelay("delta", RELAY_DELTA_NS, "openai-responses")]
             if self.pi_ok:
                 cases.append(PiRelay())
             cases += [CatBaseline("delta", RELAY_DELTA_NS), CatBaseline("full", RELAY_FULL_NS)]
@@ -1008,7 +1017,8 @@ class Bench:
         cat.update({("full", r["n"]): r for r in series.get("relay-cat-full", (None, []))[1] if r["time"]})
         full = {r["n"]: r for r in series.get("relay-retryd-full", (None, []))[1] if r["time"]}
         curl = {r["n"]: r for r in series.get("relay-curl", (None, []))[1] if r["time"]}
-        for name in ("relay-retryd-delta", "relay-retryd-full", "relay-pi"):
+        for name in ("relay-retryd-delta", "relay-retryd-full", "relay-retryd-delta-openai-responses",
+                     "relay-pi"):
             if name not in series:
                 continue
             case, rows = series[name]
@@ -1042,28 +1052,30 @@ class Bench:
                                      value, vs, ratio,
                                      "%s, RSS x%.2f" % (gr, r["rss"] / base_rss) if base_rss else gr,
                                      fmt_rss(r["rss"]), r["runs"]))
-        delta = [r for r in series.get("relay-retryd-delta", (None, []))[1] if r["time"]]
-        if delta:
-            top = delta[-1]
-            c = cat.get(("delta", top["n"]))
-            if c:
-                share = c["time"] / top["time"]
-                self.checks.append(Check("delta-mode relay >= 50 % of cat (HTTP)",
-                                         "%.1f %% at %s chunks" % (100 * share, "{:,}".format(top["n"])),
-                                         share >= 0.5, "%.0fx short" % (0.5 / share)))
-            lo, hi = delta[0], delta[-1]
-            if hi["n"] >= 1000000:
-                per_byte = (hi["rss"] - lo["rss"]) / (hi["n"] - lo["n"])   # one byte per chunk
-                self.checks.append(Check(
-                    "memory flat in N (HTTP delta relay: <= 10 B of RSS per byte of answer, "
-                    "nothing per chunk)",
-                    "%s -> %s from %s to %s chunks: %.1f B per byte of answer" % (
-                        fmt_rss(lo["rss"]), fmt_rss(hi["rss"]), "{:,}".format(lo["n"]),
-                        "{:,}".format(hi["n"]), per_byte),
-                    per_byte <= 10, "%.1fx over" % (per_byte / 10)))
-            else:
-                self.checks.append(Check("memory flat in N", "needs the 1,000,000-chunk run "
-                                         "(left out by --quick)", None))
+        for series_name, what in (("relay-retryd-delta", "HTTP"),
+                                  ("relay-retryd-delta-openai-responses", "HTTP, openai-responses")):
+            delta = [r for r in series.get(series_name, (None, []))[1] if r["time"]]
+            if delta:
+                top = delta[-1]
+                c = cat.get(("delta", top["n"]))
+                if c:
+                    share = c["time"] / top["time"]
+                    self.checks.append(Check("delta-mode relay >= 50 % of cat (" + what + ")",
+                                             "%.1f %% at %s chunks" % (100 * share, "{:,}".format(top["n"])),
+                                             share >= 0.5, "%.0fx short" % (0.5 / share)))
+                lo, hi = delta[0], delta[-1]
+                if hi["n"] >= 1000000:
+                    per_byte = (hi["rss"] - lo["rss"]) / (hi["n"] - lo["n"])   # one byte per chunk
+                    self.checks.append(Check(
+                        "memory flat in N (" + what + " delta relay: <= 10 B of RSS per byte of answer, "
+                        "nothing per chunk)",
+                        "%s -> %s from %s to %s chunks: %.1f B per byte of answer" % (
+                            fmt_rss(lo["rss"]), fmt_rss(hi["rss"]), "{:,}".format(lo["n"]),
+                            "{:,}".format(hi["n"]), per_byte),
+                        per_byte <= 10, "%.1fx over" % (per_byte / 10)))
+                else:
+                    self.checks.append(Check("memory flat in N (" + what + ")", "needs the 1,000,000-chunk run "
+                                             "(left out by --quick)", None))
         if not self.pi_ok:
             self.notes.append("pi rows left out: " + self.pi_why)
 

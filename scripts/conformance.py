@@ -34,6 +34,10 @@ How pi is pointed at the fake server (per run, in a throwaway directory):
     node build/pi/.../dist/cli.js --mode rpc --provider fake --model m1 --no-session
          --no-tools --no-extensions --no-skills --no-prompt-templates --no-themes
          --no-context-files        (cwd $TMP, so no AGENTS.md is found)
+A plan with "api" runs both sides with that provider api instead
+(openai-responses: baseUrl <server>/v1; azure-openai-responses: <server>/openai/v1,
+so both build /openai/v1/responses?api-version=v1); the fake server speaks the
+matching dialect by path.
 retry.provider.maxRetries 0 turns off the OpenAI SDK's own hidden retries
 (2 by default), which would otherwise absorb the faults before pi's session
 retry sees them.
@@ -153,6 +157,61 @@ PLANS = [
                    ("send", {"id": "c2", "type": "prompt", "message": "Second prompt."}),
                    ("wait", is_response("c2"), "response to the second prompt"),
                    ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    # OpenAI Responses (api openai-responses; Azure's as pi builds its URL):
+    # the same server in that dialect, pi's OpenAI SDK on one side.
+    {
+        "name": "h-responses-ok",
+        "api": "openai-responses",
+        "expect": [],
+        "what": "openai-responses: a streamed answer",
+        # No word ends in "s" at a delta's end: the key masker holds a possible
+        # "sk-" back to the next delta, in every format.
+        "plan": [{"text": "hello from the openai response api", "inputTokens": 12,
+                  "outputTokens": 5}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
+        "name": "i-responses-failed-then-ok",
+        "api": "openai-responses",
+        "expect": ["one agent_end per prompt"],
+        "what": "openai-responses: response.failed (server_error) mid-stream, then success",
+        "plan": [{"text": "one two three", "errorAfterChunks": 2,
+                  "streamError": {"code": "server_error",
+                                  "message": "The server had an error processing your request."}},
+                 {"text": "one two three"}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
+        "name": "j-responses-429-then-ok",
+        "api": "openai-responses",
+        "expect": ["Retry-After honoured", "one agent_end per prompt"],
+        "what": "openai-responses: 429 with retry-after: 1, then success",
+        "plan": [{"status": 429, "headers": {"retry-after": "1"}},
+                 {"text": "hello after the rate limit"}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
+        "name": "k-responses-drop",
+        "api": "openai-responses",
+        "expect": ["truncated stream retried"],
+        "what": "openai-responses: stream dropped after 3 chunks (no response.completed), then success",
+        "plan": [{"text": "one two three four five six", "dropAfterChunks": 3, "dropMode": "eof"},
+                 {"text": "one two three four five six"}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
+        "name": "l-azure-responses-503-then-ok",
+        "api": "azure-openai-responses",
+        "expect": ["one agent_end per prompt"],
+        "what": "azure-openai-responses: 503, then success (/openai/v1/responses?api-version=v1)",
+        "plan": [{"status": 503}, {"text": "hello from azure"}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
                    ("wait", is_response("c9"), "get_state response")],
     },
     {
@@ -290,12 +349,17 @@ def base_env(home):
     return env
 
 
-def pi_command(url, base_delay, home):
+def base_url(url, api):
+    """The provider entry's baseUrl: Azure's ends in /openai/v1, as pi's docs show it."""
+    return url + ("/openai/v1" if api == "azure-openai-responses" else "/v1")
+
+
+def pi_command(url, base_delay, home, api="openai-completions"):
     """Writes pi's agent dir under home; returns (argv, env)."""
     agent = os.path.join(home, "agent")
     os.makedirs(agent, exist_ok=True)
     models = {"providers": {PROVIDER: {
-        "baseUrl": url + "/v1", "api": "openai-completions", "apiKey": API_KEY,
+        "baseUrl": base_url(url, api), "api": api, "apiKey": API_KEY,
         "models": [dict(MODEL, reasoning=False, input=["text"],
                         cost={"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0})]}}}
     settings = {"retry": {"enabled": True, "maxRetries": MAX_RETRIES,
@@ -312,9 +376,9 @@ def pi_command(url, base_delay, home):
     return argv + PI_FLAGS, env
 
 
-def retryd_command(url, base_delay, home, retryd):
+def retryd_command(url, base_delay, home, retryd, api="openai-completions"):
     settings = {"providers": {PROVIDER: {
-        "api": "openai-completions", "baseUrl": url + "/v1", "apiKeyEnv": "FAKE_LLM_KEY",
+        "api": api, "baseUrl": base_url(url, api), "apiKeyEnv": "FAKE_LLM_KEY",
         "models": [MODEL]}},
         "retry": {"enabled": True, "maxRetries": MAX_RETRIES, "baseDelayMs": base_delay}}
     path = os.path.join(home, "retryd-settings.json")
@@ -336,10 +400,11 @@ def run_side(side, plan, retryd, keep_dir=None):
     events = []
     d = None
     try:
+        api = plan.get("api", "openai-completions")
         if side == "pi":
-            argv, env = pi_command(srv.url, base_delay, home)
+            argv, env = pi_command(srv.url, base_delay, home, api)
         else:
-            argv, env = retryd_command(srv.url, base_delay, home, retryd)
+            argv, env = retryd_command(srv.url, base_delay, home, retryd, api)
         d = Daemon(argv, env, home, os.path.join(home, "stderr.txt"))
         plan_deadline = time.monotonic() + T_PLAN
         # Start-up: a warm-up get_state, so slow start-up eats no step's budget.
@@ -556,8 +621,9 @@ def render(n):
 
 TRUNCATED = "connection error: stream ended before completion"
 BUSY = "Agent is already processing"
-STATE_EXTRAS = {"autoRetryEnabled", "isRetrying", "retryAttempt", "retryPolicy", "retryBudget"}
-RETRY_START_EXTRAS = {"reason", "hintMs"}
+STATE_EXTRAS = {"autoRetryEnabled", "isRetrying", "retryAttempt", "retryPolicy", "retryBudget",
+                "fleet"}
+RETRY_START_EXTRAS = {"reason", "hintMs", "errorClass", "rule"}
 
 
 def rule_message_start(pi, rd, plan):
@@ -620,6 +686,27 @@ def rule_no_compaction(pi, rd, plan):
             if "state" in n:
                 n["state"]["autoCompactionEnabled"] = "n/a"
     return pi, rd
+
+
+def rule_text_end_on_failure(pi, rd, plan):
+    """retryd closes an open text block (text_end) when an attempt fails in
+    the middle of it; pi's OpenAI Responses provider sends text_end only at
+    the message item's response.output_item.done, so after response.failed or
+    a cut stream its text block stays open (docs/providers.md). Where pi ends
+    an assistant message right after a text_delta, retryd's text_end just
+    before a failed message_end goes."""
+    if not any(n["type"] == "message_end" and n.get("role") == "assistant"
+               and k > 0 and pi[k - 1].get("event") == "text_delta" for k, n in enumerate(pi)):
+        return pi, rd
+    out = []
+    for k, n in enumerate(rd):
+        nxt = rd[k + 1] if k + 1 < len(rd) else {}
+        if (n["type"] == "message_update" and n.get("event") == "text_end"
+                and nxt.get("type") == "message_end" and nxt.get("role") == "assistant"
+                and "err" in nxt):
+            continue
+        out.append(n)
+    return pi, out
 
 
 def rule_truncated_stream(pi, rd, plan):
@@ -760,6 +847,7 @@ RULES = [
     ("auto_retry_start reason/hintMs", "retryd extra", rule_retry_start_extras),
     ("get_state retry fields", "retryd extra", rule_state_extras),
     ("no compaction", "documented difference", rule_no_compaction),
+    ("text_end on a failed attempt", "documented difference", rule_text_end_on_failure),
     ("truncated stream retried", "improvement", rule_truncated_stream),
     ("busy prompt refused", "improvement", rule_busy_prompt),
     ("one agent_end per prompt", "improvement", rule_one_agent_end),
@@ -1003,6 +1091,10 @@ def main():
         print("=" * (2 * COL + 5))
         print("plan %s: %s   (base delay %d ms, maxRetries %d)" % (
             plan["name"], plan["what"], plan.get("baseDelayMs", 200), MAX_RETRIES))
+        print("  api %s; server paths: pi %s; retryd %s" % (
+            plan.get("api", "openai-completions"),
+            sorted({r.get("path") for r in results.get("pi", ([], None, []))[2]}),
+            sorted({r.get("path") for r in results.get("retryd", ([], None, []))[2]})))
         if set(results) != {"pi", "retryd"}:
             print("  ERROR: a side did not finish")
             summary.append((plan["name"], "ERROR", "a side did not finish"))
