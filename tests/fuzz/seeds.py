@@ -143,6 +143,10 @@ def capture(srv, api, step):
     if api == "openai":
         path, body = "/v1/chat/completions", {"model": "m1", "stream": True,
                                               "messages": [{"role": "user", "content": "hi"}]}
+    elif api in ("responses", "azure"):
+        path = "/v1/responses" if api == "responses" else "/openai/v1/responses?api-version=v1"
+        body = {"model": "m1", "stream": True, "store": False,
+                "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]}
     else:
         path, body = "/v1/messages", {"model": "m1", "stream": True, "max_tokens": 64,
                                       "messages": [{"role": "user", "content": "hi"}]}
@@ -162,7 +166,20 @@ def capture(srv, api, step):
     return resp.status, data
 
 
-def sse_seeds():
+SSE_APIS = (("openai", 0), ("anthropic", 1))
+# OpenAI Responses (fuzz_sse byte 1 bit 7; Azure's with bit 0 too): the
+# common steps and its own.
+RESPONSES_APIS = (("responses", 0x80), ("azure", 0x81))
+RESPONSES_STEPS = {
+    "thinking": {"thinking": "Plan it\n\nCheck it", "text": "done"},
+    "stream-error-event": {"text": "a b", "streamError": {"code": "rate_limit_exceeded",
+                                                          "message": "slow down"},
+                           "streamErrorAs": "error"},
+    "failed-quota": {"streamError": {"code": "insufficient_quota", "message": "quota"}},
+}
+
+
+def sse_seeds(apis=SSE_APIS, extra=None):
     steps = {
         "text": {"text": "Hello w\u00f6rld \U0001F642, how are you today?"},
         "chunks": {"text": "abcdefghij", "chunks": 4, "inputTokens": 11, "outputTokens": 4},
@@ -179,14 +196,17 @@ def sse_seeds():
         "error-status-text": {"status": 500, "body": "upstream connect error or disconnect/reset"},
         "error-status-vllm": {"status": 404, "body": {"detail": "The model `m1` does not exist."}},
     }
+    steps.update(extra or {})
     with fake_llm_server.FakeServer([]) as srv:
         srv.start()
-        for api, flag in (("openai", 0), ("anthropic", 1)):
+        for api, flag in apis:
             for name, step in steps.items():
                 status, body = capture(srv, api, step)
-                # byte 0: the read size (0: whole), byte 1: API bit, limit bit, status bits.
-                put("sse", "%s-%s" % (api, name), bytes([0, flag | ((status - 400) // 3 % 64) << 2]) + body)
+                # byte 0: the read size (0: whole), byte 1: API bits (0, 7), limit bit, status bits.
+                put("sse", "%s-%s" % (api, name), bytes([0, flag | ((status - 400) // 3 % 32) << 2]) + body)
                 put("sse", "%s-%s-split7" % (api, name), bytes([7, flag]) + body)
+    if apis != SSE_APIS:
+        return
     oai = ('data: {"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}\n\n'
            'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
     put("sse", "openai-crlf", b"\x00\x00" + oai.replace("\n", "\r\n").encode())
@@ -294,13 +314,14 @@ def jsonscan_seeds():
         body = b[2:].replace(b"\r\n", b"\n")
         datas = [l[5:].lstrip(b" ") for l in body.split(b"\n") if l.startswith(b"data:")]
         if datas:
-            put("jsonscan", name, bytes([b[1] & 1]) + b"\n".join(datas[:64]))
+            put("jsonscan", name, bytes([b[1] & 0x81]) + b"\n".join(datas[:64]))
 
 
 def main():
     jsontext_seeds()
     rpc_seeds()
     sse_seeds()
+    sse_seeds(RESPONSES_APIS, RESPONSES_STEPS)
     jsonscan_seeds()
     settings_seeds()
     hint_seeds()
