@@ -314,6 +314,29 @@ START_TEST(test_responses_events_after_completed_are_ignored)
 }
 END_TEST
 
+START_TEST(test_responses_done_marker_ends_the_stream_truncated_unless_completed)
+{
+	struct outcome a = decode(TEXT "data: [DONE]\n\n" DELTA(9, "late"));
+	struct outcome b = decode(TEXT MSG_DONE COMPLETED("completed") "data: [DONE]\n\n");
+
+	ck_assert_str_eq(a.error, API_TRUNCATED);
+	ck_assert_ptr_null(strstr(a.log, "late"));
+	ck_assert_int_eq(b.stop, STOP_STOP);
+	ck_assert(!b.has_error);
+	free(a.log);
+	free(b.log);
+}
+END_TEST
+
+START_TEST(test_responses_a_numeric_error_code_leads_the_text)
+{
+	struct outcome o = decode("data: {\"type\":\"error\",\"code\":429,\"message\":\"Too many\"}\n\n");
+
+	ck_assert_str_eq(o.error, "429: Too many");
+	free(o.log);
+}
+END_TEST
+
 START_TEST(test_responses_refusal_delta_is_text)
 {
 	struct outcome o = decode(CREATED EV("response.refusal.delta", "\"delta\":\"I can't\"") COMPLETED("completed"));
@@ -750,6 +773,8 @@ Suite *api_responses_suite(void)
 	tcase_add_test(stream, test_responses_malformed_data_fails_as_malformed);
 	tcase_add_test(stream, test_responses_events_after_completed_are_ignored);
 	tcase_add_test(stream, test_responses_refusal_delta_is_text);
+	tcase_add_test(stream, test_responses_done_marker_ends_the_stream_truncated_unless_completed);
+	tcase_add_test(stream, test_responses_a_numeric_error_code_leads_the_text);
 	tcase_add_test(stream, test_responses_http_error_body_gives_status_and_message);
 	suite_add_tcase(s, stream);
 	tcase_add_test(think, test_responses_reasoning_summary_streams_as_a_thinking_block);

@@ -43,7 +43,8 @@ static int fail_coded(struct api_stream *self, const json_t *code, const json_t 
 {
 	char c[64] = "", m[API_TEXT_MAX + 1] = "";
 
-	if (json_is_string(code))
+	/* A number is a code too ("429: ..."): the classifier reads it as a status. */
+	if (json_is_string(code) || json_is_integer(code))
 		api_json_text(code, c, sizeof(c));
 	if (message != NULL && !json_is_null(message))
 		api_json_text(message, m, sizeof(m));
@@ -173,12 +174,31 @@ static int chunk_error(struct api_stream *self, const json_t *err)
 	return fail_coded(self, kind, json_object_get(err, "message"), err, NULL, "unknown error");
 }
 
+/* `data: [DONE]`, which the OpenAI SDK takes for the end of any stream. */
+static bool data_is_done(const struct sse_event *ev)
+{
+	const char *d = ev->data;
+	size_t n = ev->data_len;
+
+	while (n > 0 && (d[n - 1] == ' ' || d[n - 1] == '\t' || d[n - 1] == '\r'))
+		n--;
+	return n == 6 && memcmp(d, "[DONE]", 6) == 0;
+}
+
 static int event_tree(struct api_stream *self, const struct sse_event *ev)
 {
-	json_t *root = api_stream_parse(self, ev);
+	json_t *root;
 	const json_t *type, *response, *err, *item;
 	int rc = 0;
 
+	/* The end of the body, as far as the sender is concerned: without
+	 * response.completed before it the answer is truncated. */
+	if (data_is_done(ev)) {
+		api_stream_begin(self);
+		self->done = true;
+		return 0;
+	}
+	root = api_stream_parse(self, ev);
 	if (root == NULL)
 		return -1;
 	api_stream_begin(self);

@@ -30,7 +30,8 @@
  * "<error.code>: <error.message>" (pi's text), an `error` event with
  * "<code>: <message>", a chunk with a top-level "error" object with
  * "<type or code>: <message>" — the code first, so the classifier reads it
- * as a typed failure. Usage: response.usage.input_tokens (cached ones
+ * as a typed failure. `data: [DONE]` ends the stream (truncated unless a
+ * terminal event came first). Usage: response.usage.input_tokens (cached ones
  * included) and output_tokens (reasoning ones included), from the
  * terminal event. */
 #ifndef RETRYD_API_RESPONSES_H
