@@ -2,7 +2,8 @@
 # client library (build/libretryd-client.a, .so); `make check` runs every
 # test; `make check SANITIZE=1` does the same under ASan+UBSan in build/san.
 # `make install PREFIX=...` / `make uninstall` (DESTDIR is honoured);
-# `make interop` drives retryd with pi's own RpcClient (needs npm).
+# `make interop` drives retryd with clients/js and pi's and oh-my-pi's own
+# RpcClient (needs node; npm for the latter two).
 CC      ?= cc
 AR      ?= ar
 PREFIX  ?= /usr/local
@@ -37,6 +38,9 @@ CFLAGS  ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(SANFLAGS) \
              -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP
 LDFLAGS_ALL = $(SANFLAGS) $(LDFLAGS)
+# The installed programs find a library installed beside them in any PREFIX
+# (bin/../lib) with no LD_LIBRARY_PATH.
+RPATH_ORIGIN = -Wl,-rpath,'$$ORIGIN/../lib'
 # Library objects: position-independent, only the RETRYD_API symbols exported.
 CLIENT_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(SANFLAGS) \
                 -Iinclude -Isrc $(CLIENT_PKG_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP
@@ -91,7 +95,7 @@ $(BUILD)/obj/%.o: src/%.c | deps
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BIN): $(LIB_OBJS) $(GEN_OBJS) $(BUILD)/obj/main.o
-	$(CC) $(LDFLAGS_ALL) $^ $(PKG_LIBS) -o $@
+	$(CC) $(LDFLAGS_ALL) $(RPATH_ORIGIN) $^ $(PKG_LIBS) -o $@
 
 # The Redis store's Lua script, embedded so the daemon sends exactly the file
 # the tests run (scripts/embed.py; a char array: -Wpedantic limits literals).
@@ -130,7 +134,7 @@ $(BUILD)/retryctl.d/%.o: src/retryctl/%.c | deps
 
 # retryctl links the static library: it runs from build/ without LD_LIBRARY_PATH.
 $(CTL): $(CTL_OBJS) $(CLIENT_A)
-	$(CC) $(LDFLAGS_ALL) $^ $(CLIENT_PKG_LIBS) -o $@
+	$(CC) $(LDFLAGS_ALL) $(RPATH_ORIGIN) $^ $(CLIENT_PKG_LIBS) -o $@
 
 $(BUILD)/e2e/client_probe.o: tests/e2e/client_probe.c | deps
 	@mkdir -p $(@D)
@@ -295,10 +299,16 @@ conformance: deps
 	@$(MAKE) --no-print-directory $(BIN)
 	RETRYD=$(abspath $(BIN)) python3 scripts/conformance.py
 
-# pi's RpcClient against retryd; says so and succeeds when npm is unreachable.
+# clients/js, pi's and oh-my-pi's RpcClient against retryd (scripts/interop.sh);
+# a client that cannot be installed (npm unreachable) is skipped, saying so.
 interop: deps
 	@$(MAKE) --no-print-directory $(BIN)
 	RETRYD=$(abspath $(BIN)) scripts/interop.sh
+
+# The npm package of clients/js, where `npm install -g` would put it, and its
+# launcher on PATH.
+JSDIR    ?= $(PREFIX)/lib/node_modules/retryd
+JS_FILES := package.json index.mjs index.d.ts README.md
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/retryd \
@@ -312,6 +322,11 @@ install: all
 	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/retryd/
 	install -m 644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(SCHEMAS) $(DESTDIR)$(DATADIR)/retryd/schemas/
+	install -m 644 protocol/README.md $(DESTDIR)$(DATADIR)/retryd/protocol.md
+	install -d $(DESTDIR)$(JSDIR)/bin
+	install -m 644 $(addprefix clients/js/,$(JS_FILES)) $(DESTDIR)$(JSDIR)/
+	install -m 755 clients/js/bin/retryd-rpc.mjs $(DESTDIR)$(JSDIR)/bin/
+	ln -sf $(JSDIR)/bin/retryd-rpc.mjs $(DESTDIR)$(BINDIR)/retryd-rpc
 
 # Removes what install put there, and the directories of our own when empty.
 uninstall:
@@ -322,8 +337,12 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/retryd/,$(notdir $(HEADERS)))
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MANPAGES)))
 	rm -f $(addprefix $(DESTDIR)$(DATADIR)/retryd/schemas/,$(notdir $(SCHEMAS)))
+	rm -f $(DESTDIR)$(DATADIR)/retryd/protocol.md
 	rmdir $(DESTDIR)$(INCLUDEDIR)/retryd $(DESTDIR)$(DATADIR)/retryd/schemas \
 	    $(DESTDIR)$(DATADIR)/retryd 2>/dev/null || true
+	rm -f $(DESTDIR)$(BINDIR)/retryd-rpc $(DESTDIR)$(JSDIR)/bin/retryd-rpc.mjs \
+	    $(addprefix $(DESTDIR)$(JSDIR)/,$(JS_FILES))
+	rmdir $(DESTDIR)$(JSDIR)/bin $(DESTDIR)$(JSDIR) 2>/dev/null || true
 
 FORCE:
 

@@ -1,28 +1,67 @@
 #!/bin/sh
-# make interop: drive retryd with pi's own RpcClient (npm package
-# @mariozechner/pi-coding-agent, installed into build/pi by pi-install.sh).
+# make interop: drive retryd with JavaScript clients, each through the
+# launcher of the retryd npm package (clients/js/bin/retryd-rpc.mjs):
+#
+#   1. clients/js's own RetrydClient and the launcher (node only);
+#   2. pi's RpcClient (npm @mariozechner/pi-coding-agent, installed into
+#      build/pi by pi-install.sh), on node;
+#   3. oh-my-pi's RpcClient (npm @oh-my-pi/pi-coding-agent and the bun that
+#      runs it, installed into build/omp by omp-install.sh), on bun.
 #
 #   RETRYD=build/retryd scripts/interop.sh
 #
-# When the npm registry cannot be reached, or node/npm are missing, it says
-# "interop: SKIPPED: ..." and exits 0; a failing test exits 1.
+# A part that cannot run here (node/npm missing, the npm registry
+# unreachable) says "interop: SKIPPED: ..." and counts as passed; any failing
+# test makes the exit status 1. Every run is bounded by `timeout`.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RETRYD=${RETRYD:-$ROOT/build/retryd}
 PI_PREFIX=${PI_PREFIX:-$ROOT/build/pi}
-export RETRYD PI_PREFIX
+OMP_PREFIX=${OMP_PREFIX:-$ROOT/build/omp}
+export RETRYD PI_PREFIX OMP_PREFIX
 
+failed=""
+fail() { failed="$failed $1"; echo "interop: FAILED: $1"; }
+
+node_ok() {
+    command -v node >/dev/null 2>&1 &&
+        [ "$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -ge 20 ]
+}
+
+# 1. The package's own client.
+if node_ok; then
+    echo "interop: clients/js (RetrydClient and retryd-rpc) against $RETRYD"
+    timeout 120 node --test "$ROOT/tests/interop/js_client.test.mjs" || fail "clients/js"
+else
+    echo "interop: SKIPPED: node >= 20 is needed to test clients/js"
+fi
+
+# 2. pi's RpcClient.
 rc=0
 PI_PREFIX="$PI_PREFIX" "$ROOT/scripts/pi-install.sh" >/dev/null || rc=$?
 case $rc in
-0) ;;
-3) echo "interop: SKIPPED: the npm registry cannot be reached, so pi's RpcClient could not be installed"
-   exit 0 ;;
-4) echo "interop: SKIPPED: node >= 20 and npm are needed to run pi's RpcClient"
-   exit 0 ;;
-*) echo "interop: installing pi failed (status $rc)"
-   exit 1 ;;
+0) echo "interop: pi's RpcClient against $RETRYD"
+   timeout 180 node --test "$ROOT/tests/interop/rpc_client.test.mjs" || fail "pi's RpcClient" ;;
+3) echo "interop: SKIPPED: the npm registry cannot be reached, so pi's RpcClient could not be installed" ;;
+4) echo "interop: SKIPPED: node >= 20 and npm are needed to run pi's RpcClient" ;;
+*) fail "installing pi (status $rc)" ;;
 esac
 
-echo "interop: pi's RpcClient against $RETRYD"
-exec timeout 600 node --test "$ROOT/tests/interop/rpc_client.test.mjs"
+# 3. oh-my-pi's RpcClient, on the bun installed with it.
+rc=0
+BUN=$(OMP_PREFIX="$OMP_PREFIX" "$ROOT/scripts/omp-install.sh") || rc=$?
+case $rc in
+0) echo "interop: oh-my-pi's RpcClient against $RETRYD"
+   # Each test has its own 30 s limit; this bounds the whole file.
+   (cd "$ROOT" && timeout 240 "$BUN" test --timeout 30000 ./tests/interop/omp_rpc_client.test.ts) ||
+       fail "oh-my-pi's RpcClient" ;;
+3) echo "interop: SKIPPED: the npm registry cannot be reached, so oh-my-pi's RpcClient could not be installed" ;;
+4) echo "interop: SKIPPED: oh-my-pi needs node and npm (to fetch it) and a bun that runs on this machine" ;;
+*) fail "installing oh-my-pi (status $rc)" ;;
+esac
+
+if [ -n "$failed" ]; then
+    echo "interop: failed:$failed"
+    exit 1
+fi
+echo "interop: ok"

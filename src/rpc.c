@@ -67,6 +67,7 @@ static json_t *command_list(void)
 struct taken {
 	struct rpc *rpc;
 	const struct command *cmd;
+	json_t *data;  /* owned: the success response's data, or NULL */
 };
 
 /* The message is safely queued or about to run: answer now, before its
@@ -75,7 +76,16 @@ static void taken_cb(void *ctx)
 {
 	struct taken *t = ctx;
 
-	respond_ok(t->rpc, t->cmd, NULL);
+	respond_ok(t->rpc, t->cmd, t->data);
+	t->data = NULL;
+}
+
+/* get_available_commands (oh-my-pi): the slash commands a prompt's text
+ * may start with. retryd sends every prompt to the model as it is, so it
+ * has none; its RPC commands are get_commands' rpcCommands. */
+static json_t *available_commands(void)
+{
+	return json_pack("{s:[]}", "commands");
 }
 
 static void dispatch(struct rpc *self, struct command *cmd)
@@ -83,7 +93,7 @@ static void dispatch(struct rpc *self, struct command *cmd)
 	struct session *s = self->session;
 	char err[512] = "";
 	json_t *data = NULL;
-	struct taken taken = { self, cmd };
+	struct taken taken = { self, cmd, NULL };
 
 	switch (cmd->type) {
 	case CMD_PROMPT:
@@ -101,6 +111,16 @@ static void dispatch(struct rpc *self, struct command *cmd)
 		if ((cmd->type == CMD_STEER ? session_steer : session_follow_up)(
 			    s, cmd->message, cmd->images, taken_cb, &taken) != 0)
 			respond_error(self, cmd->id, cmd->name, "out of memory");
+		return;
+	case CMD_ABORT_AND_PROMPT:
+		/* One answer: success (with what abort dropped) from taken_cb,
+		 * once the abort's events are out and the prompt will run; or
+		 * this error. */
+		if (session_abort_and_prompt(s, cmd->message, cmd->images, cmd->retry, &taken.data,
+					     taken_cb, &taken, err, sizeof(err)) != 0) {
+			json_decref(taken.data);
+			respond_error(self, cmd->id, cmd->name, err);
+		}
 		return;
 	case CMD_ABORT:
 		session_abort(s, &data);
@@ -148,6 +168,14 @@ static void dispatch(struct rpc *self, struct command *cmd)
 	case CMD_GET_AVAILABLE_MODELS:
 		respond_ok(self, cmd, session_models(s));
 		return;
+	case CMD_SET_THINKING_LEVEL:
+		session_set_thinking_level(s, cmd->level);
+		respond_ok(self, cmd, NULL);
+		return;
+	case CMD_CYCLE_THINKING_LEVEL:
+		session_cycle_thinking_level(s, &data);
+		respond_ok(self, cmd, data != NULL ? data : json_null());
+		return;
 	case CMD_SET_STEERING_MODE:
 		session_set_steering_mode(s, strcmp(cmd->mode, "all") == 0);
 		respond_ok(self, cmd, NULL);
@@ -164,6 +192,9 @@ static void dispatch(struct rpc *self, struct command *cmd)
 		return;
 	case CMD_GET_COMMANDS:
 		respond_ok(self, cmd, command_list());
+		return;
+	case CMD_GET_AVAILABLE_COMMANDS:
+		respond_ok(self, cmd, available_commands());
 		return;
 	case CMD_CLASSIFY_ERROR: {
 		struct classify_input in = {

@@ -54,6 +54,8 @@ void assistant_open(struct assistant *self, const char *api, const char *provide
 				  "output", 0.0, "cacheRead", 0.0, "cacheWrite", 0.0, "total", 0.0,
 				  "stopReason", "stop", "timestamp", (json_int_t)timestamp_ms);
 	self->text_idx = 0;
+	self->text.len = 0;
+	self->text_synced = true;
 	emit(self, event_message_start(self->partial));
 }
 
@@ -64,15 +66,10 @@ static size_t last_index(const struct assistant *self)
 	return n ? n - 1 : 0;
 }
 
-void assistant_text_start(struct assistant *self)
+/* The member of the block that holds its text. */
+static const char *text_key(const struct assistant *self)
 {
-	self->text.len = 0;
-	self->text_utf8 = true;
-	self->text_synced = true;
-	json_array_append_new(json_object_get(self->partial, "content"),
-			      json_pack("{s:s, s:s}", "type", "text", "text", ""));
-	self->text_idx = last_index(self);
-	emit_update(self, event_text_start(self->text_idx));
+	return self->thinking ? "thinking" : "text";
 }
 
 /* The open block's text as a new JSON string. Pieces that were each valid
@@ -86,19 +83,50 @@ static json_t *text_string(struct assistant *self)
 			       : json_stringn(s, self->text.len);
 }
 
-/* The open block's "text" brought up to date, once per change; returns it
- * (new reference). */
+/* The open block's text member brought up to date, once per change;
+ * returns it (new reference). */
 static json_t *sync_block_text(struct assistant *self, json_t *msg)
 {
 	json_t *block = json_array_get(json_object_get(msg, "content"), self->text_idx);
 	json_t *text;
 
 	if (self->text_synced)
-		return json_incref(json_object_get(block, "text"));
+		return json_incref(json_object_get(block, text_key(self)));
 	text = text_string(self);
-	if (text != NULL && json_object_set(block, "text", text) == 0)
+	if (text != NULL && json_object_set(block, text_key(self), text) == 0)
 		self->text_synced = true;
 	return text;
+}
+
+/* A new block of either kind; the one before keeps its text (a provider
+ * that starts a block without ending the last loses nothing). */
+static void block_start(struct assistant *self, bool thinking)
+{
+	json_t *block;
+
+	if (self->partial == NULL)
+		return;
+	json_decref(sync_block_text(self, self->partial));
+	self->text.len = 0;
+	self->text_utf8 = true;
+	self->text_synced = true;
+	self->thinking = thinking;
+	block = thinking ? json_pack("{s:s, s:s}", "type", "thinking", "thinking", "")
+			 : json_pack("{s:s, s:s}", "type", "text", "text", "");
+	json_array_append_new(json_object_get(self->partial, "content"), block);
+	self->text_idx = last_index(self);
+	emit_update(self, thinking ? event_thinking_start(self->text_idx)
+				   : event_text_start(self->text_idx));
+}
+
+void assistant_text_start(struct assistant *self)
+{
+	block_start(self, false);
+}
+
+void assistant_thinking_start(struct assistant *self)
+{
+	block_start(self, true);
 }
 
 static int text_append(struct assistant *self, const char *s, size_t n, bool valid)
@@ -112,7 +140,7 @@ static int text_append(struct assistant *self, const char *s, size_t n, bool val
 	return 0;
 }
 
-void assistant_text_delta(struct assistant *self, const char *s, size_t n)
+static void block_delta(struct assistant *self, const char *s, size_t n)
 {
 	size_t idx = self->text_idx;
 
@@ -125,7 +153,9 @@ void assistant_text_delta(struct assistant *self, const char *s, size_t n)
 		 * the message still grows. */
 		struct jsontext_buf *b = self->out.line_buf(self->out.ctx);
 		size_t mark = b != NULL ? b->len : 0;
-		int rc = b != NULL ? event_delta_line(b, idx, s, n) : 0;
+		int rc = b == NULL ? 0
+			 : self->thinking ? event_thinking_delta_line(b, idx, s, n)
+					  : event_delta_line(b, idx, s, n);
 
 		if (rc == 0 && text_append(self, s, n, b != NULL || utf8_valid(s, n)) == 0) {
 			if (b != NULL)
@@ -146,7 +176,18 @@ void assistant_text_delta(struct assistant *self, const char *s, size_t n)
 	}
 	if (!self->delta_updates)
 		json_decref(sync_block_text(self, self->partial));
-	emit_update(self, event_text_delta(idx, s, n));
+	emit_update(self, self->thinking ? event_thinking_delta(idx, s, n)
+					 : event_text_delta(idx, s, n));
+}
+
+void assistant_text_delta(struct assistant *self, const char *s, size_t n)
+{
+	block_delta(self, s, n);
+}
+
+void assistant_thinking_delta(struct assistant *self, const char *s, size_t n)
+{
+	block_delta(self, s, n);
 }
 
 void assistant_text_end(struct assistant *self)
@@ -156,6 +197,27 @@ void assistant_text_end(struct assistant *self)
 	/* With delta updates the block's text is only kept here; another
 	 * block (an agent CLI writes several) starts from nothing. */
 	emit_update(self, event_text_end(self->text_idx, sync_block_text(self, self->partial)));
+}
+
+void assistant_thinking_end(struct assistant *self, const char *signature, size_t len,
+			    bool redacted)
+{
+	json_t *block, *content;
+
+	if (self->partial == NULL)
+		return;
+	if (redacted && self->text.len == 0)
+		text_append(self, ASSISTANT_REDACTED_THINKING,
+			    sizeof(ASSISTANT_REDACTED_THINKING) - 1, true);
+	content = sync_block_text(self, self->partial);
+	block = json_array_get(json_object_get(self->partial, "content"), self->text_idx);
+	/* A signature that is not UTF-8 cannot be kept in JSON: left out, as
+	 * when the provider sends none. */
+	if (signature != NULL)
+		json_object_set_new(block, "thinkingSignature", json_stringn(signature, len));
+	if (redacted)
+		json_object_set_new(block, "redacted", json_true());
+	emit_update(self, event_thinking_end(self->text_idx, content));
 }
 
 json_t *assistant_close(struct assistant *self, const char *stop_reason, const char *error,

@@ -1,14 +1,18 @@
 /* assistant — the assistant message of one attempt, as it streams.
  *
  * It holds the partial message (pi's shape: role, content blocks, api,
- * provider, model, usage, stopReason, timestamp), the open text block's text
- * so far, and says each step as an event: message_start when the attempt
- * first reports, message_update for text_start / text_delta / text_end, and
- * message_end when it is closed. The text is kept in one growing buffer and
- * put into the block only when someone will read it, so a long answer is not
- * copied per chunk. With rpc.messageUpdates "delta" and an output buffer,
- * each text_delta is written as JSON text straight into that buffer (the
- * per-chunk hot path). */
+ * provider, model, usage, stopReason, timestamp), the open block's text so
+ * far, and says each step as an event: message_start when the attempt first
+ * reports, message_update for text_start / text_delta / text_end and
+ * thinking_start / thinking_delta / thinking_end, and message_end when it is
+ * closed. Blocks follow each other in the order they stream (thinking, text,
+ * thinking again, ...), one open at a time: a text block {type:"text",
+ * text}, a thinking block {type:"thinking", thinking, thinkingSignature?,
+ * redacted?} (pi's ThinkingContent). The open block's text is kept in one
+ * growing buffer and put into the block only when someone will read it, so
+ * a long answer is not copied per chunk. With rpc.messageUpdates "delta"
+ * and an output buffer, each text_delta and thinking_delta is written as
+ * JSON text straight into that buffer (the per-chunk hot path). */
 #ifndef RETRYD_ASSISTANT_H
 #define RETRYD_ASSISTANT_H
 
@@ -34,11 +38,15 @@ struct assistant {
 	struct assistant_output out;
 	bool delta_updates;      /* rpc.messageUpdates "delta": no partial in updates */
 	json_t *partial;         /* owned: the open message, or NULL */
-	struct jsontext_buf text; /* owned: the open text block's text so far */
-	size_t text_idx;         /* contentIndex of the open text block */
+	struct jsontext_buf text; /* owned: the open (or last) block's text so far */
+	size_t text_idx;         /* contentIndex of that block */
+	bool thinking;           /* that block is a thinking block ("thinking", not "text") */
 	bool text_utf8;          /* every piece was valid UTF-8 (so is their sum) */
-	bool text_synced;        /* the block's "text" already holds the text */
+	bool text_synced;        /* the block's text member already holds the text */
 };
+
+/* What a redacted thinking block shows as its text (pi's placeholder). */
+#define ASSISTANT_REDACTED_THINKING "[Reasoning redacted]"
 
 /* out: borrowed (copied). */
 void assistant_init(struct assistant *self, const struct assistant_output *out);
@@ -55,6 +63,16 @@ void assistant_text_start(struct assistant *self);
 void assistant_text_delta(struct assistant *self, const char *text, size_t len);
 /* Ignored while no message is open. */
 void assistant_text_end(struct assistant *self);
+/* A new thinking block (the message must be open). */
+void assistant_thinking_start(struct assistant *self);
+/* text: borrowed, len bytes. Ignored while no message is open. */
+void assistant_thinking_delta(struct assistant *self, const char *text, size_t len);
+/* Ends the thinking block: signature (borrowed, len bytes; NULL: none)
+ * becomes its thinkingSignature, redacted marks it (an encrypted block: its
+ * text, when none streamed, is ASSISTANT_REDACTED_THINKING). Ignored while
+ * no message is open. */
+void assistant_thinking_end(struct assistant *self, const char *signature, size_t len,
+			    bool redacted);
 /* Closes the open message: stopReason, errorMessage (borrowed; NULL leaves
  * it out), usage (each count clamped to [0, NUMBER_MAX], totalTokens their
  * saturating sum); emits message_end, with "retrySkipped": retry_skipped

@@ -182,7 +182,8 @@ static json_t *model_object(const struct provider *provider, const char *id)
 
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:[s], s:{s:f, s:f, s:f, s:f}, s:I, s:I}",
 			 "id", id, "name", id, "api", provider->api, "provider", provider->name,
-			 "baseUrl", provider->base_url, "reasoning", 0, "input", "text",
+			 "baseUrl", provider->base_url,
+			 "reasoning", json_is_true(json_object_get(m, "reasoning")), "input", "text",
 			 "cost", "input", 0.0, "output", 0.0, "cacheRead", 0.0, "cacheWrite", 0.0,
 			 "contextWindow", json_is_integer(cw) ? json_integer_value(cw) : (json_int_t)128000,
 			 "maxTokens", json_is_integer(mt) ? json_integer_value(mt) : (json_int_t)8192);

@@ -133,6 +133,47 @@ void journal_continue(struct journal *self)
 	self->has_header = true;
 }
 
+static int write_level(struct journal *self)
+{
+	char when[64];
+	json_t *line;
+	int rc;
+
+	iso_time(self->pending_ms, when, sizeof(when));
+	line = json_pack("{s:s, s:s, s:s}", "type", "thinking_level_change", "timestamp", when,
+			 "thinkingLevel", self->pending_level);
+	rc = line ? write_line(self->fp, line) : -1;
+	json_decref(line);
+	if (rc == 0)
+		self->pending_level = NULL;
+	return rc;
+}
+
+static int fail_write(struct journal *self, char *err, size_t errlen)
+{
+	errbuf_set(err, errlen, "cannot write session file %s: %s", self->path,
+		   errno ? strerror(errno) : "write failed");
+	if (self->fp != NULL) {
+		fclose(self->fp);
+		self->fp = NULL;
+	}
+	self->failed = true;
+	return -1;
+}
+
+int journal_thinking_level(struct journal *self, const char *level, int64_t wall_ms, char *err,
+			   size_t errlen)
+{
+	if (self->path == NULL)
+		return 0;
+	self->pending_level = level;
+	self->pending_ms = wall_ms;
+	if (self->fp == NULL)
+		return 0;
+	errno = 0;
+	return write_level(self) == 0 ? 0 : fail_write(self, err, errlen);
+}
+
 int journal_append(struct journal *self, const json_t *message, bool retried, char *err,
 		   size_t errlen)
 {
@@ -144,6 +185,8 @@ int journal_append(struct journal *self, const json_t *message, bool retried, ch
 	errno = 0;
 	if (self->fp == NULL && open_file(self) != 0)
 		goto fail;
+	if (self->pending_level != NULL && write_level(self) != 0)
+		goto fail;
 	line = json_pack("{s:s, s:O}", "type", "message", "message", message);
 	if (line != NULL && retried)
 		json_object_set_new(line, "retried", json_true());
@@ -154,14 +197,7 @@ int journal_append(struct journal *self, const json_t *message, bool retried, ch
 	self->failed = false;
 	return 0;
 fail:
-	errbuf_set(err, errlen, "cannot write session file %s: %s", self->path,
-		   errno ? strerror(errno) : "write failed");
-	if (self->fp != NULL) {
-		fclose(self->fp);
-		self->fp = NULL;
-	}
-	self->failed = true;
-	return -1;
+	return fail_write(self, err, errlen);
 }
 
 char *journal_default_dir(void)
@@ -275,6 +311,39 @@ out:
 		fclose(fp);
 	json_decref(loaded);
 	return rc;
+}
+
+char *journal_load_thinking_level(const char *path)
+{
+	FILE *fp = fopen(path, "re");
+	char *line = NULL, *level = NULL;
+	size_t cap = 0;
+
+	if (fp == NULL)
+		return NULL;
+	while (getline(&line, &cap, fp) >= 0) {
+		json_t *obj;
+		const char *type, *lv;
+
+		/* Only the few lines that can matter are parsed. */
+		if (strstr(line, "\"session\"") == NULL && strstr(line, "thinking_level_change") == NULL)
+			continue;
+		obj = json_loads(line, 0, NULL);
+		type = json_string_value(json_object_get(obj, "type"));
+		lv = json_string_value(json_object_get(obj, "thinkingLevel"));
+		if (type != NULL && strcmp(type, "session") == 0) {
+			/* A later header starts a new session in the same file. */
+			free(level);
+			level = NULL;
+		} else if (type != NULL && strcmp(type, "thinking_level_change") == 0 && lv != NULL) {
+			free(level);
+			level = strdup(lv);
+		}
+		json_decref(obj);
+	}
+	free(line);
+	fclose(fp);
+	return level;
 }
 
 char *journal_newest(const char *dir, char *err, size_t errlen)

@@ -1,7 +1,9 @@
 /* journal — the session file: JSONL, appended as things happen.
  *
  * First line {"type":"session","version":1,"id","timestamp","cwd"}, then one
- * {"type":"message","message":{...}} per message, the failed attempts that a
+ * {"type":"message","message":{...}} per message and, as pi writes it, a
+ * {"type":"thinking_level_change","timestamp","thinkingLevel"} line when the
+ * thinking level changes, the failed attempts that a
  * retry drops from the in-memory context included: their lines carry
  * "retried":true, so a resume leaves them out. Each line passes
  * base/secret's masker before it is written. The file and its
@@ -23,6 +25,8 @@ struct journal {
 	int64_t started_ms;
 	bool failed;      /* a write failed; reported once, then retried at the next message */
 	bool has_header;  /* the file already holds this session's header (a resume) */
+	const char *pending_level; /* static: a level change not written yet, or NULL */
+	int64_t pending_ms;
 };
 
 /* path: borrowed (copied); NULL disables the journal. */
@@ -38,6 +42,18 @@ void journal_continue(struct journal *self);
  * and why (e.g. "cannot write session file /x: Permission denied"). */
 int journal_append(struct journal *self, const json_t *message, bool retried, char *err,
 		   size_t errlen);
+
+/* A thinking level change (level: a static string, kept) at wall_ms: written
+ * now when the file is open, else before the next message (an unused
+ * session still leaves no file). Returns 0, or -1 with err as
+ * journal_append's. */
+int journal_thinking_level(struct journal *self, const char *level, int64_t wall_ms, char *err,
+			   size_t errlen);
+
+/* The thinking level the last session in the file at path (borrowed) last
+ * changed to, as a new string, or NULL when it has none (or the file cannot
+ * be read: journal_load says why). */
+char *journal_load_thinking_level(const char *path);
 
 /* Reads the session file at path for a resume: the last session in it (a
  * file named by --session holds one per new_session), its id into id and

@@ -16,6 +16,7 @@
 #include "base/secret.h"
 #include "base/utf8.h"
 #include "core/queue.h"
+#include "core/thinking.h"
 #include "proto/command.h"
 #include "proto/event.h"
 #include "proto/message.h"
@@ -145,6 +146,78 @@ static const char *first_model(const struct provider *p)
 	return id != NULL ? id : "";
 }
 
+/* The thinking level. */
+
+/* The settings entry of the model in use (borrowed), or NULL. */
+static const json_t *model_entry(struct session *self, const char *model)
+{
+	return provider_model(self->cfg.provider, model);
+}
+
+/* pi's start: the level a resumed file last changed to, else the setting
+ * defaultThinkingLevel, clamped to the model. */
+static void init_thinking_level(struct session *self)
+{
+	char *saved = self->cfg.resume_file != NULL
+		? journal_load_thinking_level(self->cfg.resume_file) : NULL;
+	const char *want = saved != NULL
+		? saved : settings_get_string(self->cfg.settings, "defaultThinkingLevel");
+
+	self->thinking_level = thinking_clamp(model_entry(self, self->fallback.model), want);
+	free(saved);
+}
+
+/* A level (static) that may differ from the current one: pi journals,
+ * persists and announces only a change. */
+static void apply_thinking_level(struct session *self, const char *level)
+{
+	char err[512];
+	const json_t *model = model_entry(self, self->fallback.model);
+
+	if (strcmp(level, self->thinking_level) == 0)
+		return;
+	self->thinking_level = level;
+	if (journal_thinking_level(&self->journal, level, wall_ms(self), err, sizeof(err)) != 0) {
+		LOG_ERROR("%s", err);
+		utf8_repair(err);
+		emit(self, event_notice("error", "session", err));
+	}
+	/* pi keeps "off" from a model that cannot think out of the default. */
+	if ((thinking_model_reasons(model) || strcmp(level, "off") != 0) &&
+	    settings_persist(self->cfg.settings, "defaultThinkingLevel", json_string(level), err,
+			     sizeof(err)) != 0)
+		LOG_WARN("%s", err);
+	emit(self, event_thinking_level_changed(level));
+}
+
+void session_set_thinking_level(struct session *self, const char *level)
+{
+	apply_thinking_level(self, thinking_clamp(model_entry(self, self->fallback.model), level));
+}
+
+void session_cycle_thinking_level(struct session *self, json_t **data)
+{
+	const char *next = thinking_next(model_entry(self, self->fallback.model),
+					 self->thinking_level);
+
+	*data = NULL;
+	if (next == NULL)
+		return;
+	apply_thinking_level(self, next);
+	*data = json_pack("{s:s}", "level", self->thinking_level);
+}
+
+/* After set_model (old_reasons: the model before it could think): pi keeps
+ * the level of a thinking model, else starts from the setting, clamped to
+ * the new model. */
+static void rethink_for_model(struct session *self, bool old_reasons)
+{
+	const char *want = old_reasons
+		? self->thinking_level : settings_get_string(self->cfg.settings, "defaultThinkingLevel");
+
+	apply_thinking_level(self, thinking_clamp(model_entry(self, self->fallback.model), want));
+}
+
 int session_init(struct session *self, const struct session_config *cfg)
 {
 	struct assistant_output out = {
@@ -175,6 +248,7 @@ int session_init(struct session *self, const struct session_config *cfg)
 		session_release(self);
 		return -1;
 	}
+	init_thinking_level(self);
 	return 0;
 }
 
@@ -365,6 +439,34 @@ static void sink_text_end(void *ctx)
 	assistant_text_end(&self->reply);
 }
 
+/* A thinking block streams like text, and counts as activity for the
+ * stall clock as text does: a model that reasons for a minute is not
+ * stalled. */
+static void sink_thinking_start(void *ctx)
+{
+	struct session *self = ctx;
+
+	touch(self);
+	open_reply(self);
+	assistant_thinking_start(&self->reply);
+}
+
+static void sink_thinking_delta(void *ctx, const char *s, size_t n)
+{
+	struct session *self = ctx;
+
+	touch(self);
+	assistant_thinking_delta(&self->reply, s, n);
+}
+
+static void sink_thinking_end(void *ctx, const char *signature, size_t len, bool redacted)
+{
+	struct session *self = ctx;
+
+	touch(self);
+	assistant_thinking_end(&self->reply, signature, len, redacted);
+}
+
 static void sink_event(void *ctx, json_t *event)
 {
 	touch(ctx);
@@ -504,7 +606,7 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 	struct retry_outcome outcome = { .failure = RETRY_OK, .hint_ms = -1 };
 	struct fallback_plan plan = { .kind = RETRY_SWITCH_NONE, .credential = -1 };
 	struct policy_verdict v;
-	struct event_why why = { NULL, NULL };
+	struct event_why why = { NULL, NULL, false };
 	struct retry_decision d;
 	struct decision_note note = { &v, &policy, 0 };
 	json_t *msg;
@@ -520,6 +622,7 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 	if (v.failed) {
 		why.error_class = classify_class_name(v.verdict);
 		why.rule = v.rule;
+		why.overload = v.overload;
 	}
 	if (self->cfg.fleet != NULL) {
 		tell_fleet(self, r, &v, &policy);
@@ -587,6 +690,9 @@ static const struct provider_sink sink_template = {
 	.text_end = sink_text_end,
 	.finish = sink_finish,
 	.event = sink_event,
+	.thinking_start = sink_thinking_start,
+	.thinking_delta = sink_thinking_delta,
+	.thinking_end = sink_thinking_end,
 };
 
 static void send_attempt(struct session *self)
@@ -599,6 +705,9 @@ static void send_attempt(struct session *self)
 		.attempt = self->chain.attempt,
 		.idle_timeout_ms = self->policy.retry.idle_timeout_ms,
 		.continuation_prompt = policy_string(&self->policy, "continuationPrompt"),
+		/* The model of this attempt may be a fallback: clamped again. */
+		.thinking_level = thinking_clamp(model_entry(self, self->fallback.model),
+						 self->thinking_level),
 	};
 	struct provider *p = self->cfg.provider;
 
@@ -967,6 +1076,23 @@ void session_abort(struct session *self, json_t **data)
 		json_decref(dropped);
 }
 
+int session_abort_and_prompt(struct session *self, const char *text, const json_t *images,
+			     const json_t *retry, json_t **data, session_taken_fn taken, void *ctx,
+			     char *err, size_t errlen)
+{
+	json_t *policy = policy_for_prompt(self->cfg.settings, retry, err, errlen);
+
+	*data = NULL;
+	if (policy == NULL)
+		return -1;
+	session_abort(self, data);
+	/* Idle now, so the prompt begins a run, as a prompt sent after abort would. */
+	if (enqueue(self, self->follow_ups, text, images, policy, taken, ctx) != 0)
+		return errbuf_set(err, errlen, "out of memory: the run was aborted but the "
+				  "new prompt could not be started");
+	return 0;
+}
+
 int session_set_auto_retry(struct session *self, bool enabled, bool persist, json_t **data,
 			   char *err, size_t errlen)
 {
@@ -1006,6 +1132,7 @@ json_t *session_state(struct session *self)
 		.session_name = self->name,
 		.retry_policy = self->busy ? self->policy.json : NULL,
 		.retry_budget = retry_budget_json(&self->budget),
+		.thinking_level = self->thinking_level,
 	};
 	json_t *state = state_json(&v);
 
@@ -1103,8 +1230,13 @@ json_t *session_models(struct session *self)
 int session_set_model(struct session *self, const char *provider, const char *model_id,
 		      char *err, size_t errlen)
 {
+	bool old_reasons = thinking_model_reasons(model_entry(self, self->fallback.model));
+
 	/* A model the caller picks is the new primary; fallbacks start over. */
-	return fallback_select(&self->fallback, self->cfg.provider, provider, model_id, err, errlen);
+	if (fallback_select(&self->fallback, self->cfg.provider, provider, model_id, err, errlen) != 0)
+		return -1;
+	rethink_for_model(self, old_reasons);
+	return 0;
 }
 
 void session_new(struct session *self)

@@ -126,6 +126,10 @@ struct session {
 	struct session_retry_stats retry_stats;
 
 	struct fallback fallback;   /* the model and credential in use */
+	/* pi's thinking level (a static string of core/thinking.h), clamped to
+	 * what the model in use allows when it is set; an attempt on another
+	 * model (a fallback) is clamped again. */
+	const char *thinking_level;
 	struct assistant reply;     /* the assistant message being streamed */
 	bool output_paused;
 
@@ -162,6 +166,17 @@ int session_follow_up(struct session *self, const char *text, const json_t *imag
 json_t *session_classify(struct session *self, struct classify_input *in);
 /* Cancels everything in flight; *data lists the queued messages it dropped. */
 void session_abort(struct session *self, json_t **data);
+/* abort_and_prompt: the prompt's own retry settings (borrowed, may be
+ * NULL) are checked first, so a refused command changes nothing (-1 with
+ * err, *data NULL). Then everything in flight is cancelled as session_abort
+ * does, its events first, and *data (new reference) lists the dropped
+ * messages; then the prompt starts a run of its own, as on an idle session:
+ * taken (may be NULL) is called, with *data already set, before the run's
+ * first event. -1 after the abort (out of memory): err says so, nothing
+ * runs. */
+int session_abort_and_prompt(struct session *self, const char *text, const json_t *images,
+			     const json_t *retry, json_t **data, session_taken_fn taken, void *ctx,
+			     char *err, size_t errlen);
 /* Cancels a pending backoff (no event when there is none). */
 void session_abort_retry(struct session *self);
 /* set_auto_retry: persist writes the settings file, else this process
@@ -187,6 +202,15 @@ json_t *session_fleet_clear(struct session *self);
 json_t *session_model(struct session *self);
 int session_set_model(struct session *self, const char *provider, const char *model_id,
 		      char *err, size_t errlen);
+/* set_thinking_level: level (borrowed) is one of pi's levels; it is
+ * clamped to what the model allows and, when that changes the level, the
+ * change is written to the session file, persisted as defaultThinkingLevel
+ * (unless the model does not reason and the level is "off", as pi does)
+ * and announced with thinking_level_changed. */
+void session_set_thinking_level(struct session *self, const char *level);
+/* cycle_thinking_level: *data {"level": the next level}, or NULL when the
+ * model does not reason (nothing changes then). */
+void session_cycle_thinking_level(struct session *self, json_t **data);
 void session_new(struct session *self);
 void session_set_steering_mode(struct session *self, bool all);
 void session_set_follow_up_mode(struct session *self, bool all);

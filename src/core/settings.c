@@ -109,7 +109,7 @@ static const struct rule rules[] = {
 	CHOICE("rpc.messageUpdates",         "full|delta", "full"),
 	JSON("sim.plan",                     RULE_ARRAY, "[]"),
 	INT("sim.chunkDelayMs",              0, 3600000, 0),
-	/* What many daemons share (core/fleet.h, README "Many daemons"). */
+	/* What many daemons share (core/fleet.h, docs/fleet.md). */
 	CHOICE("fleet.mode",                 "process|user|redis", "user"),
 	CHOICE("fleet.scope",                "model|credential|provider", "model"),
 	TEXT("fleet.namespace",              "default"),
@@ -125,6 +125,9 @@ static const struct rule rules[] = {
 	BUDGET("fleet.retryBudget",          1000, "{\"maxTokens\": 10, \"tokenRatio\": 0.1}"),
 	INT("fleet.concurrency",             0, 100000, 0),
 	INT("fleet.leaseTtlMs",              100, DAY_MS, 30000),
+	/* pi's setting: the thinking level a session starts at (clamped to
+	 * what the model allows); set_thinking_level persists it. */
+	CHOICE("defaultThinkingLevel",       "off|minimal|low|medium|high|xhigh", "medium"),
 	JSON("sim.credentials",              RULE_STRINGS, "[]"),
 	JSON("sim.models",                   RULE_SOME_STRINGS, "[\"sim-1\"]"),
 };

@@ -23,6 +23,8 @@ static const struct command_spec specs[] = {
 	{ "new_session", CMD_NEW_SESSION },
 	{ "set_model", CMD_SET_MODEL },
 	{ "get_available_models", CMD_GET_AVAILABLE_MODELS },
+	{ "set_thinking_level", CMD_SET_THINKING_LEVEL },
+	{ "cycle_thinking_level", CMD_CYCLE_THINKING_LEVEL },
 	{ "set_steering_mode", CMD_SET_STEERING_MODE },
 	{ "set_follow_up_mode", CMD_SET_FOLLOW_UP_MODE },
 	{ "set_session_name", CMD_SET_SESSION_NAME },
@@ -32,14 +34,18 @@ static const struct command_spec specs[] = {
 	{ "set_retry_policy", CMD_SET_RETRY_POLICY },
 	{ "classify_error", CMD_CLASSIFY_ERROR },
 	{ "fleet_clear", CMD_FLEET_CLEAR },
+	{ "abort_and_prompt", CMD_ABORT_AND_PROMPT },
+	{ "get_available_commands", CMD_GET_AVAILABLE_COMMANDS },
 };
 
 const char *const command_names[] = {
 	"prompt", "steer", "follow_up", "abort", "set_auto_retry", "abort_retry",
 	"get_state", "get_messages", "get_last_assistant_text", "new_session",
-	"set_model", "get_available_models", "set_steering_mode", "set_follow_up_mode",
+	"set_model", "get_available_models", "set_thinking_level", "cycle_thinking_level",
+	"set_steering_mode", "set_follow_up_mode",
 	"set_session_name", "get_session_stats", "get_commands", "get_retry_policy",
-	"set_retry_policy", "classify_error", "fleet_clear", NULL,
+	"set_retry_policy", "classify_error", "fleet_clear", "abort_and_prompt",
+	"get_available_commands", NULL,
 };
 
 /* pi commands with no meaning in retryd, and why. */
@@ -58,10 +64,7 @@ static const struct {
 	{ "branch", "retryd does not fork sessions" },
 	{ "get_branch_messages", "retryd does not fork sessions" },
 	{ "cycle_model", "use get_available_models and set_model" },
-	{ "set_thinking_level", "the providers here have no thinking levels" },
-	{ "cycle_thinking_level", "the providers here have no thinking levels" },
 	{ "extension_ui_response", "retryd has no extensions" },
-	{ "abort_and_prompt", "send abort, then prompt" },
 	{ "handoff", "retryd does not hand off sessions" },
 };
 
@@ -255,6 +258,24 @@ static int parse_behavior(struct command *cmd)
 	return 0;
 }
 
+/* pi's levels; anything else is refused rather than taken as "off". */
+static int parse_level(struct command *cmd)
+{
+	static const char *const levels[] = { "off", "minimal", "low", "medium", "high", "xhigh" };
+	const char *level;
+
+	if (need_string(cmd, "level", &level) != 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		if (strcmp(level, levels[i]) == 0) {
+			cmd->level = levels[i];
+			return 0;
+		}
+	}
+	return fail(cmd, "%s: field \"level\" must be one of \"off\", \"minimal\", \"low\", "
+		    "\"medium\", \"high\", \"xhigh\"", cmd->name);
+}
+
 static int parse_mode(struct command *cmd)
 {
 	if (need_string(cmd, "mode", &cmd->mode) != 0)
@@ -303,6 +324,18 @@ static int parse_classify(struct command *cmd)
 	return 0;
 }
 
+/* A prompt's own retry settings: an object, or absent. */
+static int parse_retry(struct command *cmd)
+{
+	json_t *v = json_object_get(cmd->root, "retry");
+
+	if (v != NULL && !json_is_null(v) && !json_is_object(v))
+		return fail(cmd, "%s: field \"retry\" must be an object of retry settings, not %s",
+			    cmd->name, json_kind(v));
+	cmd->retry = json_is_object(v) ? v : NULL;
+	return 0;
+}
+
 static int parse_fields(struct command *cmd)
 {
 	json_t *v;
@@ -311,12 +344,12 @@ static int parse_fields(struct command *cmd)
 	case CMD_PROMPT:
 		if (parse_message(cmd) != 0 || parse_behavior(cmd) != 0)
 			return -1;
-		v = json_object_get(cmd->root, "retry");
-		if (v != NULL && !json_is_null(v) && !json_is_object(v))
-			return fail(cmd, "%s: field \"retry\" must be an object of retry settings, not %s",
-				    cmd->name, json_kind(v));
-		cmd->retry = json_is_object(v) ? v : NULL;
-		return 0;
+		return parse_retry(cmd);
+	case CMD_ABORT_AND_PROMPT:
+		/* A prompt that replaces the run: no streamingBehavior to give. */
+		if (parse_message(cmd) != 0)
+			return -1;
+		return parse_retry(cmd);
 	case CMD_SET_RETRY_POLICY:
 		v = json_object_get(cmd->root, "policy");
 		if (v == NULL)
@@ -359,6 +392,8 @@ static int parse_fields(struct command *cmd)
 	case CMD_SET_STEERING_MODE:
 	case CMD_SET_FOLLOW_UP_MODE:
 		return parse_mode(cmd);
+	case CMD_SET_THINKING_LEVEL:
+		return parse_level(cmd);
 	case CMD_SET_SESSION_NAME:
 		return need_string(cmd, "name", &cmd->text);
 	case CMD_NEW_SESSION:

@@ -26,6 +26,8 @@ enum command_type {
 	CMD_NEW_SESSION,
 	CMD_SET_MODEL,
 	CMD_GET_AVAILABLE_MODELS,
+	CMD_SET_THINKING_LEVEL,
+	CMD_CYCLE_THINKING_LEVEL,
 	CMD_SET_STEERING_MODE,
 	CMD_SET_FOLLOW_UP_MODE,
 	CMD_SET_SESSION_NAME,
@@ -35,6 +37,8 @@ enum command_type {
 	CMD_SET_RETRY_POLICY,
 	CMD_CLASSIFY_ERROR,
 	CMD_FLEET_CLEAR,
+	CMD_ABORT_AND_PROMPT,      /* oh-my-pi's */
+	CMD_GET_AVAILABLE_COMMANDS, /* oh-my-pi's */
 	CMD_UNSUPPORTED, /* a pi command that has no meaning here */
 };
 
@@ -51,16 +55,17 @@ struct command {
 	const char *id;        /* borrowed from root; NULL when absent */
 
 	/* Fields, borrowed from root; set for the commands that take them. */
-	const char *message;   /* prompt, steer, follow_up */
-	json_t *images;        /* prompt, steer, follow_up; NULL when absent */
+	const char *message;   /* prompt, steer, follow_up, abort_and_prompt */
+	json_t *images;        /* prompt, steer, follow_up, abort_and_prompt; NULL when absent */
 	enum streaming_behavior behavior; /* prompt */
-	json_t *retry;         /* prompt: its own retry settings; NULL when absent */
+	json_t *retry;         /* prompt, abort_and_prompt: its own retry settings; NULL when absent */
 	json_t *policy;        /* set_retry_policy */
 	bool persist;          /* set_retry_policy (default false), set_auto_retry (default true) */
 	bool enabled;          /* set_auto_retry */
 	const char *provider;  /* set_model */
 	const char *model_id;  /* set_model */
 	const char *mode;      /* set_steering_mode, set_follow_up_mode */
+	const char *level;     /* set_thinking_level: one of pi's levels (static) */
 	const char *text;      /* set_session_name: name; new_session: parentSession */
 	int status;            /* classify_error: the HTTP status, 0 when absent */
 	const char *body;      /* classify_error: the response body, body_len bytes, or NULL */

@@ -1,5 +1,9 @@
 #include "proto/event.h"
 
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
 json_t *event_agent_start(void)
 {
 	return json_pack("{s:s}", "type", "agent_start");
@@ -42,6 +46,23 @@ json_t *event_text_end(size_t index, json_t *content)
 			 "content", content);
 }
 
+json_t *event_thinking_start(size_t index)
+{
+	return json_pack("{s:s, s:i}", "type", "thinking_start", "contentIndex", (int)index);
+}
+
+json_t *event_thinking_delta(size_t index, const char *delta, size_t len)
+{
+	return json_pack("{s:s, s:i, s:s%}", "type", "thinking_delta", "contentIndex", (int)index,
+			 "delta", delta, len);
+}
+
+json_t *event_thinking_end(size_t index, json_t *content)
+{
+	return json_pack("{s:s, s:i, s:o}", "type", "thinking_end", "contentIndex", (int)index,
+			 "content", content);
+}
+
 json_t *event_message_update(json_t *ame, json_t *partial)
 {
 	if (partial == NULL)
@@ -54,6 +75,47 @@ json_t *event_message_update(json_t *ame, json_t *partial)
 int event_delta_line(struct jsontext_buf *b, size_t index, const char *delta, size_t len)
 {
 	return jsontext_delta_append(b, index, delta, len);
+}
+
+#define THINKING_HEAD "{\"type\":\"message_update\",\"assistantMessageEvent\":" \
+	"{\"type\":\"thinking_delta\",\"contentIndex\":"
+#define THINKING_MID ",\"delta\":\""
+#define THINKING_TAIL "\"}}\n"
+
+int event_thinking_delta_line(struct jsontext_buf *b, size_t index, const char *delta,
+			      size_t len)
+{
+	/* The text delta's line with another type; jsontext escapes as
+	 * jansson does, so the bytes match a dump of the tree. */
+	char num[24];
+	int numlen = snprintf(num, sizeof(num), "%zu", index);
+	size_t esc;
+	char *o;
+
+	if (len > (SIZE_MAX - 256) / 6 ||
+	    jsontext_reserve(b, sizeof(THINKING_HEAD) + (size_t)numlen + sizeof(THINKING_MID) +
+				    JSONTEXT_ESCAPED_MAX(len) + sizeof(THINKING_TAIL)) != 0)
+		return -1;
+	o = b->data + b->len;
+	memcpy(o, THINKING_HEAD, sizeof(THINKING_HEAD) - 1);
+	o += sizeof(THINKING_HEAD) - 1;
+	memcpy(o, num, (size_t)numlen);
+	o += numlen;
+	memcpy(o, THINKING_MID, sizeof(THINKING_MID) - 1);
+	o += sizeof(THINKING_MID) - 1;
+	esc = jsontext_escape(o, delta, len);
+	if (esc == JSONTEXT_NOT_UTF8)
+		return -2;
+	o += esc;
+	memcpy(o, THINKING_TAIL, sizeof(THINKING_TAIL) - 1);
+	o += sizeof(THINKING_TAIL) - 1;
+	b->len = (size_t)(o - b->data);
+	return 0;
+}
+
+json_t *event_thinking_level_changed(const char *level)
+{
+	return json_pack("{s:s, s:s}", "type", "thinking_level_changed", "level", level);
 }
 
 json_t *event_turn_end(json_t *message)
@@ -82,6 +144,8 @@ json_t *event_auto_retry_start(int attempt, int max_attempts, int64_t delay_ms,
 	if (ev != NULL && hint_ms >= 0)
 		json_object_set_new(ev, "hintMs", json_integer(hint_ms));
 	set_why(ev, why);
+	if (ev != NULL && why != NULL && why->error_class != NULL)
+		json_object_set_new(ev, "overload", json_boolean(why->overload));
 	return ev;
 }
 

@@ -33,6 +33,14 @@ json_t *event_text_delta(size_t index, const char *delta, size_t len);
 /* content: takes ownership (the block's whole text). */
 json_t *event_text_end(size_t index, json_t *content);
 
+/* The assistantMessageEvents of a streamed thinking block (pi's shapes,
+ * the same fields as the text ones). */
+json_t *event_thinking_start(size_t index);
+/* delta: borrowed, len bytes. */
+json_t *event_thinking_delta(size_t index, const char *delta, size_t len);
+/* content: takes ownership (the block's whole thinking text). */
+json_t *event_thinking_end(size_t index, json_t *content);
+
 /* {"type":"message_update",["message":partial,]"assistantMessageEvent":ame}.
  * ame: takes ownership. partial: borrowed, or NULL for rpc.messageUpdates
  * "delta" (pi repeats the partial twice, as "message" and inside ame, so
@@ -45,6 +53,16 @@ json_t *event_message_update(json_t *ame, json_t *partial);
  * memory ran out, -2 when delta is not UTF-8; b->len is unchanged unless 0. */
 int event_delta_line(struct jsontext_buf *b, size_t index, const char *delta, size_t len);
 
+/* event_delta_line() for a thinking_delta: the bytes jansson would write for
+ * event_message_update(event_thinking_delta(...), NULL). Same returns. */
+int event_thinking_delta_line(struct jsontext_buf *b, size_t index, const char *delta,
+			      size_t len);
+
+/* {"type":"thinking_level_changed","level":level}: pi's event when
+ * set_thinking_level or cycle_thinking_level changes the level. level:
+ * borrowed. */
+json_t *event_thinking_level_changed(const char *level);
+
 /* {"type":"turn_end","message":message,"toolResults":[]}; message: borrowed. */
 json_t *event_turn_end(json_t *message);
 
@@ -55,11 +73,12 @@ json_t *event_turn_end(json_t *message);
 struct event_why {
 	const char *error_class;
 	const char *rule;
+	bool overload;  /* the model or a shared pool is saturated (a 529, ...) */
 };
 
 /* {"type":"auto_retry_start","attempt","maxAttempts","delayMs","errorMessage",
- * "reason"[,"hintMs"][,"errorClass","rule"]}: hint_ms < 0 leaves hintMs out,
- * why NULL the last two. Strings: borrowed. */
+ * "reason"[,"hintMs"][,"errorClass","rule","overload"]}: hint_ms < 0 leaves
+ * hintMs out, why NULL the last three. Strings: borrowed. */
 json_t *event_auto_retry_start(int attempt, int max_attempts, int64_t delay_ms,
 			       const char *error_message, const char *reason, int64_t hint_ms,
 			       const struct event_why *why);

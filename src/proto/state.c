@@ -15,7 +15,8 @@ json_t *state_json(struct state_view *v)
 		return NULL;
 	}
 	json_object_set_new_nocheck(st, "model", v->model);
-	json_object_set_new_nocheck(st, "thinkingLevel", json_string_nocheck("off"));
+	json_object_set_new_nocheck(st, "thinkingLevel", json_string_nocheck(v->thinking_level != NULL
+									       ? v->thinking_level : "off"));
 	json_object_set_new_nocheck(st, "isStreaming", json_boolean(v->streaming));
 	json_object_set_new_nocheck(st, "isCompacting", json_false());
 	json_object_set_new_nocheck(st, "steeringMode",

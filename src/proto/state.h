@@ -24,6 +24,7 @@ struct state_view {
 	const char *session_name;   /* borrowed; NULL: none */
 	const json_t *retry_policy; /* borrowed; NULL: idle (null in the object) */
 	json_t *retry_budget;       /* takes ownership */
+	const char *thinking_level; /* borrowed; NULL: "off" */
 };
 
 /* New reference, or NULL when a member could not be made (out of memory, a

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -31,7 +32,9 @@ static const char usage_text[] =
 	"Starts retryd, sends PROMPT, prints the answer on stdout as it streams and\n"
 	"shows retries on stderr while they wait. Without PROMPT, reads prompts from\n"
 	"stdin, one per line. Ctrl-C cancels a pending retry (or the running attempt);\n"
-	"a second Ctrl-C quits.\n"
+	"a second Ctrl-C quits. On a terminal a countdown names the error and a\n"
+	"spinner runs until the first token; the progress is plain text, one line per\n"
+	"retry, when stderr is not a terminal, NO_COLOR is set or TERM is dumb.\n"
 	"\n"
 	"  --json             print retryd's raw JSON lines on stdout (for jq)\n"
 	"  --stream           print every attempt's text as it streams, also when\n"
@@ -41,7 +44,7 @@ static const char usage_text[] =
 	"  --timeout SECONDS  give up on a prompt after this long\n"
 	"  -q, --quiet        no progress lines on stderr\n"
 	"  -h, --help         this text\n"
-	"  --version          the version\n"
+	"  -V, --version      the version\n"
 	"\n"
 	"retryd options, passed on:\n"
 	"  --provider NAME  --model ID  --settings FILE  --set KEY=VALUE\n"
@@ -54,6 +57,8 @@ static const char usage_text[] =
 	"\n"
 	"Exit status: 0 answered, 1 failed, 2 usage, 130 cancelled.\n";
 
+enum live_kind { LIVE_NONE, LIVE_SPINNER, LIVE_COUNTDOWN };
+
 struct ctl {
 	uv_loop_t loop;
 	struct retryd_client *client;
@@ -63,6 +68,7 @@ struct ctl {
 	/* Options. */
 	bool json, quiet, stream_live;
 	bool stderr_tty, stdout_tty;
+	enum progress_mode mode;
 	double timeout_s;
 
 	/* The daemon. */
@@ -77,8 +83,13 @@ struct ctl {
 	int attempt, max_attempts;
 	uint64_t backoff_end;
 	uint64_t delay_ms;
-	int shown_secs;
-	bool line_shown;     /* the live line is on the terminal */
+	char *retry_error;   /* owned: the waiting retry's errorMessage */
+	char *retry_class;   /* owned: its errorClass */
+	bool countdown_kept; /* the countdown was left on screen: no redraws */
+	bool spinning;       /* waiting for an attempt's first token */
+	unsigned spin_frame;
+	enum live_kind live; /* what the live line shows now */
+	char live_text[1024];
 	bool dirty;          /* stdout's last byte of the answer was not a LF */
 	bool wrote_answer;
 	int interrupts;
@@ -114,87 +125,169 @@ static void end_answer_line(struct ctl *t)
 		out_write(t, "\n", 1);
 }
 
+/* The live line (live mode only): the spinner or the countdown, redrawn in
+ * place with "\r\033[K". */
 static void clear_live_line(struct ctl *t)
 {
-	if (!t->line_shown)
+	if (t->live == LIVE_NONE)
 		return;
 	fputs("\r\033[K", stderr);
 	fflush(stderr);
-	t->line_shown = false;
+	t->live = LIVE_NONE;
+}
+
+static void draw_live_line(struct ctl *t, enum live_kind kind, const char *line)
+{
+	if (t->live == kind && strcmp(line, t->live_text) == 0)
+		return;
+	/* A partial answer on the same terminal ends its line first. */
+	if (t->stdout_tty && t->dirty)
+		end_answer_line(t);
+	fprintf(stderr, "\r\033[K%s", line);
+	fflush(stderr);
+	snprintf(t->live_text, sizeof(t->live_text), "%s", line);
+	t->live = kind;
+}
+
+static int term_width(void)
+{
+	struct winsize ws;
+
+	if (ioctl(2, TIOCGWINSZ, &ws) != 0)
+		ws.ws_col = 0;
+	return progress_width(ws.ws_col, getenv("COLUMNS"));
+}
+
+/* The wait as a line that stays: what plain mode prints at the start. */
+static void retry_line(struct ctl *t, char *buf, size_t size, uint64_t ms, int width)
+{
+	struct progress_retry r = {
+		.attempt = t->attempt,
+		.max_attempts = t->max_attempts,
+		.error = t->retry_error,
+		.error_class = t->retry_class,
+	};
+
+	progress_retry_line(buf, size, &r, ms, width);
+}
+
+/* The countdown stops where it is and stays on screen: a finished wait, a
+ * Ctrl-C, a message below it. */
+static void keep_countdown(struct ctl *t)
+{
+	if (t->live != LIVE_COUNTDOWN)
+		return;
+	fputc('\n', stderr);
+	fflush(stderr);
+	t->live = LIVE_NONE;
+	t->countdown_kept = true;
 }
 
 static void say(struct ctl *t, const char *fmt, const char *arg)
 {
+	char line[4096];
+
+	keep_countdown(t);
 	clear_live_line(t);
 	/* A partial answer on the same terminal ends its line first. */
 	if (t->stdout_tty && t->dirty)
 		end_answer_line(t);
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
+	snprintf(line, sizeof(line), fmt, arg);
+	/* Daemon text (an error message) moves no cursor. */
+	progress_clean(line);
+	fprintf(stderr, "%s\n", line);
 	fflush(stderr);
 }
 
-static void draw_live_line(struct ctl *t)
+static void draw_countdown(struct ctl *t)
 {
-	char line[256];
+	char line[1024];
 	uint64_t now = uv_now(&t->loop);
 	uint64_t left = t->backoff_end > now ? t->backoff_end - now : 0;
-	int secs;
 
+	if (t->countdown_kept)
+		return;
 	/* The daemon's timer may fire a little after ours: a real wait never
-	 * reads "0s". */
+	 * reads "0.0s". */
 	if (left == 0 && t->delay_ms > 0)
 		left = 1;
-	secs = progress_seconds(left);
-	if (t->line_shown && secs == t->shown_secs)
-		return;
-	if (t->stdout_tty && t->dirty)
-		end_answer_line(t);
-	progress_live_line(line, sizeof(line), t->attempt, t->max_attempts, left);
-	fprintf(stderr, "\r\033[K%s", line);
-	fflush(stderr);
-	t->shown_secs = secs;
-	t->line_shown = true;
+	retry_line(t, line, sizeof(line), left, term_width());
+	draw_live_line(t, LIVE_COUNTDOWN, line);
 }
 
 static void tick_cb(uv_timer_t *h)
 {
 	struct ctl *t = h->data;
+	char line[128];
 
-	if (t->in_backoff)
-		draw_live_line(t);
+	if (t->in_backoff) {
+		draw_countdown(t);
+	} else if (t->spinning) {
+		progress_spinner_line(line, sizeof(line), t->spin_frame++);
+		/* A wrapped line would not be erased by "\r\033[K". */
+		progress_cut(line, (size_t)term_width() - 1);
+		draw_live_line(t, LIVE_SPINNER, line);
+	}
+}
+
+static void set_spinning(struct ctl *t, bool on)
+{
+	t->spinning = on && t->mode == PROGRESS_LIVE && !t->quiet && !t->json;
+	if (!t->spinning && t->live == LIVE_SPINNER)
+		clear_live_line(t);
 }
 
 /* ---- events ------------------------------------------------------------- */
 
+/* The wait is over: its line stays, as it read when the wait began. */
 static void end_backoff(struct ctl *t)
 {
+	char line[1024];
+
 	if (!t->in_backoff)
 		return;
 	t->in_backoff = false;
-	uv_timer_stop(&t->tick);
-	clear_live_line(t);
+	if (t->live == LIVE_COUNTDOWN) {
+		retry_line(t, line, sizeof(line), t->delay_ms, term_width());
+		draw_live_line(t, LIVE_COUNTDOWN, line);
+		keep_countdown(t);
+	}
+	free(t->retry_error);
+	free(t->retry_class);
+	t->retry_error = t->retry_class = NULL;
+}
+
+static char *dup_string(json_t *v)
+{
+	const char *s = json_string_value(v);
+
+	return s != NULL ? strdup(s) : NULL;
 }
 
 static void on_retry_start(struct ctl *t, json_t *ev)
 {
 	uint64_t delay = (uint64_t)json_number_value(json_object_get(ev, "delayMs"));
-	char line[512];
+	char line[4096];
 
+	end_backoff(t);
+	set_spinning(t, false);
 	t->in_backoff = true;
+	t->countdown_kept = false;
 	t->attempt = (int)json_integer_value(json_object_get(ev, "attempt"));
 	t->max_attempts = (int)json_integer_value(json_object_get(ev, "maxAttempts"));
 	t->backoff_end = uv_now(&t->loop) + delay;
 	t->delay_ms = delay;
+	t->retry_error = dup_string(json_object_get(ev, "errorMessage"));
+	/* "overload" says more than "retryable" about a 529. */
+	t->retry_class = json_is_true(json_object_get(ev, "overload"))
+				 ? strdup("overload")
+				 : dup_string(json_object_get(ev, "errorClass"));
 	if (t->quiet)
 		return;
-	if (t->stderr_tty) {
-		t->line_shown = false;
-		draw_live_line(t);
-		uv_timer_start(&t->tick, tick_cb, TICK_MS, TICK_MS);
+	if (t->mode == PROGRESS_LIVE) {
+		draw_countdown(t);
 	} else {
-		progress_plain_line(line, sizeof(line), t->attempt, t->max_attempts, delay,
-				    json_string_value(json_object_get(ev, "errorMessage")));
+		retry_line(t, line, sizeof(line), delay, 0);
 		say(t, "%s", line);
 	}
 }
@@ -236,9 +329,15 @@ static void on_event(struct retryd_client *c, const char *type, json_t *ev, void
 		on_retry_start(t, ev);
 		return;
 	}
-	if (strcmp(type, "turn_start") == 0 || strcmp(type, "auto_retry_end") == 0 ||
-	    strcmp(type, "agent_end") == 0)
+	if (strcmp(type, "turn_start") == 0 && t->in_backoff) {
+		/* The next attempt: wait for its first token. */
 		end_backoff(t);
+		set_spinning(t, true);
+	} else if (strcmp(type, "auto_retry_end") == 0 || strcmp(type, "agent_end") == 0) {
+		end_backoff(t);
+		if (strcmp(type, "agent_end") == 0)
+			set_spinning(t, false);
+	}
 	if (t->json)
 		return;
 	if (strcmp(type, "message_update") == 0) {
@@ -248,6 +347,7 @@ static void on_event(struct retryd_client *c, const char *type, json_t *ev, void
 
 		if (sub == NULL || strcmp(sub, "text_delta") != 0 || !json_is_string(delta))
 			return;
+		set_spinning(t, false);
 		/* Buffered mode waits for message_end instead. */
 		if (t->stream_live)
 			out_write(t, json_string_value(delta), json_string_length(delta));
@@ -372,8 +472,14 @@ static int run_prompt(struct ctl *t, const char *prompt)
 	t->interrupts = 0;
 	t->dirty = false;
 	watch_signals(t, true);
+	set_spinning(t, true);
+	t->spin_frame = 0;
+	if (t->mode == PROGRESS_LIVE && !t->quiet)
+		uv_timer_start(&t->tick, tick_cb, TICK_MS, TICK_MS);
 	rc = retryd_client_prompt_and_wait(t->client, prompt, NULL, timeout_ms, &res);
 	t->running = false;
+	uv_timer_stop(&t->tick);
+	set_spinning(t, false);
 	end_backoff(t);
 	if (!t->json)
 		end_answer_line(t);
@@ -479,7 +585,7 @@ static void parse_args(int argc, char **argv, struct ctl *t, struct args *a)
 			fputs(usage_text, stdout);
 			exit(0);
 		}
-		if (strcmp(arg, "--version") == 0) {
+		if (strcmp(arg, "-V") == 0 || strcmp(arg, "--version") == 0) {
 			printf("retryctl %s\n", RETRYD_VERSION);
 			exit(0);
 		}
@@ -687,6 +793,7 @@ int main(int argc, char **argv)
 
 	t.stderr_tty = isatty(2);
 	t.stdout_tty = isatty(1);
+	t.mode = progress_mode_pick(getenv("NO_COLOR"), getenv("TERM"), t.stderr_tty);
 	if (t.stdout_tty)
 		t.stream_live = true;
 	signal(SIGPIPE, SIG_IGN);

@@ -630,17 +630,17 @@ class TimeTests(CliCase):
 
 
 class ExecProfileTests(CliCase):
-    """The README's worked example of a custom CLI, run as written there."""
+    """The worked example of a custom CLI in docs/agent-clis.md, run as written there."""
 
-    def readme_profile(self):
-        with open(os.path.join(REPO_ROOT, "README.md")) as f:
+    def documented_profile(self):
+        with open(os.path.join(REPO_ROOT, "docs", "agent-clis.md")) as f:
             text = f.read()
         m = re.search(r"<!-- example: mycli profile.*?-->\n```json\n(.*?)```", text, re.S)
-        self.assertIsNotNone(m, "the README lost its mycli example")
+        self.assertIsNotNone(m, "docs/agent-clis.md lost its mycli example")
         return json.loads(m.group(1))
 
-    def test_readme_example_runs_with_stdin_prompt_tools_notices_and_resume(self):
-        settings = self.readme_profile()
+    def test_the_documented_example_runs_with_stdin_prompt_tools_notices_and_resume(self):
+        settings = self.documented_profile()
         hello = {"type": "hello", "conversation": "c-42"}
         d = self.start("mycli", [
             {"lines": [hello, {"type": "warn", "text": "retrying (1/3) after 503"},

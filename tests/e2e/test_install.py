@@ -5,6 +5,7 @@ The build that is installed is the one under test: build/ normally,
 build/san (SANITIZE=1) when RETRYD points there; the sanitized program is then
 compiled with the same sanitizers.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -46,7 +47,7 @@ INSTALLED = [
     "lib/libretryd-client.a", "lib/libretryd-client.so", "lib/libretryd-client.so.0",
     "lib/libretryd-client.so.0.1.0", "lib/pkgconfig/retryd-client.pc",
     "include/retryd/client.h", "include/retryd/protocol.h",
-    "share/man/man1/retryd.1", "share/man/man1/retryctl.1",
+    "share/man/man1/retryd.1", "share/man/man1/retryctl.1", "share/retryd/protocol.md",
 ]
 
 
@@ -93,11 +94,22 @@ class InstallTests(unittest.TestCase):
         if shutil.which("readelf"):
             dyn = subprocess.run(["readelf", "-d", so], stdout=subprocess.PIPE).stdout.decode()
             self.assertIn("[libretryd-client.so.0]", dyn)
+            for prog in ("retryd", "retryctl"):
+                dyn = subprocess.run(["readelf", "-d", os.path.join(self.prefix, "bin", prog)],
+                                     stdout=subprocess.PIPE).stdout.decode()
+                self.assertIn("$ORIGIN/../lib", dyn, prog)
+        # The protocol reference is where the man page says.
+        with open(os.path.join(self.prefix, "share", "retryd", "protocol.md")) as f:
+            self.assertIn("retryd", f.read(200))
+        with open(os.path.join(self.prefix, "share", "man", "man1", "retryd.1")) as f:
+            self.assertIn("share/retryd/protocol.md", f.read())
 
         # A program compiled with nothing but the installed .pc file.
+        # ... and run with no LD_LIBRARY_PATH: the .pc file's rpath finds
+        # the library in any PREFIX.
         env = dict(self.env, PKG_CONFIG_PATH=os.path.join(self.prefix, "lib", "pkgconfig"),
-                   PATH=os.path.join(self.prefix, "bin") + ":/usr/bin:/bin",
-                   LD_LIBRARY_PATH=os.path.join(self.prefix, "lib"))
+                   PATH=os.path.join(self.prefix, "bin") + ":/usr/bin:/bin")
+        env.pop("LD_LIBRARY_PATH", None)
         flags = self.run_ok(["pkg-config", "--cflags", "--libs", "retryd-client"], env).split()
         self.assertIn("-lretryd-client", flags)
         src = os.path.join(self.tmp, "hello.c")
@@ -130,6 +142,40 @@ class InstallTests(unittest.TestCase):
         self.assertEqual(left, [], "uninstall left files behind")
         for d in ("include/retryd", "share/retryd"):
             self.assertFalse(os.path.exists(os.path.join(self.prefix, d)), d)
+
+    @unittest.skipUnless(shutil.which("node"), "node is not installed")
+    def test_installed_js_launcher_runs_the_installed_retryd_in_rpc_mode(self):
+        """pi's RpcClient runs `node <cliPath> --mode rpc`: the installed
+        package's launcher must find the retryd installed beside it, with no
+        RETRYD and no PATH to help, and so must the symlink on PATH."""
+        self.make("install")
+        pkg = os.path.join(self.prefix, "lib", "node_modules", "retryd")
+        for rel in ("package.json", "index.mjs", "index.d.ts", "README.md", "bin/retryd-rpc.mjs"):
+            self.assertTrue(os.path.isfile(os.path.join(pkg, rel)), rel)
+        launcher = os.path.join(pkg, "bin", "retryd-rpc.mjs")
+        link = os.path.join(self.prefix, "bin", "retryd-rpc")
+        self.assertEqual(os.path.realpath(link), os.path.realpath(launcher))
+        node = shutil.which("node")
+        # PATH holds node (for the symlink's #! line) and no retryd.
+        nodebin = os.path.join(self.tmp, "nodebin")
+        os.mkdir(nodebin)
+        os.symlink(node, os.path.join(nodebin, "node"))
+        env = dict(self.env, PATH=nodebin)
+        for argv in ([node, launcher, "--mode", "rpc", "--no-session"],
+                     [link, "--mode", "rpc", "--no-session"]):
+            p = subprocess.run(argv, input=b'{"id":"s1","type":"get_state"}\n',
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                               cwd=self.tmp, timeout=harness.scaled(30))
+            err = p.stderr.decode("utf-8", "replace")
+            self.assertEqual(harness.sanitizer_report(err), "", err)
+            self.assertEqual(p.returncode, 0, "%s: %s" % (argv, err))
+            lines = [json.loads(l) for l in p.stdout.decode("utf-8").splitlines()]
+            self.assertEqual(lines[0], {"type": "ready"})
+            self.assertEqual((lines[1]["id"], lines[1]["command"], lines[1]["success"]),
+                             ("s1", "get_state", True))
+        self.make("uninstall")
+        self.assertFalse(os.path.lexists(link))
+        self.assertFalse(os.path.exists(pkg))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from harness import (DaemonTestCase, has_whitespace_outside_strings, is_response
 
 UNSUPPORTED = ["bash", "abort_bash", "compact", "set_auto_compaction", "export_html",
                "switch_session", "fork", "get_fork_messages", "cycle_model",
-               "set_thinking_level", "cycle_thinking_level", "extension_ui_response"]
+               "extension_ui_response"]
 
 
 class StartupTests(DaemonTestCase):

@@ -101,9 +101,10 @@ class ResponsesStreamTests(ResponsesCase):
         self.assertIs(body["stream"], True)
         self.assertIs(body["store"], False)
         self.assertEqual(body["max_output_tokens"], 16384)
-        # A reasoning model with thinking off: pi's effort "none", nothing included.
-        self.assertEqual(body["reasoning"], {"effort": "none"})
-        self.assertNotIn("include", body)
+        # A reasoning model at the default level (medium, as pi's): the effort
+        # with a summary, and the encrypted reasoning to send back.
+        self.assertEqual(body["reasoning"], {"effort": "medium", "summary": "auto"})
+        self.assertEqual(body["include"], ["reasoning.encrypted_content"])
         self.assertEqual(body["input"], [{"role": "user", "content": [{"type": "input_text",
                                                                         "text": "q"}]}])
         self.assertNotIn(KEY, d.stderr_text())
@@ -144,8 +145,6 @@ class ResponsesStreamTests(ResponsesCase):
         final = assistant_ends(msgs)[-1]
         self.assertEqual((final["stopReason"], deltas(msgs)), ("stop", ["done"]))
         kinds = [m["assistantMessageEvent"]["type"] for m in events(msgs, "message_update")]
-        if "thinking_start" not in kinds:
-            self.skipTest("the session does not stream thinking yet (issue 16's thinking part)")
         thinking = [m["assistantMessageEvent"]["delta"] for m in events(msgs, "message_update")
                     if m["assistantMessageEvent"]["type"] == "thinking_delta"]
         self.assertEqual("".join(thinking), "Plan it\n\nCheck it")
@@ -162,14 +161,18 @@ class ResponsesStreamTests(ResponsesCase):
         d.finish()
 
     def test_thinking_level_sets_the_effort_with_a_summary(self):
-        d, srv = self.start([{"text": "ok"}])
-        r = d.request({"type": "set_thinking_level", "level": "high"})
-        if not r.get("success"):
-            self.skipTest("set_thinking_level is not supported yet (issue 16's thinking part)")
+        d, srv = self.start([{"text": "ok"}, {"text": "ok"}])
+        self.assertTrue(d.request({"type": "set_thinking_level", "level": "high"})["success"])
         self.run_prompt(d, "q")
         body = srv.requests()[0]["body"]
         self.assertEqual(body["reasoning"], {"effort": "high", "summary": "auto"})
         self.assertEqual(body["include"], ["reasoning.encrypted_content"])
+        # Off: pi tells a reasoning model "none" and asks for nothing back.
+        self.assertTrue(d.request({"type": "set_thinking_level", "level": "off"})["success"])
+        self.run_prompt(d, "again")
+        body = srv.requests()[1]["body"]
+        self.assertEqual(body["reasoning"], {"effort": "none"})
+        self.assertNotIn("include", body)
         d.finish()
 
 

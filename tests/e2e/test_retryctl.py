@@ -8,6 +8,7 @@ test; every run is bounded in time.
 import json
 import os
 import pty
+import re
 import select
 import shutil
 import signal
@@ -20,10 +21,36 @@ import harness
 
 FAKE = os.path.join(harness.REPO_ROOT, "tests", "fixtures", "fake_retryd.py")
 ELLIPSIS = "\u2026"
+DASH = "\u2014"
+SPINNER = "\u280b\u2819\u2839\u2838\u283c\u2834\u2826\u2827\u2807\u280f"
 
 
 def ctl_path():
     return os.path.join(os.path.dirname(harness.binary_path()), "retryctl")
+
+
+def screen(text):
+    """What a terminal shows after text: \\r, \\n and ESC[K (erase to the end
+    of the line) applied, the lines that are left."""
+    lines, col = [""], 0
+    i = 0
+    while i < len(text):
+        if text.startswith("\x1b[K", i):
+            lines[-1] = lines[-1][:col]
+            i += 3
+            continue
+        ch = text[i]
+        if ch == "\r":
+            col = 0
+        elif ch == "\n":
+            lines.append("")
+            col = 0
+        else:
+            cur = lines[-1]
+            lines[-1] = cur[:col] + ch + cur[col + 1:]
+            col += 1
+        i += 1
+    return [l for l in lines if l]
 
 
 def plan_args(plan, **sets):
@@ -99,6 +126,10 @@ class RetryctlTestCase(unittest.TestCase):
                         XDG_STATE_HOME=os.path.join(self.tmp, "state"),
                         XDG_RUNTIME_DIR=self.tmp)
         self.env.pop("RETRYD_LOG", None)
+        # Live progress unless a test asks for plain: a TERM that is neither
+        # unset nor dumb, no NO_COLOR.
+        self.env["TERM"] = "xterm-256color"
+        self.env.pop("NO_COLOR", None)
 
     def pty(self, args):
         run = PtyRun(args, self.env)
@@ -118,22 +149,68 @@ class RetryctlTestCase(unittest.TestCase):
 
 
 class TerminalTests(RetryctlTestCase):
-    def test_live_countdown_line_counts_down_then_the_answer_streams(self):
-        run = self.pty(plan_args([{"error": "503 Service Unavailable"}, {"text": "hello world"}]) +
-                       ["hi"])
-        run.wait_for("Retrying (1/3) in 2s%s (Ctrl-C to cancel)" % ELLIPSIS, 5)
-        run.wait_for("Retrying (1/3) in 1s%s (Ctrl-C to cancel)" % ELLIPSIS, 5)
+    def test_live_countdown_counts_down_in_tenths_naming_the_error_and_its_class(self):
+        run = self.pty(plan_args([{"error": "529 overloaded"}, {"text": "hello world"}],
+                                 retry_baseDelayMs=1000) + ["hi"])
+        run.wait_for("Retrying (1/3) in 1.0s %s 529 overloaded (overload)" % DASH, 5)
+        run.wait_for("hello world", 10)
         self.assertEqual(run.finish(10), 0, run.text)
         out = run.text
-        self.assertIn("\r\x1b[KRetrying (1/3) in 2s", out)
-        # The line is cleared before the answer, which ends with a newline.
-        self.assertIn("\r\x1b[Khello world\r\n", out)
+        shown = re.findall(r"\r\x1b\[KRetrying \(1/3\) in (\d\.\d)s %s 529 overloaded \(overload\)"
+                           % DASH, out)
+        # Redrawn every 100 ms: a 1 s wait shows several tenths, counting down.
+        self.assertGreaterEqual(len(set(shown)), 2, out)
+        self.assertEqual(shown[0], "1.0", out)
+        self.assertTrue(all(float(a) >= float(b) for a, b in zip(shown[1:-1], shown[2:-1])), shown)
+        # The wait's line stays, as it read when it began; the answer follows.
+        self.assertEqual(screen(out)[-2:],
+                         ["Retrying (1/3) in 1.0s %s 529 overloaded (overload)" % DASH,
+                          "hello world"])
         self.assertClean(out)
+
+    def test_countdown_line_is_cut_to_the_terminal_width_on_a_code_point(self):
+        error = "503 Service Unavailable " + "\u00e9" * 80
+        env = dict(self.env, COLUMNS="70")  # a new pty has no size: COLUMNS counts
+        run = PtyRun(plan_args([{"error": error}, {"text": "ok"}], retry_baseDelayMs=300) + ["hi"],
+                     env)
+        self.addCleanup(lambda: run.proc.poll() is None and (run.proc.kill(), run.proc.wait()))
+        self.assertEqual(run.finish(10), 0, run.text)
+        kept = screen(run.text)[-2]
+        self.assertTrue(kept.startswith("Retrying (1/3) in 0.3s %s 503 Service Unavailable \u00e9"
+                                        % DASH), kept)
+        self.assertTrue(kept.endswith("\u00e9%s (retryable)" % ELLIPSIS), kept)
+        self.assertEqual(len(kept), 69, kept)
+        self.assertNotIn("\ufffd", run.text)
+
+    def test_spinner_runs_until_the_first_token_and_is_cleared_before_it(self):
+        run = self.pty(plan_args([{"text": "hello world", "delayMs": 800}]) + ["hi"])
+        run.wait_for("hello world", 10)
+        self.assertEqual(run.finish(10), 0, run.text)
+        out = run.text
+        before = out[:out.index("hello")]
+        frames = set(re.findall(r"\r\x1b\[K([%s]) Waiting for the model%s" % (SPINNER, ELLIPSIS),
+                                before))
+        self.assertGreaterEqual(len(frames), 2, out)
+        # Erased right before the first token, and not drawn again after it.
+        self.assertIn("\r\x1b[Khello world\r\n", out)
+        self.assertNotIn("Waiting", out[out.index("hello"):])
+        self.assertEqual(screen(out), ["hello world"])
+        self.assertClean(out)
+
+    def test_spinner_comes_back_after_a_wait_until_the_retry_answers(self):
+        run = self.pty(plan_args([{"error": "503"}, {"text": "second try", "delayMs": 800}],
+                                 retry_baseDelayMs=100) + ["hi"])
+        self.assertEqual(run.finish(10), 0, run.text)
+        out = run.text
+        after_wait = out[out.index("(retryable)\r\n"):out.index("second")]
+        self.assertIn(" Waiting for the model%s" % ELLIPSIS, after_wait)
+        self.assertEqual(screen(out), ["Retrying (1/3) in 0.1s %s 503 (retryable)" % DASH,
+                                       "second try"])
 
     def test_ctrl_c_during_backoff_cancels_the_retry_and_exits_130(self):
         run = self.pty(plan_args([{"error": "503"}, {"text": "never"}], retry_baseDelayMs=30000) +
                        ["hi"])
-        run.wait_for("Retrying (1/3) in 30s", 5)
+        run.wait_for("Retrying (1/3) in 30.0s", 5)
         t0 = time.monotonic()
         run.kill(signal.SIGINT)
         self.assertEqual(run.finish(10), 130, run.text)
@@ -176,11 +253,42 @@ class TerminalTests(RetryctlTestCase):
                 os.kill(pid, 0)
                 time.sleep(0.05)
 
-    def test_final_failure_after_retries_prints_the_summary_and_exits_1(self):
-        run = self.pty(plan_args([{"error": "503"}] * 4, retry_baseDelayMs=5) + ["hi"])
+    def test_final_failure_keeps_the_last_retry_line_and_prints_the_error_once(self):
+        run = self.pty(plan_args([{"error": "503"}, {"error": "502 Bad Gateway"},
+                                  {"error": "504 Gateway Timeout"}],
+                                 retry_baseDelayMs=5, retry_maxRetries=2) + ["hi"])
         self.assertEqual(run.finish(10), 1, run.text)
-        self.assertIn("Retry failed after 3 attempts: 503", run.text)
+        self.assertEqual(screen(run.text), [
+            "Retrying (1/2) in 0.1s %s 503 (retryable)" % DASH,
+            "Retrying (2/2) in 0.1s %s 502 Bad Gateway (retryable)" % DASH,
+            "Retry failed after 2 attempts: 504 Gateway Timeout",
+        ])
+        self.assertEqual(run.text.count("Retry failed"), 1, run.text)
         self.assertClean(run.text)
+
+    def _plain_terminal_run(self, env):
+        run = PtyRun(plan_args([{"error": "529 overloaded"}, {"text": "hi there", "delayMs": 500}],
+                               retry_baseDelayMs=400) + ["hi"], env)
+        self.addCleanup(lambda: run.proc.poll() is None and (run.proc.kill(), run.proc.wait()))
+        self.assertEqual(run.finish(10), 0, run.text)
+        out = run.text
+        self.assertNotIn("\x1b", out)
+        # The terminal turns each \n into \r\n; no other \r is a redraw.
+        self.assertNotIn("\r", out.replace("\r\n", ""))
+        self.assertNotIn("Waiting", out)
+        self.assertEqual(out, "Retrying (1/3) in 0.4s %s 529 overloaded (overload)\r\nhi there\r\n"
+                         % DASH)
+
+    def test_term_dumb_gets_plain_lines_without_escape_codes_on_a_terminal(self):
+        self._plain_terminal_run(dict(self.env, TERM="dumb"))
+
+    def test_no_color_gets_plain_lines_without_escape_codes_on_a_terminal(self):
+        self._plain_terminal_run(dict(self.env, NO_COLOR="1"))
+
+    def test_unset_term_gets_plain_lines_on_a_terminal(self):
+        env = dict(self.env)
+        env.pop("TERM")
+        self._plain_terminal_run(env)
 
 
 class ExitStatusTests(RetryctlTestCase):
@@ -232,19 +340,42 @@ class ExitStatusTests(RetryctlTestCase):
         self.assertEqual(rc, 0)
         self.assertTrue(out.startswith("retryctl "))
 
+    def test_dash_V_prints_the_version_as_retryd_does(self):
+        daemon = subprocess.run([harness.binary_path(), "--version"], stdout=subprocess.PIPE,
+                                timeout=harness.scaled(10)).stdout.decode()
+        self.assertRegex(daemon, r"^retryd \S+\n$")
+        for flag in ("-V", "--version"):
+            rc, out, err = self.pipes([flag])
+            self.assertEqual((rc, out, err), (0, daemon.replace("retryd", "retryctl", 1), ""), flag)
+        rc, out, _ = self.pipes(["--help"])
+        self.assertIn("-V, --version", out)
+
 
 class PipeTests(RetryctlTestCase):
     def test_one_plain_progress_line_per_retry_when_stderr_is_not_a_terminal(self):
         rc, out, err = self.pipes(plan_args([{"error": "503 Service Unavailable"},
-                                             {"error": "overloaded"}, {"text": "ok then"}],
+                                             {"error": "529 overloaded"}, {"text": "ok then"}],
                                             retry_baseDelayMs=10) + ["q"])
         self.assertEqual((rc, out), (0, "ok then\n"), err)
         self.assertEqual(err.splitlines(), [
-            "Retrying (1/3) in 1s%s (503 Service Unavailable)" % ELLIPSIS,
-            "Retrying (2/3) in 1s%s (overloaded)" % ELLIPSIS,
+            "Retrying (1/3) in 0.1s %s 503 Service Unavailable (retryable)" % DASH,
+            "Retrying (2/3) in 0.1s %s 529 overloaded (overload)" % DASH,
         ])
         self.assertNotIn("\r", err)
         self.assertNotIn("\x1b", err)
+
+    def test_plain_lines_keep_the_whole_error_and_blank_its_escape_codes(self):
+        long_error = "503 " + "x" * 300
+        rc, out, err = self.pipes(plan_args([{"error": long_error}, {"error": "503 \x1b[31mred"},
+                                             {"error": "503 \x1b[2Jgone"}],
+                                            retry_baseDelayMs=200, retry_maxRetries=2) + ["q"])
+        self.assertEqual(rc, 1, err)
+        self.assertNotIn("\x1b", err)
+        self.assertEqual(err.splitlines(), [
+            "Retrying (1/2) in 0.2s %s %s (retryable)" % (DASH, long_error),
+            "Retrying (2/2) in 0.4s %s 503  [31mred (retryable)" % DASH,
+            "Retry failed after 2 attempts: 503  [2Jgone",
+        ])
 
     def test_pipe_gets_only_the_text_of_the_attempt_that_succeeded(self):
         plan = [{"text": "half an", "error": "503"}, {"text": "whole answer"}]

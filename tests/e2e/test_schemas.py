@@ -703,11 +703,11 @@ class RetryPolicySchemaTest(DaemonTest):
         got = d.until_type("agent_end")
         self.assertEqual(self.retry_events(got), [
             {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 50,
-             "errorMessage": "429 Please retry in 50ms", "reason": "server-hint", "hintMs": 50, "errorClass": "retryable", "rule": "http-status:429"},
+             "errorMessage": "429 Please retry in 50ms", "reason": "server-hint", "hintMs": 50, "errorClass": "retryable", "rule": "http-status:429", "overload": False},
             {"type": "auto_retry_start", "attempt": 2, "maxAttempts": 3, "delayMs": 20,
-             "errorMessage": "503 retry-after-ms: 5", "reason": "backoff", "errorClass": "retryable", "rule": "http-status:503"},
+             "errorMessage": "503 retry-after-ms: 5", "reason": "backoff", "errorClass": "retryable", "rule": "http-status:503", "overload": False},
             {"type": "auto_retry_start", "attempt": 3, "maxAttempts": 3, "delayMs": 60,
-             "errorMessage": "503", "reason": "server-hint", "hintMs": 60, "errorClass": "retryable", "rule": "http-status:503"},
+             "errorMessage": "503", "reason": "server-hint", "hintMs": 60, "errorClass": "retryable", "rule": "http-status:503", "overload": False},
             {"type": "auto_retry_end", "success": True, "attempt": 3}])
         self.assertEqual(d.finish()[0], 0)
 
@@ -750,7 +750,7 @@ class RetryPolicySchemaTest(DaemonTest):
         d.send({"type": "prompt", "id": "p", "message": "hi"})
         got = self.retry_events(d.until_type("agent_end"))
         self.assertEqual(got[0], {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 40,
-                                  "errorMessage": "503", "reason": "backoff", "errorClass": "retryable", "rule": "http-status:503"})
+                                  "errorMessage": "503", "reason": "backoff", "errorClass": "retryable", "rule": "http-status:503", "overload": False})
         self.assertEqual(d.finish()[0], 0)
 
     def test_seeded_jitter_replays_in_every_chain_within_its_bounds(self):
@@ -886,7 +886,7 @@ class RetryPolicySchemaTest(DaemonTest):
             {"type": "retry_fallback_applied", "kind": "model", "from": "sim-1", "to": "sim-2", "reason": "usage-limit"},
             {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 0,
              "errorMessage": "usage limit reached, try again in 5 minutes", "reason": "model-fallback",
-             "errorClass": "usage_limit", "rule": "text:usageLimitPatterns[1]"},
+             "errorClass": "usage_limit", "rule": "text:usageLimitPatterns[1]", "overload": False},
             {"type": "auto_retry_end", "success": True, "attempt": 1}])
         self.assertEqual(d.finish()[0], 0)
 
@@ -1100,7 +1100,8 @@ class SchemaFilesTest(unittest.TestCase):
         self.assertEqual(sorted(set(types)), sorted([
             "ready", "agent_start", "agent_end", "turn_start", "turn_end", "message_start", "message_update",
             "message_end", "auto_retry_start", "auto_retry_end", "retry_fallback_applied", "notice",
-            "provider_retry", "tool_execution_start", "tool_execution_end", "fleet_wait"]))
+            "provider_retry", "tool_execution_start", "tool_execution_end", "fleet_wait",
+            "thinking_level_changed"]))
 
 
 GOOD_ASSISTANT = {
@@ -1137,7 +1138,7 @@ class ValidatorTest(unittest.TestCase):
         VALIDATOR.validate({"type": "message_end", "message": GOOD_ASSISTANT}, "events.schema.json")
         VALIDATOR.validate({"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 2000,
                             "errorMessage": "503", "reason": "backoff", "errorClass": "retryable",
-                            "rule": "http-status:503"}, "events.schema.json")
+                            "rule": "http-status:503", "overload": False}, "events.schema.json")
 
     def test_validator_requires_the_class_and_rule_on_auto_retry_start(self):
         start = {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 2000, "errorMessage": "x",
@@ -1148,7 +1149,7 @@ class ValidatorTest(unittest.TestCase):
 
     def test_validator_rejects_hint_ms_unless_the_hint_set_the_delay(self):
         start = {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 2000, "errorMessage": "x",
-                 "errorClass": "retryable", "rule": "http-status:429"}
+                 "errorClass": "retryable", "rule": "http-status:429", "overload": False}
         VALIDATOR.validate(dict(start, reason="server-hint", hintMs=2000), "events.schema.json")
         self.assertRejected(dict(start, reason="backoff", hintMs=5), "events.schema.json", "$.hintMs", "not allowed")
         self.assertRejected(dict(start, reason="server-hint"), "events.schema.json", "$.hintMs", "required")

@@ -1,6 +1,7 @@
 // retryd driven by pi's own RpcClient (npm @mariozechner/pi-coding-agent,
-// installed into build/pi by scripts/pi-install.sh), through a shim that
-// runs retryd with RpcClient's arguments. `make interop` runs this file:
+// installed into build/pi by scripts/pi-install.sh), through the launcher of
+// the retryd npm package (clients/js/bin/retryd-rpc.mjs), which runs $RETRYD
+// with RpcClient's arguments. `make interop` runs this file:
 //
 //   RETRYD=build/retryd PI_PREFIX=build/pi node --test tests/interop/rpc_client.test.mjs
 //
@@ -20,7 +21,7 @@ const ROOT = resolve(HERE, "..", "..");
 const RETRYD = resolve(process.env.RETRYD ?? join(ROOT, "build", "retryd"));
 const PI_PREFIX = resolve(process.env.PI_PREFIX ?? join(ROOT, "build", "pi"));
 const PKG_DIR = join(PI_PREFIX, "node_modules", "@mariozechner", "pi-coding-agent");
-const SHIM = join(HERE, "retryd-shim.mjs");
+const LAUNCHER = join(ROOT, "clients", "js", "bin", "retryd-rpc.mjs");
 
 // 0.73.1 exports RpcClient from the package root ("." → dist/index.js);
 // older releases (0.58) did not, so fall back to its file in dist/.
@@ -43,7 +44,7 @@ async function withClient(plan, sets, fn) {
 	const args = ["--no-session", "--sim-plan", JSON.stringify(plan)];
 	for (const [k, v] of Object.entries(sets)) args.push("--set", `${k}=${JSON.stringify(v)}`);
 	const client = new RpcClient({
-		cliPath: SHIM,
+		cliPath: LAUNCHER,
 		args,
 		env: {
 			RETRYD,

@@ -600,7 +600,7 @@ START_TEST(test_anthropic_malformed_json_fails_with_jansson_text)
 }
 END_TEST
 
-START_TEST(test_anthropic_ping_thinking_and_unknown_events_are_ignored)
+START_TEST(test_anthropic_ping_and_unknown_events_are_ignored_and_thinking_streams)
 {
 	struct outcome o = decode(&api_anthropic_format,
 				  ANT_START ANT_PING
@@ -613,7 +613,8 @@ START_TEST(test_anthropic_ping_thinking_and_unknown_events_are_ignored)
 				  "event: future_event\ndata: {\"type\":\"future_event\",\"x\":1}\n\n"
 				  ANT_DELTA("ok") ANT_MSG_DELTA("end_turn") ANT_PING ANT_STOP);
 
-	ck_assert_str_eq(o.log, "start;text_start;delta(ok);text_end;");
+	ck_assert_str_eq(o.log, "start;thinking_start;thinking_delta:hmm;thinking_end:abc;"
+				"text_start;delta(ok);text_end;");
 	ck_assert_int_eq(o.stop, STOP_STOP);
 	ck_assert(!o.has_error);
 	free(o.log);
@@ -960,6 +961,107 @@ START_TEST(test_request_drops_malformed_parts_and_empty_messages)
 }
 END_TEST
 
+/* pi's anthropic.js: the thinking a level asks for, max_tokens made room
+ * for the budget, and the blocks of earlier answers sent back. */
+static json_t *thinking_request(const char *model, int64_t max_tokens, const char *level,
+				bool reasoning)
+{
+	json_t *messages = load("[{\"role\":\"user\",\"content\":\"q\"}]");
+	struct api_request req = { .messages = messages, .model = model, .max_tokens = max_tokens,
+				   .thinking_level = level, .reasoning = reasoning };
+	json_t *body = api_anthropic_format.request(&req);
+
+	json_decref(messages);
+	ck_assert_ptr_nonnull(body);
+	return body;
+}
+
+START_TEST(test_anthropic_thinking_budget_and_max_tokens_follow_the_level_as_pi_maps_them)
+{
+	static const struct { const char *level; int64_t max_in, max_out, budget; } cases[] = {
+		{ "minimal", 64000, 33024, 1024 },
+		{ "low", 64000, 34048, 2048 },
+		{ "medium", 64000, 40192, 8192 },
+		{ "high", 64000, 48384, 16384 },
+		{ "xhigh", 64000, 48384, 16384 },   /* pi clamps xhigh to high here */
+		{ "medium", 0, 16384, 8192 },        /* no maxTokens: the default plus the budget */
+		{ "high", 10000, 10000, 8976 },        /* within the model: 1024 left */
+		{ "high", 1000, 1000, 1024 },        /* nothing left: pi's floor of 1024 */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *body = thinking_request("claude-sonnet-4-5", cases[i].max_in, cases[i].level, true);
+		json_t *t = json_object_get(body, "thinking");
+
+		ck_assert_int_eq(json_integer_value(json_object_get(body, "max_tokens")), cases[i].max_out);
+		ck_assert_str_eq(json_string_value(json_object_get(t, "type")), "enabled");
+		ck_assert_int_eq(json_integer_value(json_object_get(t, "budget_tokens")), cases[i].budget);
+		ck_assert_str_eq(json_string_value(json_object_get(t, "display")), "summarized");
+		json_decref(body);
+	}
+}
+END_TEST
+
+START_TEST(test_anthropic_thinking_off_disabled_adaptive_and_no_reasoning)
+{
+	json_t *body = thinking_request("claude-sonnet-4-5", 2000, "off", true);
+
+	assert_json_eq(json_object_get(body, "thinking"), "{\"type\":\"disabled\"}");
+	ck_assert_int_eq(json_integer_value(json_object_get(body, "max_tokens")), 2000);
+	json_decref(body);
+	body = thinking_request("claude-sonnet-4-5", 2000, NULL, true);
+	assert_json_eq(json_object_get(body, "thinking"), "{\"type\":\"disabled\"}");
+	json_decref(body);
+	/* A model without reasoning: no thinking member, whatever the level. */
+	body = thinking_request("claude-sonnet-4-5", 2000, "high", false);
+	ck_assert_ptr_null(json_object_get(body, "thinking"));
+	json_decref(body);
+	/* Opus/Sonnet 4.6 and Opus 4.7: adaptive, with pi's effort. */
+	body = thinking_request("claude-opus-4-6", 2000, "minimal", true);
+	assert_json_eq(json_object_get(body, "thinking"),
+		       "{\"type\":\"adaptive\",\"display\":\"summarized\"}");
+	assert_json_eq(json_object_get(body, "output_config"), "{\"effort\":\"low\"}");
+	ck_assert_int_eq(json_integer_value(json_object_get(body, "max_tokens")), 2000);
+	json_decref(body);
+	body = thinking_request("claude-sonnet-4.6", 0, "xhigh", true);
+	assert_json_eq(json_object_get(body, "output_config"), "{\"effort\":\"high\"}");
+	json_decref(body);
+	ck_assert(!api_anthropic_adaptive("claude-sonnet-4-5"));
+	ck_assert(api_anthropic_adaptive("claude-opus-4-7-20260101"));
+}
+END_TEST
+
+START_TEST(test_anthropic_request_sends_earlier_thinking_back_as_pi_does)
+{
+	json_t *messages = load(
+		"[{\"role\":\"user\",\"content\":\"q\"},"
+		"{\"role\":\"assistant\",\"stopReason\":\"stop\",\"content\":["
+		"{\"type\":\"thinking\",\"thinking\":\"signed\",\"thinkingSignature\":\"SIG\"},"
+		"{\"type\":\"thinking\",\"thinking\":\"[Reasoning redacted]\",\"thinkingSignature\":\"DATA\",\"redacted\":true},"
+		"{\"type\":\"thinking\",\"thinking\":\"unsigned\"},"
+		"{\"type\":\"thinking\",\"thinking\":\"empty sig\",\"thinkingSignature\":\"\"},"
+		"{\"type\":\"thinking\",\"thinking\":\" \\n \",\"thinkingSignature\":\"S2\"},"
+		"{\"type\":\"text\",\"text\":\"answer\"}]},"
+		"{\"role\":\"user\",\"content\":\"next\"}]");
+	json_t *a = api_anthropic_request(messages, "m", 100);
+	json_t *o = api_openai_request(messages, "m", 0);
+
+	assert_json_eq(json_array_get(json_object_get(a, "messages"), 1),
+		       "{\"role\":\"assistant\",\"content\":["
+		       "{\"type\":\"thinking\",\"thinking\":\"signed\",\"signature\":\"SIG\"},"
+		       "{\"type\":\"redacted_thinking\",\"data\":\"DATA\"},"
+		       "{\"type\":\"text\",\"text\":\"unsigned\"},"
+		       "{\"type\":\"text\",\"text\":\"empty sig\"},"
+		       "{\"type\":\"text\",\"text\":\"answer\"}]}");
+	/* openai-completions keeps dropping thinking blocks. */
+	assert_json_eq(json_array_get(json_object_get(o, "messages"), 1),
+		       "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"answer\"}]}");
+	json_decref(a);
+	json_decref(o);
+	json_decref(messages);
+}
+END_TEST
+
 START_TEST(test_request_refuses_a_non_array_context)
 {
 	json_t *obj = json_object();
@@ -1012,7 +1114,7 @@ Suite *api_suite(void)
 	tcase_add_test(ant, test_anthropic_error_event_with_non_json_data_fails_with_the_text);
 	tcase_add_test(ant, test_anthropic_unnamed_error_data_fails_too);
 	tcase_add_test(ant, test_anthropic_malformed_json_fails_with_jansson_text);
-	tcase_add_test(ant, test_anthropic_ping_thinking_and_unknown_events_are_ignored);
+	tcase_add_test(ant, test_anthropic_ping_and_unknown_events_are_ignored_and_thinking_streams);
 	tcase_add_test(ant, test_anthropic_two_text_blocks_stream_as_one_text);
 	tcase_add_test(ant, test_anthropic_events_after_message_stop_are_ignored);
 	tcase_add_test(misc, test_external_failure_wins_over_truncation_and_first_failure_wins);
@@ -1034,6 +1136,9 @@ Suite *api_suite(void)
 	tcase_add_test(misc, test_request_max_tokens_defaults);
 	tcase_add_test(misc, test_request_drops_malformed_parts_and_empty_messages);
 	tcase_add_test(misc, test_request_refuses_a_non_array_context);
+	tcase_add_test(misc, test_anthropic_thinking_budget_and_max_tokens_follow_the_level_as_pi_maps_them);
+	tcase_add_test(misc, test_anthropic_thinking_off_disabled_adaptive_and_no_reasoning);
+	tcase_add_test(misc, test_anthropic_request_sends_earlier_thinking_back_as_pi_does);
 	suite_add_tcase(s, oai);
 	suite_add_tcase(s, ant);
 	suite_add_tcase(s, misc);

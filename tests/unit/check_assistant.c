@@ -56,6 +56,16 @@ static void init(struct assistant *a, bool with_lines)
 	assistant_init(a, &out);
 }
 
+/* v is want, as compact JSON. */
+static void assert_json(const json_t *v, const char *want)
+{
+	char *got = json_dumps(v, JSON_COMPACT);
+
+	ck_assert_ptr_nonnull(got);
+	ck_assert_str_eq(got, want);
+	free(got);
+}
+
 static json_t *event(size_t i)
 {
 	return json_array_get(events, i);
@@ -167,6 +177,99 @@ START_TEST(test_text_that_is_not_utf8_is_refused_like_jansson_does)
 }
 END_TEST
 
+static json_t *block(const json_t *msg, size_t i)
+{
+	return json_array_get(json_object_get(msg, "content"), i);
+}
+
+START_TEST(test_thinking_then_text_blocks_stream_in_order_with_full_updates)
+{
+	struct assistant a;
+	json_t *partial, *msg, *ame;
+
+	init(&a, true);
+	assistant_open(&a, "x", "p", "m", 0);
+	assistant_thinking_start(&a);
+	assistant_thinking_delta(&a, "Let me", 6);
+	assistant_thinking_delta(&a, " see", 4);
+	assistant_thinking_end(&a, "sig==", 5, false);
+	assistant_text_start(&a);
+	assistant_text_delta(&a, "Hi", 2);
+	assistant_text_end(&a);
+	ck_assert_int_eq(lines_sent, 0);
+	ck_assert_str_eq(type_of(1), "thinking_start");
+	ck_assert_str_eq(type_of(3), "thinking_delta");
+	partial = json_object_get(event(3), "message");
+	ck_assert_str_eq(json_string_value(json_object_get(block(partial, 0), "thinking")), "Let me see");
+	ck_assert_ptr_null(json_object_get(block(partial, 0), "text"));
+	ame = json_object_get(event(4), "assistantMessageEvent");
+	ck_assert_str_eq(type_of(4), "thinking_end");
+	ck_assert_str_eq(json_string_value(json_object_get(ame, "content")), "Let me see");
+	ck_assert_int_eq(json_integer_value(json_object_get(ame, "contentIndex")), 0);
+	ck_assert_ptr_eq(json_object_get(ame, "partial"), json_object_get(event(4), "message"));
+	ck_assert_str_eq(type_of(5), "text_start");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(event(5),
+				"assistantMessageEvent"), "contentIndex")), 1);
+	msg = assistant_close(&a, "stop", NULL, 1, 2, NULL);
+	assert_json(block(msg, 0),
+			 "{\"type\":\"thinking\",\"thinking\":\"Let me see\",\"thinkingSignature\":\"sig==\"}");
+	assert_json(block(msg, 1), "{\"type\":\"text\",\"text\":\"Hi\"}");
+	json_decref(msg);
+	assistant_release(&a);
+}
+END_TEST
+
+START_TEST(test_thinking_deltas_are_lines_in_delta_mode_and_blocks_interleave)
+{
+	struct assistant a;
+	json_t *msg;
+
+	init(&a, true);
+	a.delta_updates = true;
+	assistant_open(&a, "x", "p", "m", 0);
+	assistant_thinking_start(&a);
+	assistant_thinking_delta(&a, "a\"b", 3);
+	assistant_thinking_end(&a, NULL, 0, false);
+	assistant_text_start(&a);
+	assistant_text_delta(&a, "x", 1);
+	assistant_text_end(&a);
+	assistant_thinking_start(&a);
+	assistant_thinking_delta(&a, "c", 1);
+	/* Closed without thinking_end (the attempt failed): still kept. */
+	msg = assistant_close(&a, "error", "boom", 0, 0, NULL);
+	ck_assert_int_eq(lines_sent, 3);
+	ck_assert_ptr_nonnull(strstr(lines.data, "{\"type\":\"message_update\",\"assistantMessageEvent\":"
+				     "{\"type\":\"thinking_delta\",\"contentIndex\":0,\"delta\":\"a\\\"b\"}}\n"));
+	ck_assert_ptr_nonnull(strstr(lines.data, "\"type\":\"thinking_delta\",\"contentIndex\":2,"));
+	ck_assert_ptr_null(json_object_get(event(1), "message"));
+	assert_json(json_object_get(msg, "content"),
+			 "[{\"type\":\"thinking\",\"thinking\":\"a\\\"b\"},{\"type\":\"text\",\"text\":\"x\"},"
+			 "{\"type\":\"thinking\",\"thinking\":\"c\"}]");
+	json_decref(msg);
+	assistant_release(&a);
+}
+END_TEST
+
+START_TEST(test_redacted_thinking_shows_pi_placeholder_and_keeps_its_data)
+{
+	struct assistant a;
+	json_t *msg, *ame;
+
+	init(&a, false);
+	assistant_open(&a, "x", "p", "m", 0);
+	assistant_thinking_start(&a);
+	assistant_thinking_end(&a, "EmwK", 4, true);
+	ame = json_object_get(event(2), "assistantMessageEvent");
+	ck_assert_str_eq(json_string_value(json_object_get(ame, "content")), "[Reasoning redacted]");
+	msg = assistant_close(&a, "stop", NULL, 0, 0, NULL);
+	assert_json(block(msg, 0),
+			 "{\"type\":\"thinking\",\"thinking\":\"[Reasoning redacted]\","
+			 "\"thinkingSignature\":\"EmwK\",\"redacted\":true}");
+	json_decref(msg);
+	assistant_release(&a);
+}
+END_TEST
+
 START_TEST(test_close_records_stop_reason_error_and_usage)
 {
 	struct assistant a;
@@ -246,6 +349,9 @@ Suite *assistant_suite(void)
 	tcase_add_test(tc, test_full_updates_carry_the_text_so_far);
 	tcase_add_test(tc, test_delta_updates_write_lines_and_close_keeps_every_block);
 	tcase_add_test(tc, test_text_that_is_not_utf8_is_refused_like_jansson_does);
+	tcase_add_test(tc, test_thinking_then_text_blocks_stream_in_order_with_full_updates);
+	tcase_add_test(tc, test_thinking_deltas_are_lines_in_delta_mode_and_blocks_interleave);
+	tcase_add_test(tc, test_redacted_thinking_shows_pi_placeholder_and_keeps_its_data);
 	tcase_add_test(tc, test_close_records_stop_reason_error_and_usage);
 	tcase_add_test(tc, test_close_saturates_huge_counts_and_their_sum_and_drops_negatives);
 	tcase_add_test(tc, test_last_text_joins_the_blocks_of_the_last_assistant_message);

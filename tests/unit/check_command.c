@@ -1,4 +1,5 @@
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,6 +24,27 @@ START_TEST(test_prompt_parses_message_id_and_behavior)
 	ck_assert_str_eq(c.message, "hi");
 	ck_assert_int_eq(c.behavior, BEHAVIOR_FOLLOW_UP);
 	ck_assert_ptr_null(c.images);
+	command_release(&c);
+}
+END_TEST
+
+START_TEST(test_thinking_level_commands_parse_and_refuse_a_level_pi_does_not_have)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("{\"type\":\"set_thinking_level\",\"level\":\"xhigh\"}", &c), 0);
+	ck_assert_int_eq(c.type, CMD_SET_THINKING_LEVEL);
+	ck_assert_str_eq(c.level, "xhigh");
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"cycle_thinking_level\"}", &c), 0);
+	ck_assert_int_eq(c.type, CMD_CYCLE_THINKING_LEVEL);
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"set_thinking_level\",\"level\":\"max\"}", &c), -1);
+	ck_assert_str_eq(c.error, "set_thinking_level: field \"level\" must be one of \"off\", "
+			 "\"minimal\", \"low\", \"medium\", \"high\", \"xhigh\"");
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"set_thinking_level\"}", &c), -1);
+	ck_assert_ptr_nonnull(strstr(c.error, "\"level\""));
 	command_release(&c);
 }
 END_TEST
@@ -165,6 +187,47 @@ START_TEST(test_pi_command_without_meaning_is_refused_with_reason)
 	ck_assert_int_eq(c.type, CMD_UNSUPPORTED);
 	ck_assert_str_eq(c.error, "bash is not supported: retryd runs no shell commands");
 	command_release(&c);
+}
+END_TEST
+
+START_TEST(test_abort_and_prompt_parses_message_images_and_retry)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("{\"id\":\"r\",\"type\":\"abort_and_prompt\",\"message\":\"new\","
+			       "\"images\":[{\"type\":\"image\",\"data\":\"aGk=\",\"mimeType\":\"image/png\"}],"
+			       "\"retry\":{\"maxRetries\":1}}", &c), 0);
+	ck_assert_int_eq(c.type, CMD_ABORT_AND_PROMPT);
+	ck_assert_str_eq(c.message, "new");
+	ck_assert_int_eq(json_array_size(c.images), 1);
+	ck_assert_ptr_nonnull(c.retry);
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"abort_and_prompt\"}", &c), -1);
+	ck_assert_str_eq(c.error, "abort_and_prompt: missing required field \"message\" (a string)");
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"abort_and_prompt\",\"message\":\"m\",\"retry\":3}", &c), -1);
+	ck_assert_str_eq(c.error, "abort_and_prompt: field \"retry\" must be an object of retry "
+			 "settings, not a number");
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"abort_and_prompt\",\"message\":\"m\","
+			       "\"images\":[{\"type\":\"image\",\"data\":\"a b=\",\"mimeType\":\"image/png\"}]}",
+			       &c), -1);
+	ck_assert_ptr_nonnull(strstr(c.error, "abort_and_prompt: images[0].data must be base64"));
+	command_release(&c);
+}
+END_TEST
+
+START_TEST(test_get_available_commands_is_a_command_retryd_runs)
+{
+	struct command c;
+	bool listed = false;
+
+	ck_assert_int_eq(parse("{\"id\":\"g\",\"type\":\"get_available_commands\"}", &c), 0);
+	ck_assert_int_eq(c.type, CMD_GET_AVAILABLE_COMMANDS);
+	command_release(&c);
+	for (size_t i = 0; command_names[i] != NULL; i++)
+		listed = listed || strcmp(command_names[i], "get_available_commands") == 0;
+	ck_assert(listed);
 }
 END_TEST
 
@@ -389,6 +452,7 @@ Suite *command_suite(void)
 	TCase *tc = tcase_create("parse");
 
 	tcase_add_test(tc, test_prompt_parses_message_id_and_behavior);
+	tcase_add_test(tc, test_thinking_level_commands_parse_and_refuse_a_level_pi_does_not_have);
 	tcase_add_test(tc, test_set_auto_retry_persists_unless_told_not_to);
 	tcase_add_test(tc, test_not_json_is_parse_error_without_id);
 	tcase_add_test(tc, test_invalid_utf8_is_parse_error);
@@ -398,6 +462,8 @@ Suite *command_suite(void)
 	tcase_add_test(tc, test_type_is_judged_before_a_bad_id);
 	tcase_add_test(tc, test_precedence_follows_the_documented_table);
 	tcase_add_test(tc, test_pi_command_without_meaning_is_refused_with_reason);
+	tcase_add_test(tc, test_abort_and_prompt_parses_message_images_and_retry);
+	tcase_add_test(tc, test_get_available_commands_is_a_command_retryd_runs);
 	tcase_add_test(tc, test_missing_field_error_names_the_field);
 	tcase_add_test(tc, test_mistyped_field_error_names_field_and_kind);
 	tcase_add_test(tc, test_images_are_checked_item_by_item);

@@ -88,6 +88,43 @@ START_TEST(test_delta_line_is_the_bytes_of_the_delta_update_event)
 }
 END_TEST
 
+START_TEST(test_thinking_delta_line_is_the_bytes_of_its_delta_update_event)
+{
+	const char *texts[] = { "plain", "tab\there \"q\" \\ \x01", "\xc3\xa9 \xf0\x9f\x99\x82", "" };
+	struct jsontext_buf b = { 0 };
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		char *want = dump(event_message_update(event_thinking_delta(i * 1000, texts[i],
+									    strlen(texts[i])), NULL));
+
+		b.len = 0;
+		ck_assert_int_eq(event_thinking_delta_line(&b, i * 1000, texts[i], strlen(texts[i])), 0);
+		ck_assert_uint_eq(b.len, strlen(want) + 1);
+		ck_assert_int_eq(memcmp(b.data, want, strlen(want)), 0);
+		free(want);
+	}
+	b.len = 0;
+	ck_assert_int_eq(event_thinking_delta_line(&b, 0, "\xff", 1), -2);
+	ck_assert_uint_eq(b.len, 0);
+	free(b.data);
+}
+END_TEST
+
+START_TEST(test_thinking_events_have_pi_shapes)
+{
+	char *s = dump(event_thinking_start(2));
+
+	ck_assert_str_eq(s, "{\"type\":\"thinking_start\",\"contentIndex\":2}");
+	free(s);
+	s = dump(event_thinking_end(2, json_string("all")));
+	ck_assert_str_eq(s, "{\"type\":\"thinking_end\",\"contentIndex\":2,\"content\":\"all\"}");
+	free(s);
+	s = dump(event_thinking_level_changed("high"));
+	ck_assert_str_eq(s, "{\"type\":\"thinking_level_changed\",\"level\":\"high\"}");
+	free(s);
+}
+END_TEST
+
 START_TEST(test_retry_events_leave_out_absent_fields)
 {
 	expect(event_auto_retry_start(1, 3, 2000, "overloaded", "transient", -1, NULL),
@@ -105,12 +142,17 @@ END_TEST
 
 START_TEST(test_retry_events_say_which_class_and_rule_decided)
 {
-	const struct event_why why = { "retryable", "http-status:429" };
+	const struct event_why why = { "retryable", "http-status:429", false };
+	const struct event_why over = { "retryable", "http-status:529", true };
 
 	expect(event_auto_retry_start(1, 3, 2000, "429", "backoff", -1, &why),
 	       "{\"type\":\"auto_retry_start\",\"attempt\":1,\"maxAttempts\":3,\"delayMs\":2000,"
 	       "\"errorMessage\":\"429\",\"reason\":\"backoff\",\"errorClass\":\"retryable\","
-	       "\"rule\":\"http-status:429\"}");
+	       "\"rule\":\"http-status:429\",\"overload\":false}");
+	expect(event_auto_retry_start(1, 3, 2000, "529", "backoff", -1, &over),
+	       "{\"type\":\"auto_retry_start\",\"attempt\":1,\"maxAttempts\":3,\"delayMs\":2000,"
+	       "\"errorMessage\":\"529\",\"reason\":\"backoff\",\"errorClass\":\"retryable\","
+	       "\"rule\":\"http-status:529\",\"overload\":true}");
 	expect(event_auto_retry_end(false, 3, "429", &why),
 	       "{\"type\":\"auto_retry_end\",\"success\":false,\"attempt\":3,\"finalError\":\"429\","
 	       "\"errorClass\":\"retryable\",\"rule\":\"http-status:429\"}");
@@ -141,6 +183,8 @@ Suite *event_suite(void)
 	tcase_add_test(tc, test_run_and_turn_events_have_pi_shapes);
 	tcase_add_test(tc, test_full_update_carries_the_partial_twice_and_delta_update_none);
 	tcase_add_test(tc, test_delta_line_is_the_bytes_of_the_delta_update_event);
+	tcase_add_test(tc, test_thinking_delta_line_is_the_bytes_of_its_delta_update_event);
+	tcase_add_test(tc, test_thinking_events_have_pi_shapes);
 	tcase_add_test(tc, test_retry_events_leave_out_absent_fields);
 	tcase_add_test(tc, test_retry_events_say_which_class_and_rule_decided);
 	tcase_add_test(tc, test_fallback_and_notice_events);

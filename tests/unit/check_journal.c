@@ -140,6 +140,52 @@ START_TEST(test_newest_is_the_latest_modified_jsonl_file)
 }
 END_TEST
 
+/* A level change before any message waits for the file (an unused session
+ * leaves none); once the file is open it is written at once; a resume reads
+ * the last one of the last session. */
+START_TEST(test_thinking_level_changes_are_written_as_pi_does_and_read_back)
+{
+	struct jfx f;
+	struct journal j;
+	char err[512], path[200], *level, *text;
+	json_t *msg = json_pack("{s:s, s:s}", "role", "user", "content", "hi");
+	FILE *fp;
+	long n;
+
+	jfx_init(&f);
+	snprintf(path, sizeof(path), "%s/s.jsonl", f.dir);
+	ck_assert_int_eq(journal_init(&j, path, "id1", 1795986529387), 0);
+	ck_assert_int_eq(journal_thinking_level(&j, "high", 1795986529387, err, sizeof(err)), 0);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	ck_assert_int_eq(journal_append(&j, msg, false, err, sizeof(err)), 0);
+	ck_assert_int_eq(journal_thinking_level(&j, "low", 1795986529388, err, sizeof(err)), 0);
+	journal_release(&j);
+	fp = fopen(path, "r");
+	ck_assert_ptr_nonnull(fp);
+	text = calloc(1, 4096);
+	n = (long)fread(text, 1, 4095, fp);
+	fclose(fp);
+	ck_assert_int_gt(n, 0);
+	ck_assert_ptr_nonnull(strstr(text, "\n{\"type\":\"thinking_level_change\","
+				     "\"timestamp\":\"2026-11-29T21:08:49.387Z\",\"thinkingLevel\":\"high\"}\n"
+				     "{\"type\":\"message\""));
+	ck_assert_ptr_nonnull(strstr(text, "\"thinkingLevel\":\"low\"}\n"));
+	free(text);
+	level = journal_load_thinking_level(path);
+	ck_assert_str_eq(level, "low");
+	free(level);
+	/* A later session in the file without a change has none. */
+	fp = fopen(path, "a");
+	fputs(HEADER("id2"), fp);
+	fclose(fp);
+	ck_assert_ptr_null(journal_load_thinking_level(path));
+	ck_assert_ptr_null(journal_load_thinking_level("/nonexistent/s.jsonl"));
+	unlink(path);
+	json_decref(msg);
+	jfx_release(&f);
+}
+END_TEST
+
 Suite *journal_suite(void)
 {
 	Suite *s = suite_create("journal");
@@ -148,6 +194,7 @@ Suite *journal_suite(void)
 	tcase_add_test(tc, test_load_takes_the_last_session_without_retried_attempts);
 	tcase_add_test(tc, test_load_refuses_files_that_are_not_session_files_naming_them);
 	tcase_add_test(tc, test_newest_is_the_latest_modified_jsonl_file);
+	tcase_add_test(tc, test_thinking_level_changes_are_written_as_pi_does_and_read_back);
 	suite_add_tcase(s, tc);
 	return s;
 }

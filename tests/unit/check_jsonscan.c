@@ -234,11 +234,12 @@ START_TEST(test_anthropic_text_deltas_are_read_in_place_other_events_by_jansson)
 	static const char *const in_place[] = {
 		"{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi \\\"there\\\"\"}}",
 		"{\"delta\":{\"text\":\"order\",\"type\":\"text_delta\"},\"index\":0,\"type\":\"content_block_delta\"}",
+	};
+	static const char *const by_jansson[] = {
+		/* Deltas of other types: thinking is streamed, the rest ignored. */
 		"{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"hm\"}}",
 		"{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\"}}",
 		"{\"type\":\"content_block_delta\",\"index\":0}",
-	};
-	static const char *const by_jansson[] = {
 		"{\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}",
 		"{\"type\":\"ping\"}",
 		"{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":4}}",
@@ -258,6 +259,69 @@ START_TEST(test_anthropic_text_deltas_are_read_in_place_other_events_by_jansson)
 		one(&api_anthropic_format, in_place[i], true);
 	for (size_t i = 0; i < sizeof(by_jansson) / sizeof(*by_jansson); i++)
 		one(&api_anthropic_format, by_jansson[i], false);
+}
+END_TEST
+
+/* A thinking stream: the quick reader takes only the text deltas, never a
+ * thinking or signature delta (not even one that carries a "text" member),
+ * and both paths make the same thinking block. */
+START_TEST(test_anthropic_thinking_deltas_are_never_read_as_text_in_place)
+{
+	static const char *const seq[] = {
+		"{\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}",
+		"{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}",
+		"{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"Let me\"}}",
+		"{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\" see\",\"text\":\"trap\"}}",
+		"{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"text\":\"trap\",\"type\":\"signature_delta\",\"signature\":\"EqQB\"}}",
+		"{\"type\":\"content_block_stop\",\"index\":0}",
+		"{\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"redacted_thinking\",\"data\":\"EmwK\"}}",
+		"{\"type\":\"content_block_stop\",\"index\":1}",
+		"{\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}",
+		"{\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\",\"thinking\":\"x\"}}",
+		"{\"type\":\"content_block_stop\",\"index\":2}",
+		"{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":4}}",
+		"{\"type\":\"message_stop\"}",
+	};
+	struct recsink l;
+
+	for (size_t i = 2; i < 5; i++)
+		one(&api_anthropic_format, seq[i], false);
+	one(&api_anthropic_format, seq[9], true);
+	same(&api_anthropic_format, "message", seq, sizeof(seq) / sizeof(*seq), &l);
+	ck_assert_ptr_nonnull(strstr(l.log, "start;thinking_start;thinking_delta:Let me;"
+				     "thinking_delta: see;thinking_end:EqQB;thinking_start;"
+				     "thinking_end:EmwK|redacted;text_start;delta(Hi);complete="));
+	ck_assert_ptr_null(strstr(l.log, "trap"));
+	ck_assert_ptr_nonnull(strstr(l.log, "complete=1 done=1 failed=0 stop=0 in=9 out=4"));
+	recsink_release(&l);
+}
+END_TEST
+
+/* OpenAI-compatible reasoning (reasoning_content, reasoning): never taken
+ * by the quick reader, which still reads a content chunk whose reasoning
+ * is null. */
+START_TEST(test_openai_reasoning_chunks_go_to_jansson_and_agree)
+{
+	static const char *const seq[] = {
+		CHUNK("{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null,\"reasoning_content\":\"Think\"},\"finish_reason\":null}"),
+		CHUNK("{\"index\":0,\"delta\":{\"content\":null,\"reasoning_content\":\"ing\"},\"finish_reason\":null}"),
+		CHUNK("{\"index\":0,\"delta\":{\"content\":\"Hi\",\"reasoning_content\":null},\"finish_reason\":null}"),
+		CHUNK("{\"index\":0,\"delta\":{\"reasoning\":\"more\"},\"finish_reason\":null}"),
+		CHUNK("{\"index\":0,\"delta\":{\"content\":\"!\"},\"finish_reason\":\"stop\"}"),
+		"[DONE]",
+	};
+	struct recsink l;
+
+	one(&api_openai_format, seq[0], false);
+	one(&api_openai_format, seq[1], false);
+	one(&api_openai_format, seq[2], true);
+	one(&api_openai_format, seq[3], false);
+	same(&api_openai_format, "message", seq, sizeof(seq) / sizeof(*seq), &l);
+	ck_assert_ptr_nonnull(strstr(l.log, "start;thinking_start;thinking_delta:Think;"
+				     "thinking_delta:ing;thinking_end:reasoning_content;text_start;"
+				     "delta(Hi);text_end;thinking_start;thinking_delta:more;"
+				     "thinking_end:reasoning;text_start;delta(!);complete="));
+	recsink_release(&l);
 }
 END_TEST
 
@@ -312,6 +376,8 @@ Suite *jsonscan_suite(void)
 	tcase_add_test(openai, test_every_byte_in_a_string_reads_as_jansson_reads_it);
 	tcase_add_test(anthropic, test_anthropic_text_deltas_are_read_in_place_other_events_by_jansson);
 	tcase_add_test(anthropic, test_anthropic_named_error_event_is_never_read_in_place);
+	tcase_add_test(anthropic, test_anthropic_thinking_deltas_are_never_read_as_text_in_place);
+	tcase_add_test(openai, test_openai_reasoning_chunks_go_to_jansson_and_agree);
 	tcase_add_test(scan, test_scanner_skips_and_refuses_like_a_json_parser);
 	suite_add_tcase(s, openai);
 	suite_add_tcase(s, anthropic);

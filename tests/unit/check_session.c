@@ -1013,6 +1013,7 @@ struct stub {
 	int attempt;
 	int64_t idle_timeout_ms;
 	char continuation[256];
+	char thinking_level[16];
 };
 
 static int stub_start(struct provider *base, const struct attempt_ctx *ctx,
@@ -1030,6 +1031,8 @@ static int stub_start(struct provider *base, const struct attempt_ctx *ctx,
 	st->idle_timeout_ms = ctx->idle_timeout_ms;
 	snprintf(st->continuation, sizeof(st->continuation), "%s",
 		 ctx->continuation_prompt ? ctx->continuation_prompt : "(null)");
+	snprintf(st->thinking_level, sizeof(st->thinking_level), "%s",
+		 ctx->thinking_level ? ctx->thinking_level : "(null)");
 	return 0;
 }
 
@@ -1183,6 +1186,44 @@ START_TEST(test_attempt_number_idle_timeout_and_continuation_prompt_reach_the_pr
 	ck_assert_int_eq(submit(&f, "three", BEHAVIOR_NONE, "{\"continuationPrompt\":\"\"}", err,
 				sizeof(err)), -1);
 	ck_assert_str_eq(err, "retry.continuationPrompt must be a non-empty string (got \"\")");
+	fx_release(&f);
+}
+END_TEST
+
+/* A model reasoning for longer than retry.idleTimeoutMs is not stalled while
+ * its thinking streams; silence after it still is. The level reaches the
+ * provider, clamped to the model. */
+START_TEST(test_thinking_deltas_keep_the_stall_clock_alive_and_the_level_reaches_the_provider)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.baseDelayMs=10", "retry.idleTimeoutMs=500", NULL };
+	struct stub *st = stub_new(false);
+	json_t *ev;
+
+	json_decref(st->base.models);
+	st->base.models = json_pack("[{s:s, s:b}]", "id", "sim-1", "reasoning", 1);
+	fx_init_with(&f, "[]", sets, &st->base);
+	prompt(&f, "hi");
+	ck_assert_str_eq(st->thinking_level, "medium");
+	st->sink.thinking_start(st->sink.ctx);
+	for (int i = 0; i < 5; i++) {
+		clock_fake_advance(&f.clock, 400);
+		st->sink.thinking_delta(st->sink.ctx, "hmm ", 4);
+	}
+	ck_assert_ptr_null(find(&f, "auto_retry_start"));
+	st->sink.thinking_end(st->sink.ctx, "sig", 3, false);
+	clock_fake_advance(&f.clock, 499);
+	ck_assert_ptr_null(find(&f, "auto_retry_start"));
+	clock_fake_advance(&f.clock, 1);
+	ev = find(&f, "auto_retry_start");
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "errorMessage")),
+			 "stream stall: no data for 500 ms");
+	session_set_thinking_level(&f.s, "xhigh");
+	clock_fake_advance(&f.clock, 10);
+	ck_assert_int_eq(st->starts, 2);
+	ck_assert_str_eq(st->thinking_level, "high");
+	stub_succeed(st);
 	fx_release(&f);
 }
 END_TEST
@@ -1421,6 +1462,7 @@ Suite *session_suite(void)
 	tcase_add_test(tc, test_retryable_failure_without_a_context_to_resume_is_final_and_says_why);
 	tcase_add_test(tc, test_no_resume_in_an_open_chain_ends_it_with_the_reason);
 	tcase_add_test(tc, test_attempt_number_idle_timeout_and_continuation_prompt_reach_the_provider);
+	tcase_add_test(tc, test_thinking_deltas_keep_the_stall_clock_alive_and_the_level_reaches_the_provider);
 	tcase_add_test(tc, test_session_stall_timer_still_runs_for_providers_that_do_not_keep_one);
 	tcase_add_test(tc, test_every_text_block_keeps_its_text_with_delta_updates);
 	tcase_add_test(tc, test_provider_failing_at_start_is_reported_on_the_next_loop_turn);

@@ -303,7 +303,16 @@ void api_stream_thinking_end(struct api_stream *self, const char *signature, siz
 		self->sink.thinking_start(self->sink.ctx);
 	}
 	self->thinking_open = false;
+	self->thinking_signature = NULL;
 	self->sink.thinking_end(self->sink.ctx, signature, signature != NULL ? len : 0, redacted);
+}
+
+/* A thinking block closed by what comes after it. */
+static void close_thinking(struct api_stream *self)
+{
+	const char *sig = self->thinking_signature;
+
+	api_stream_thinking_end(self, sig, sig != NULL ? strlen(sig) : 0, false);
 }
 
 void api_stream_text(struct api_stream *self, const char *text, size_t len)
@@ -312,7 +321,7 @@ void api_stream_text(struct api_stream *self, const char *text, size_t len)
 		return;
 	api_stream_begin(self);
 	if (self->thinking_open)
-		api_stream_thinking_end(self, NULL, 0, false);
+		close_thinking(self);
 	if (!self->text_open) {
 		self->text_open = true;
 		self->sink.text_start(self->sink.ctx);
@@ -396,7 +405,7 @@ bool api_stream_done(const struct api_stream *self)
 void api_stream_end(struct api_stream *self, struct provider_result *out)
 {
 	if (self->thinking_open)
-		api_stream_thinking_end(self, NULL, 0, false);
+		close_thinking(self);
 	close_text(self);
 	if (!self->complete)
 		api_stream_fail(self, API_TRUNCATED);
@@ -471,7 +480,7 @@ static int add_text(json_t *parts, const json_t *text)
 /* The parts of a message (content: string or array): its texts, and its
  * images when image is not NULL. Formats refuse empty text parts, so they
  * are left out. */
-static json_t *content_parts(const json_t *content, api_image_fn image)
+static json_t *content_parts(const json_t *content, api_image_fn image, api_thinking_fn thinking)
 {
 	json_t *parts = json_array();
 	const json_t *part;
@@ -496,6 +505,9 @@ static json_t *content_parts(const json_t *content, api_image_fn image)
 			   nonempty_string(mime)) {
 			if (json_array_append_new(parts, image(mime, data)) != 0)
 				goto fail;
+		} else if (thinking != NULL && strcmp(type, "thinking") == 0) {
+			if (thinking(parts, part) != 0)
+				goto fail;
 		}
 	}
 	return parts;
@@ -505,6 +517,12 @@ fail:
 }
 
 json_t *api_messages(const json_t *messages, api_image_fn image)
+{
+	return api_messages_thinking(messages, image, NULL);
+}
+
+json_t *api_messages_thinking(const json_t *messages, api_image_fn image,
+			      api_thinking_fn thinking)
 {
 	json_t *out;
 	const json_t *msg;
@@ -521,7 +539,8 @@ json_t *api_messages(const json_t *messages, api_image_fn image)
 
 		if (!user && !(is_role(msg, "assistant") && !assistant_failed(msg)))
 			continue;
-		parts = content_parts(json_object_get(msg, "content"), user ? image : NULL);
+		parts = content_parts(json_object_get(msg, "content"), user ? image : NULL,
+				      user ? NULL : thinking);
 		if (parts == NULL)
 			goto fail;
 		if (json_array_size(parts) == 0) {

@@ -105,6 +105,9 @@ struct api_stream {
 	bool started;               /* sink.start() called */
 	bool text_open;             /* text_start() called, text_end() not yet */
 	bool thinking_open;         /* thinking_start() called, thinking_end() not yet */
+	/* The signature a thinking block gets when something else closes it
+	 * (a text delta, the end): a format's static text, or NULL. */
+	const char *thinking_signature;
 	bool complete;              /* the terminal marker arrived */
 	bool done;                  /* nothing more is expected: [DONE] / message_stop */
 	bool failed;
@@ -173,6 +176,18 @@ typedef json_t *(*api_image_fn)(const json_t *mime, const json_t *data);
  * are dropped, and a message left with no content is skipped; other roles
  * and content types are ignored. */
 json_t *api_messages(const json_t *messages, api_image_fn image);
+
+/* A thinking block of an assistant message ({type:"thinking", thinking,
+ * thinkingSignature?, redacted?}, borrowed) in a format's shape: appends
+ * what the format sends for it (nothing, or one or more parts) to parts.
+ * Returns 0, or -1 when memory runs out. */
+typedef int (*api_thinking_fn)(json_t *parts, const json_t *block);
+
+/* api_messages(), with the thinking blocks of assistant messages given to
+ * thinking in their place among the text parts (api_messages() drops
+ * them). */
+json_t *api_messages_thinking(const json_t *messages, api_image_fn image,
+			      api_thinking_fn thinking);
 
 /* Wire text for an error message: control characters → spaces, key-like
  * words masked, cut at a UTF-8 boundary to at most API_TEXT_MAX bytes and

@@ -130,11 +130,50 @@ int api_anthropic_quick(const char *data, size_t len, struct api_quick *q)
 			return 0;
 		}
 	}
-	if (!seen_type)
+	/* Only a text delta is taken here: a thinking_delta or signature_delta
+	 * (or anything new) goes to jansson, which knows it. */
+	if (!seen_type || !text_delta)
 		return 0;
-	if (!text_delta)
-		q->content = NULL;
 	return api_quick_close(&js, rc, q);
+}
+
+static void block_start(struct api_stream *self, const json_t *block)
+{
+	const json_t *type = json_object_get(block, "type");
+	const json_t *text = json_object_get(block, "text");
+	const json_t *thinking = json_object_get(block, "thinking");
+	const json_t *data = json_object_get(block, "data");
+
+	if (str_eq(type, "text") && json_is_string(text)) {
+		api_stream_text(self, json_string_value(text), json_string_length(text));
+	} else if (str_eq(type, "thinking")) {
+		if (json_is_string(thinking))
+			api_stream_thinking(self, json_string_value(thinking),
+					    json_string_length(thinking));
+		self->thinking_signature = "";
+	} else if (str_eq(type, "redacted_thinking") && json_is_string(data)) {
+		/* Only the encrypted data, which goes back as it came. */
+		api_stream_thinking_end(self, json_string_value(data), json_string_length(data),
+					true);
+	}
+}
+
+static void block_delta(struct api_stream *self, const json_t *delta)
+{
+	const json_t *type = json_object_get(delta, "type");
+	const json_t *text = json_object_get(delta, "text");
+	const json_t *thinking = json_object_get(delta, "thinking");
+	const json_t *sig = json_object_get(delta, "signature");
+
+	if (str_eq(type, "text_delta") && json_is_string(text)) {
+		api_stream_text(self, json_string_value(text), json_string_length(text));
+	} else if (str_eq(type, "thinking_delta") && json_is_string(thinking)) {
+		api_stream_thinking(self, json_string_value(thinking), json_string_length(thinking));
+	} else if (str_eq(type, "signature_delta") && json_is_string(sig) && self->thinking_open) {
+		/* The signature comes whole, once, right before the block's
+		 * content_block_stop: the block ends with it. */
+		api_stream_thinking_end(self, json_string_value(sig), json_string_length(sig), false);
+	}
 }
 
 static int event_tree(struct api_stream *self, const struct sse_event *ev)
@@ -161,17 +200,15 @@ static int event_tree(struct api_stream *self, const struct sse_event *ev)
 	} else if (str_eq(type, "message_start")) {
 		take_usage(self, json_object_get(json_object_get(root, "message"), "usage"));
 	} else if (str_eq(type, "content_block_start")) {
-		const json_t *block = json_object_get(root, "content_block");
-		const json_t *text = json_object_get(block, "text");
-
-		if (str_eq(json_object_get(block, "type"), "text") && json_is_string(text))
-			api_stream_text(self, json_string_value(text), json_string_length(text));
+		block_start(self, json_object_get(root, "content_block"));
 	} else if (str_eq(type, "content_block_delta")) {
-		const json_t *delta = json_object_get(root, "delta");
-		const json_t *text = json_object_get(delta, "text");
-
-		if (str_eq(json_object_get(delta, "type"), "text_delta") && json_is_string(text))
-			api_stream_text(self, json_string_value(text), json_string_length(text));
+		block_delta(self, json_object_get(root, "delta"));
+	} else if (str_eq(type, "content_block_stop")) {
+		/* A thinking block whose signature never came ends with pi's
+		 * empty one. */
+		if (self->thinking_open)
+			api_stream_thinking_end(self, self->thinking_signature,
+						strlen(self->thinking_signature), false);
 	} else if (str_eq(type, "message_delta")) {
 		const json_t *reason = json_object_get(json_object_get(root, "delta"), "stop_reason");
 
@@ -183,7 +220,7 @@ static int event_tree(struct api_stream *self, const struct sse_event *ev)
 		self->complete = true;
 		self->done = true;
 	}
-	/* ping, content_block_stop and unknown types change nothing. */
+	/* ping and unknown types change nothing. */
 	json_decref(root);
 	return rc;
 }
@@ -196,25 +233,128 @@ static json_t *image_block(const json_t *mime, const json_t *data)
 			 "media_type", mime, "data", data);
 }
 
-json_t *api_anthropic_request(const json_t *messages, const char *model, int64_t max_tokens)
+/* pi's convertMessages: a redacted block goes back as its encrypted data,
+ * a signed one as itself, one without a signature (an aborted stream) as
+ * plain text, an empty one not at all. */
+static int thinking_part(json_t *parts, const json_t *block)
 {
-	json_t *out;
+	const json_t *text = json_object_get(block, "thinking");
+	const json_t *sig = json_object_get(block, "thinkingSignature");
+	const char *t = json_string_value(text), *p;
+	bool signed_ = json_is_string(sig) && json_string_length(sig) > 0;
 
-	if (model == NULL)
+	if (json_is_true(json_object_get(block, "redacted")))
+		return signed_ ? json_array_append_new(parts, json_pack("{s:s, s:O}", "type",
+						       "redacted_thinking", "data", sig))
+			       : 0;
+	for (p = t; p != NULL && *p != '\0' && strchr(" \t\r\n", *p) != NULL; p++)
+		;
+	if (p == NULL || *p == '\0')
+		return 0;
+	if (!signed_)
+		return json_array_append_new(parts, json_pack("{s:s, s:O}", "type", "text", "text",
+							      text));
+	return json_array_append_new(parts, json_pack("{s:s, s:O, s:O}", "type", "thinking",
+						      "thinking", text, "signature", sig));
+}
+
+bool api_anthropic_adaptive(const char *model)
+{
+	static const char *const ids[] = { "opus-4-6", "opus-4.6", "opus-4-7", "opus-4.7",
+					   "sonnet-4-6", "sonnet-4.6" };
+
+	for (size_t i = 0; model != NULL && i < sizeof(ids) / sizeof(ids[0]); i++)
+		if (strstr(model, ids[i]) != NULL)
+			return true;
+	return false;
+}
+
+int64_t api_anthropic_budget(const char *level)
+{
+	if (level == NULL)
+		return 0;
+	if (strcmp(level, "minimal") == 0)
+		return 1024;
+	if (strcmp(level, "low") == 0)
+		return 2048;
+	if (strcmp(level, "medium") == 0)
+		return 8192;
+	if (strcmp(level, "high") == 0 || strcmp(level, "xhigh") == 0)
+		return 16384;
+	return 0;
+}
+
+/* pi's effort for a level on an adaptive model. */
+static const char *effort(const char *level)
+{
+	if (strcmp(level, "minimal") == 0 || strcmp(level, "low") == 0)
+		return "low";
+	if (strcmp(level, "medium") == 0)
+		return "medium";
+	return "high";
+}
+
+/* The thinking members of body, as pi sets them; max_tokens may grow. */
+static int add_thinking(json_t *body, const struct api_request *req)
+{
+	const char *level = req->thinking_level;
+	int64_t budget = api_anthropic_budget(level), base, top, max;
+
+	if (!req->reasoning)
+		return 0;
+	if (budget == 0)
+		return json_object_set_new(body, "thinking", json_pack("{s:s}", "type", "disabled"));
+	if (api_anthropic_adaptive(req->model))
+		return json_object_set_new(body, "thinking", json_pack("{s:s, s:s}", "type",
+						"adaptive", "display", "summarized")) ||
+		       json_object_set_new(body, "output_config",
+					   json_pack("{s:s}", "effort", effort(level)));
+	/* pi's adjustMaxTokensForThinking: the answer's room plus the budget,
+	 * within the model's limit, and 1024 tokens left for the answer. */
+	base = req->max_tokens > 0 ? (req->max_tokens < 32000 ? req->max_tokens : 32000)
+				   : API_ANTHROPIC_DEFAULT_MAX_TOKENS;
+	top = req->max_tokens > 0 ? req->max_tokens : base + budget;
+	max = base + budget < top ? base + budget : top;
+	if (max <= budget)
+		budget = max - 1024 > 0 ? max - 1024 : 0;
+	return json_object_set_new(body, "max_tokens", json_integer(max)) ||
+	       json_object_set_new(body, "thinking", json_pack("{s:s, s:I, s:s}", "type", "enabled",
+				       "budget_tokens", (json_int_t)(budget > 0 ? budget : 1024),
+				       "display", "summarized"));
+}
+
+json_t *api_anthropic_request_for(const struct api_request *req)
+{
+	json_t *out, *body;
+
+	if (req->model == NULL)
 		return NULL;
-	out = api_messages(messages, image_block);
+	out = api_messages_thinking(req->messages, image_block, thinking_part);
 	if (out == NULL)
 		return NULL;
-	return json_pack("{s:s, s:I, s:o, s:b}", "model", model, "max_tokens",
-			 (json_int_t)(max_tokens > 0 ? max_tokens : API_ANTHROPIC_DEFAULT_MAX_TOKENS),
+	body = json_pack("{s:s, s:I, s:o, s:b}", "model", req->model, "max_tokens",
+			 (json_int_t)(req->max_tokens > 0 ? req->max_tokens
+							  : API_ANTHROPIC_DEFAULT_MAX_TOKENS),
 			 "messages", out, "stream", 1);
+	if (body != NULL && add_thinking(body, req) != 0) {
+		json_decref(body);
+		return NULL;
+	}
+	return body;
+}
+
+json_t *api_anthropic_request(const json_t *messages, const char *model, int64_t max_tokens)
+{
+	struct api_request req = { .messages = messages, .model = model, .max_tokens = max_tokens };
+
+	return api_anthropic_request_for(&req);
 }
 
 /* ---- the table --------------------------------------------------------------- */
 
 static json_t *request(const struct api_request *req)
 {
-	return api_anthropic_request(req->messages, req->model, req->max_tokens);
+	return api_anthropic_request_for(req);
 }
 
 /* A named error event always goes to event_tree: its data need not be JSON. */

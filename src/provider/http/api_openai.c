@@ -85,6 +85,35 @@ static json_t *first_choice(json_t *choices)
 	return NULL;
 }
 
+/* Where compatible servers put the reasoning, in pi's order of preference:
+ * reasoning_content (DeepSeek, llama.cpp), reasoning (OpenRouter, vLLM),
+ * reasoning_text. pi keeps the field's name as the block's signature. */
+static const char *const reasoning_fields[] = { "reasoning_content", "reasoning",
+						"reasoning_text" };
+
+static bool reasoning_key(const char *key, size_t klen)
+{
+	for (size_t i = 0; i < sizeof(reasoning_fields) / sizeof(reasoning_fields[0]); i++)
+		if (klen == strlen(reasoning_fields[i]) && memcmp(key, reasoning_fields[i], klen) == 0)
+			return true;
+	return false;
+}
+
+/* The first non-empty reasoning field of a delta, as pi reads it. */
+static void take_reasoning(struct api_stream *self, const json_t *delta)
+{
+	for (size_t i = 0; i < sizeof(reasoning_fields) / sizeof(reasoning_fields[0]); i++) {
+		const json_t *r = json_object_get(delta, reasoning_fields[i]);
+
+		if (json_is_string(r) && json_string_length(r) > 0) {
+			api_stream_thinking(self, json_string_value(r), json_string_length(r));
+			if (self->thinking_open)
+				self->thinking_signature = reasoning_fields[i];
+			return;
+		}
+	}
+}
+
 /* The choice of a chunk, read in place: index 0 (or none), "delta" with
  * its "content", "finish_reason". Returns 0 or JSONSCAN_BAIL. */
 static int quick_choice(struct jsonscan *js, struct api_quick *q)
@@ -112,7 +141,12 @@ static int quick_choice(struct jsonscan *js, struct api_quick *q)
 			if (jsonscan_object(js) != 0)
 				return JSONSCAN_BAIL;
 			while ((rc = jsonscan_key(js, &key, &klen)) == 1) {
-				if (!JSONSCAN_IS(key, klen, "content")) {
+				if (reasoning_key(key, klen)) {
+					/* Reasoning text is jansson's; a null one
+					 * (DeepSeek's content chunks) is nothing. */
+					if (!jsonscan_null(js))
+						return JSONSCAN_BAIL;
+				} else if (!JSONSCAN_IS(key, klen, "content")) {
 					if (jsonscan_skip(js) != 0)
 						return JSONSCAN_BAIL;
 				} else if (q->content != NULL ||
@@ -204,6 +238,8 @@ static int event_tree(struct api_stream *self, const struct sse_event *ev)
 	content = json_object_get(delta, "content");
 	if (json_is_string(content) && !self->complete)
 		api_stream_text(self, json_string_value(content), json_string_length(content));
+	if (!self->complete)
+		take_reasoning(self, delta);
 	reason = json_object_get(choice, "finish_reason");
 	if (json_is_string(reason) && !self->complete)
 		finish_reason(self, json_string_value(reason));

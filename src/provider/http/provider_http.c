@@ -251,6 +251,10 @@ static int check_config(const char *name, const json_t *cfg, char *err, size_t e
 		if (n != NULL && (!json_is_integer(n) || json_integer_value(n) <= 0))
 			return errbuf_set(err, errlen, "providers.%s.models[%zu].maxTokens must be a "
 				          "positive integer", name, i);
+		n = json_object_get(m, "reasoning");
+		if (n != NULL && !json_is_boolean(n))
+			return errbuf_set(err, errlen, "providers.%s.models[%zu].reasoning must be true "
+				          "or false", name, i);
 	}
 	return 0;
 }
