@@ -215,6 +215,16 @@ PLANS = [
                    ("wait", is_response("c9"), "get_state response")],
     },
     {
+        "name": "m-responses-thinking",
+        "api": "openai-responses",
+        "reasoning": True,
+        "expect": [],
+        "what": "openai-responses, a reasoning model: a reasoning summary in two parts, then text",
+        "plan": [{"thinking": "Plan it\n\nCheck it", "text": "hello after thinking"}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
         "name": "g-abort-retry",
         "expect": ["one agent_end per prompt"],
         "what": "503, then abort_retry during the backoff",
@@ -354,13 +364,13 @@ def base_url(url, api):
     return url + ("/openai/v1" if api == "azure-openai-responses" else "/v1")
 
 
-def pi_command(url, base_delay, home, api="openai-completions"):
+def pi_command(url, base_delay, home, api="openai-completions", reasoning=False):
     """Writes pi's agent dir under home; returns (argv, env)."""
     agent = os.path.join(home, "agent")
     os.makedirs(agent, exist_ok=True)
     models = {"providers": {PROVIDER: {
         "baseUrl": base_url(url, api), "api": api, "apiKey": API_KEY,
-        "models": [dict(MODEL, reasoning=False, input=["text"],
+        "models": [dict(MODEL, reasoning=reasoning, input=["text"],
                         cost={"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0})]}}}
     settings = {"retry": {"enabled": True, "maxRetries": MAX_RETRIES,
                           "baseDelayMs": base_delay, "provider": {"maxRetries": 0}},
@@ -376,10 +386,10 @@ def pi_command(url, base_delay, home, api="openai-completions"):
     return argv + PI_FLAGS, env
 
 
-def retryd_command(url, base_delay, home, retryd, api="openai-completions"):
+def retryd_command(url, base_delay, home, retryd, api="openai-completions", reasoning=False):
     settings = {"providers": {PROVIDER: {
         "api": api, "baseUrl": base_url(url, api), "apiKeyEnv": "FAKE_LLM_KEY",
-        "models": [MODEL]}},
+        "models": [dict(MODEL, reasoning=reasoning)]}},
         "retry": {"enabled": True, "maxRetries": MAX_RETRIES, "baseDelayMs": base_delay}}
     path = os.path.join(home, "retryd-settings.json")
     with open(path, "w") as f:
@@ -401,10 +411,11 @@ def run_side(side, plan, retryd, keep_dir=None):
     d = None
     try:
         api = plan.get("api", "openai-completions")
+        reasoning = plan.get("reasoning", False)
         if side == "pi":
-            argv, env = pi_command(srv.url, base_delay, home, api)
+            argv, env = pi_command(srv.url, base_delay, home, api, reasoning)
         else:
-            argv, env = retryd_command(srv.url, base_delay, home, retryd, api)
+            argv, env = retryd_command(srv.url, base_delay, home, retryd, api, reasoning)
         d = Daemon(argv, env, home, os.path.join(home, "stderr.txt"))
         plan_deadline = time.monotonic() + T_PLAN
         # Start-up: a warm-up get_state, so slow start-up eats no step's budget.
@@ -623,7 +634,7 @@ TRUNCATED = "connection error: stream ended before completion"
 BUSY = "Agent is already processing"
 STATE_EXTRAS = {"autoRetryEnabled", "isRetrying", "retryAttempt", "retryPolicy", "retryBudget",
                 "fleet"}
-RETRY_START_EXTRAS = {"reason", "hintMs", "errorClass", "rule"}
+RETRY_START_EXTRAS = {"reason", "hintMs", "errorClass", "rule", "overload"}
 
 
 def rule_message_start(pi, rd, plan):
@@ -707,6 +718,27 @@ def rule_text_end_on_failure(pi, rd, plan):
             continue
         out.append(n)
     return pi, out
+
+
+def rule_summary_separator(pi, rd, plan):
+    """OpenAI Responses reasoning summaries: pi sends "\n\n" as a thinking
+    delta after every summary part, the last one too, and then leaves that
+    last one out of the block (thinking_end's content, the message); retryd
+    sends it only between parts, so the deltas add up to the block
+    (docs/providers.md). pi's "\n\n" right before thinking_end goes where
+    retryd's thinking_end follows a delta of text."""
+    def ends_with_text(seq, k):
+        return k > 0 and seq[k - 1].get("event") == "thinking_delta" and seq[k - 1].get("delta") != "\n\n"
+    if not any(n.get("event") == "thinking_end" and ends_with_text(rd, k) for k, n in enumerate(rd)):
+        return pi, rd
+    out = []
+    for k, n in enumerate(pi):
+        nxt = pi[k + 1] if k + 1 < len(pi) else {}
+        if n.get("event") == "thinking_delta" and n.get("delta") == "\n\n" and \
+                nxt.get("event") == "thinking_end":
+            continue
+        out.append(n)
+    return out, rd
 
 
 def rule_truncated_stream(pi, rd, plan):
@@ -848,6 +880,7 @@ RULES = [
     ("get_state retry fields", "retryd extra", rule_state_extras),
     ("no compaction", "documented difference", rule_no_compaction),
     ("text_end on a failed attempt", "documented difference", rule_text_end_on_failure),
+    ("reasoning summary separator", "documented difference", rule_summary_separator),
     ("truncated stream retried", "improvement", rule_truncated_stream),
     ("busy prompt refused", "improvement", rule_busy_prompt),
     ("one agent_end per prompt", "improvement", rule_one_agent_end),
