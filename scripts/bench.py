@@ -45,8 +45,9 @@ Cases (--case):
              same delta-mode answers from the server (what the server alone
              can send: the relay cannot be faster than that). The same delta
              relay with the server speaking the Gemini format
-             ("google-generative-ai"), against cat of its bytes, with the
-             same targets.
+             ("google-generative-ai") and OpenAI Responses ("openai-responses":
+             bigger events, the text whole again in the closing ones), each
+             against cat of its own bytes, with the same targets.
 
 Targets (the check lines; never test failures): ready < 5 ms; idle RSS
 < 4 MiB; > 100,000 get_state/s pipelined; timer error p99 < 2 ms; abort
@@ -368,10 +369,12 @@ class RetrydRelay(Case):
         self.mode = mode
         self.ns = ns
         self.api = api
-        # The Gemini format's row: the same stream shape in Gemini's chunks.
-        self.key = mode + ("-gemini" if api == "google-generative-ai" else "")
+        # Another format's row: the same stream shape in that format's events.
+        suffix = {"google-generative-ai": "-gemini", "openai-responses": "-responses"}.get(api, "")
+        self.key = mode + suffix
         self.name = "relay-retryd-" + self.key
-        self.label = "retryd %s" % mode + (" (Gemini format)" if self.key != mode else "")
+        self.label = "retryd %s" % mode + ({"-gemini": " (Gemini format)",
+                                           "-responses": " (openai-responses)"}.get(suffix, ""))
 
     def measure(self, ctx, n):
         srv = FakeServerProcess(relay_plan(n), T_RUN + 30)
@@ -983,7 +986,9 @@ class Bench:
                 cases.append(PiRelay())
             cases += [CatBaseline("delta", RELAY_DELTA_NS), CatBaseline("full", RELAY_FULL_NS)]
             cases += [RetrydRelay("delta", RELAY_DELTA_NS, "google-generative-ai"),
-                      CatBaseline("delta-gemini", RELAY_DELTA_NS)]
+                      CatBaseline("delta-gemini", RELAY_DELTA_NS),
+                      RetrydRelay("delta", RELAY_DELTA_NS, "openai-responses"),
+                      CatBaseline("delta-responses", RELAY_DELTA_NS)]
             curl = CurlBaseline(RELAY_DELTA_NS)
             if curl.available()[0]:
                 cases.append(curl)
@@ -1015,11 +1020,13 @@ class Bench:
         self.raw["http_relay"] = {k: v[1] for k, v in series.items()}
         cat = {("delta", r["n"]): r for r in series.get("relay-cat-delta", (None, []))[1] if r["time"]}
         cat.update({("full", r["n"]): r for r in series.get("relay-cat-full", (None, []))[1] if r["time"]})
-        cat.update({("delta-gemini", r["n"]): r
-                    for r in series.get("relay-cat-delta-gemini", (None, []))[1] if r["time"]})
+        for key in ("delta-gemini", "delta-responses"):
+            cat.update({(key, r["n"]): r
+                        for r in series.get("relay-cat-" + key, (None, []))[1] if r["time"]})
         full = {r["n"]: r for r in series.get("relay-retryd-full", (None, []))[1] if r["time"]}
         curl = {r["n"]: r for r in series.get("relay-curl", (None, []))[1] if r["time"]}
-        for name in ("relay-retryd-delta", "relay-retryd-full", "relay-pi", "relay-retryd-delta-gemini"):
+        for name in ("relay-retryd-delta", "relay-retryd-full", "relay-pi", "relay-retryd-delta-gemini",
+                     "relay-retryd-delta-responses"):
             if name not in series:
                 continue
             case, rows = series[name]
@@ -1053,7 +1060,8 @@ class Bench:
                                      value, vs, ratio,
                                      "%s, RSS x%.2f" % (gr, r["rss"] / base_rss) if base_rss else gr,
                                      fmt_rss(r["rss"]), r["runs"]))
-        for key, what in (("delta", "HTTP"), ("delta-gemini", "HTTP, Gemini format")):
+        for key, what in (("delta", "HTTP"), ("delta-gemini", "HTTP, Gemini format"),
+                          ("delta-responses", "HTTP, openai-responses")):
             self._relay_checks(series, cat, key, what)
         if not self.pi_ok:
             self.notes.append("pi rows left out: " + self.pi_why)

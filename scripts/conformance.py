@@ -34,6 +34,10 @@ How pi is pointed at the fake server (per run, in a throwaway directory):
     node build/pi/.../dist/cli.js --mode rpc --provider fake --model m1 --no-session
          --no-tools --no-extensions --no-skills --no-prompt-templates --no-themes
          --no-context-files        (cwd $TMP, so no AGENTS.md is found)
+A plan with "api" runs both sides with that provider api instead
+(openai-responses: baseUrl <server>/v1; azure-openai-responses: <server>/openai/v1,
+so both build /openai/v1/responses?api-version=v1); the fake server speaks the
+matching dialect by path.
 retry.provider.maxRetries 0 turns off the OpenAI SDK's own hidden retries
 (2 by default), which would otherwise absorb the faults before pi's session
 retry sees them.
@@ -155,6 +159,71 @@ PLANS = [
                    ("settle",), ("send", GET_STATE),
                    ("wait", is_response("c9"), "get_state response")],
     },
+    # OpenAI Responses (api openai-responses; Azure's as pi builds its URL):
+    # the same server in that dialect, pi's OpenAI SDK on one side.
+    {
+        "name": "h-responses-ok",
+        "api": "openai-responses",
+        "expect": [],
+        "what": "openai-responses: a streamed answer",
+        # No word ends in "s" at a delta's end: the key masker holds a possible
+        # "sk-" back to the next delta, in every format.
+        "plan": [{"text": "hello from the openai response api", "inputTokens": 12,
+                  "outputTokens": 5}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
+        "name": "i-responses-failed-then-ok",
+        "api": "openai-responses",
+        "expect": ["one agent_end per prompt"],
+        "what": "openai-responses: response.failed (server_error) mid-stream, then success",
+        "plan": [{"text": "one two three", "errorAfterChunks": 2,
+                  "streamError": {"code": "server_error",
+                                  "message": "The server had an error processing your request."}},
+                 {"text": "one two three"}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
+        "name": "j-responses-429-then-ok",
+        "api": "openai-responses",
+        "expect": ["Retry-After honoured", "one agent_end per prompt"],
+        "what": "openai-responses: 429 with retry-after: 1, then success",
+        "plan": [{"status": 429, "headers": {"retry-after": "1"}},
+                 {"text": "hello after the rate limit"}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
+        "name": "k-responses-drop",
+        "api": "openai-responses",
+        "expect": ["truncated stream retried"],
+        "what": "openai-responses: stream dropped after 3 chunks (no response.completed), then success",
+        "plan": [{"text": "one two three four five six", "dropAfterChunks": 3, "dropMode": "eof"},
+                 {"text": "one two three four five six"}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
+        "name": "l-azure-responses-503-then-ok",
+        "api": "azure-openai-responses",
+        "expect": ["one agent_end per prompt"],
+        "what": "azure-openai-responses: 503, then success (/openai/v1/responses?api-version=v1)",
+        "plan": [{"status": 503}, {"text": "hello from azure"}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
+    {
+        "name": "m-responses-thinking",
+        "api": "openai-responses",
+        "reasoning": True,
+        "expect": [],
+        "what": "openai-responses, a reasoning model: a reasoning summary in two parts, then text",
+        "plan": [{"thinking": "Plan it\n\nCheck it", "text": "hello after thinking"}],
+        "script": [("send", PROMPT), ("settle",), ("send", GET_STATE),
+                   ("wait", is_response("c9"), "get_state response")],
+    },
     {
         "name": "g-abort-retry",
         "expect": ["one agent_end per prompt"],
@@ -178,7 +247,7 @@ PLANS = [
 GEMINI = "google-generative-ai"
 PLANS += [
     {
-        "name": "h-gemini-text",
+        "name": "n-gemini-text",
         "api": GEMINI,
         "expect": [],
         "what": "Gemini: a streamed answer",
@@ -187,7 +256,7 @@ PLANS += [
                    ("wait", is_response("c9"), "get_state response")],
     },
     {
-        "name": "i-gemini-503-then-ok",
+        "name": "o-gemini-503-then-ok",
         "api": GEMINI,
         "expect": ["one agent_end per prompt", "Gemini error text"],
         "what": "Gemini: 503 UNAVAILABLE (google.rpc.Status body), then success",
@@ -196,7 +265,7 @@ PLANS += [
                    ("wait", is_response("c9"), "get_state response")],
     },
     {
-        "name": "j-gemini-429-retry-delay",
+        "name": "p-gemini-429-retry-delay",
         "api": GEMINI,
         "expect": ["Retry-After honoured", "one agent_end per prompt", "Gemini error text"],
         "what": "Gemini: 429 RESOURCE_EXHAUSTED with RetryInfo retryDelay 1s, then success",
@@ -207,7 +276,7 @@ PLANS += [
                    ("wait", is_response("c9"), "get_state response")],
     },
     {
-        "name": "k-gemini-drop-mid-stream",
+        "name": "q-gemini-drop-mid-stream",
         "api": GEMINI,
         "expect": ["truncated stream retried"],
         "what": "Gemini: stream ends after 3 chunks without a finishReason, then success",
@@ -221,7 +290,11 @@ PLANS += [
 
 
 def base_url(url, api):
-    return url + ("/v1beta" if api == GEMINI else "/v1")
+    """The provider entry's baseUrl: Gemini's ends in /v1beta, Azure's in
+    /openai/v1, as pi's docs show them."""
+    if api == GEMINI:
+        return url + "/v1beta"
+    return url + ("/openai/v1" if api == "azure-openai-responses" else "/v1")
 
 
 # --------------------------------------------------------------------------
@@ -342,13 +415,13 @@ def base_env(home):
     return env
 
 
-def pi_command(url, base_delay, home, api="openai-completions"):
+def pi_command(url, base_delay, home, api="openai-completions", reasoning=False):
     """Writes pi's agent dir under home; returns (argv, env)."""
     agent = os.path.join(home, "agent")
     os.makedirs(agent, exist_ok=True)
     models = {"providers": {PROVIDER: {
         "baseUrl": base_url(url, api), "api": api, "apiKey": API_KEY,
-        "models": [dict(MODEL, reasoning=False, input=["text"],
+        "models": [dict(MODEL, reasoning=reasoning, input=["text"],
                         cost={"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0})]}}}
     settings = {"retry": {"enabled": True, "maxRetries": MAX_RETRIES,
                           "baseDelayMs": base_delay, "provider": {"maxRetries": 0}},
@@ -364,10 +437,10 @@ def pi_command(url, base_delay, home, api="openai-completions"):
     return argv + PI_FLAGS, env
 
 
-def retryd_command(url, base_delay, home, retryd, api="openai-completions"):
+def retryd_command(url, base_delay, home, retryd, api="openai-completions", reasoning=False):
     settings = {"providers": {PROVIDER: {
         "api": api, "baseUrl": base_url(url, api), "apiKeyEnv": "FAKE_LLM_KEY",
-        "models": [MODEL]}},
+        "models": [dict(MODEL, reasoning=reasoning)]}},
         "retry": {"enabled": True, "maxRetries": MAX_RETRIES, "baseDelayMs": base_delay}}
     path = os.path.join(home, "retryd-settings.json")
     with open(path, "w") as f:
@@ -389,10 +462,11 @@ def run_side(side, plan, retryd, keep_dir=None):
     d = None
     try:
         api = plan.get("api", "openai-completions")
+        reasoning = plan.get("reasoning", False)
         if side == "pi":
-            argv, env = pi_command(srv.url, base_delay, home, api)
+            argv, env = pi_command(srv.url, base_delay, home, api, reasoning)
         else:
-            argv, env = retryd_command(srv.url, base_delay, home, retryd, api)
+            argv, env = retryd_command(srv.url, base_delay, home, retryd, api, reasoning)
         d = Daemon(argv, env, home, os.path.join(home, "stderr.txt"))
         plan_deadline = time.monotonic() + T_PLAN
         # Start-up: a warm-up get_state, so slow start-up eats no step's budget.
@@ -677,6 +751,48 @@ def rule_no_compaction(pi, rd, plan):
     return pi, rd
 
 
+def rule_text_end_on_failure(pi, rd, plan):
+    """retryd closes an open text block (text_end) when an attempt fails in
+    the middle of it; pi's OpenAI Responses provider sends text_end only at
+    the message item's response.output_item.done, so after response.failed or
+    a cut stream its text block stays open (docs/providers.md). Where pi ends
+    an assistant message right after a text_delta, retryd's text_end just
+    before a failed message_end goes."""
+    if not any(n["type"] == "message_end" and n.get("role") == "assistant"
+               and k > 0 and pi[k - 1].get("event") == "text_delta" for k, n in enumerate(pi)):
+        return pi, rd
+    out = []
+    for k, n in enumerate(rd):
+        nxt = rd[k + 1] if k + 1 < len(rd) else {}
+        if (n["type"] == "message_update" and n.get("event") == "text_end"
+                and nxt.get("type") == "message_end" and nxt.get("role") == "assistant"
+                and "err" in nxt):
+            continue
+        out.append(n)
+    return pi, out
+
+
+def rule_summary_separator(pi, rd, plan):
+    """OpenAI Responses reasoning summaries: pi sends "\n\n" as a thinking
+    delta after every summary part, the last one too, and then leaves that
+    last one out of the block (thinking_end's content, the message); retryd
+    sends it only between parts, so the deltas add up to the block
+    (docs/providers.md). pi's "\n\n" right before thinking_end goes where
+    retryd's thinking_end follows a delta of text."""
+    def ends_with_text(seq, k):
+        return k > 0 and seq[k - 1].get("event") == "thinking_delta" and seq[k - 1].get("delta") != "\n\n"
+    if not any(n.get("event") == "thinking_end" and ends_with_text(rd, k) for k, n in enumerate(rd)):
+        return pi, rd
+    out = []
+    for k, n in enumerate(pi):
+        nxt = pi[k + 1] if k + 1 < len(pi) else {}
+        if n.get("event") == "thinking_delta" and n.get("delta") == "\n\n" and \
+                nxt.get("event") == "thinking_end":
+            continue
+        out.append(n)
+    return out, rd
+
+
 def rule_truncated_stream(pi, rd, plan):
     """A stream that ends without its terminal marker is a failure and is
     retried (issue 4); pi takes the partial answer as the whole answer.
@@ -855,6 +971,8 @@ RULES = [
     ("auto_retry_start reason/hintMs", "retryd extra", rule_retry_start_extras),
     ("get_state retry fields", "retryd extra", rule_state_extras),
     ("no compaction", "documented difference", rule_no_compaction),
+    ("text_end on a failed attempt", "documented difference", rule_text_end_on_failure),
+    ("reasoning summary separator", "documented difference", rule_summary_separator),
     ("truncated stream retried", "improvement", rule_truncated_stream),
     ("busy prompt refused", "improvement", rule_busy_prompt),
     ("one agent_end per prompt", "improvement", rule_one_agent_end),
@@ -1098,6 +1216,10 @@ def main():
         print("=" * (2 * COL + 5))
         print("plan %s: %s   (base delay %d ms, maxRetries %d)" % (
             plan["name"], plan["what"], plan.get("baseDelayMs", 200), MAX_RETRIES))
+        print("  api %s; server paths: pi %s; retryd %s" % (
+            plan.get("api", "openai-completions"),
+            sorted({r.get("path") for r in results.get("pi", ([], None, []))[2]}),
+            sorted({r.get("path") for r in results.get("retryd", ([], None, []))[2]})))
         if set(results) != {"pi", "retryd"}:
             print("  ERROR: a side did not finish")
             summary.append((plan["name"], "ERROR", "a side did not finish"))

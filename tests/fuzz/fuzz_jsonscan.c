@@ -3,9 +3,9 @@
  * stand in for.
  *
  * Input: byte 0: bit 0 the API (0 OpenAI, 1 Anthropic), bit 1 the SSE event
- * name "error" instead of "message", bit 2 the Gemini format (over bit 0);
- * the rest is up to 64 event payloads
- * separated by LF.
+ * name "error" instead of "message", bit 2 the Gemini format and bit 7 the
+ * OpenAI Responses format (each over bit 0, Gemini first); the rest is up
+ * to 64 event payloads separated by LF.
  *
  * Invariants: the stream decoder with the in-place readers
  * (api_stream_event) and without them (the format's event_tree) make the same sink calls
@@ -22,6 +22,7 @@
 #include "provider/http/api_anthropic.h"
 #include "provider/http/api_gemini.h"
 #include "provider/http/api_openai.h"
+#include "provider/http/api_responses.h"
 #include "provider/http/jsonscan.h"
 #include "support/recsink.h"
 
@@ -63,8 +64,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	format = (data[0] & 4) ? &api_gemini_format
-			       : (data[0] & 1) ? &api_anthropic_format : &api_openai_format;
+	format = (data[0] & 4)      ? &api_gemini_format
+		 : (data[0] & 0x80) ? &api_responses_format
+		 : (data[0] & 1)    ? &api_anthropic_format
+				    : &api_openai_format;
 	name = (data[0] & 2) ? "error" : "message";
 	p = (const char *)data + 1;
 	end = (const char *)data + size;

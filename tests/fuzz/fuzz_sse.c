@@ -5,14 +5,15 @@
  *
  * Input: byte 0: bits 0-6 pick how the body is cut into reads (0: all at
  * once, else pieces of that many bytes, each copied to a buffer of its exact
- * size), bit 7 the Gemini format;
- * byte 1: bit 0 the API (0 OpenAI, 1 Anthropic), bit 1 a small per-event
- * limit (256 bytes, to reach the oversize path), bits 2-7 the HTTP status
- * for the error-body reading; the rest is the body.
+ * size), bit 7 the Gemini format (over byte 1's API bits);
+ * byte 1: bits 0 and 7 the API (0 OpenAI, 1 Anthropic, 0x80 OpenAI
+ * Responses, 0x81 Azure's), bit 1 a small per-event limit (256 bytes, to
+ * reach the oversize path), bits 2-6 the HTTP status for the error-body
+ * reading; the rest is the body.
  *
  * Invariants: the sink sees start → text_start → text_delta* → text_end in
- * that order, each once except the deltas (a thinking block may come
- * between two text blocks); deltas are non-empty UTF-8 (the
+ * that order, each once except the deltas (a text block again only after a
+ * thinking block); deltas, thinking ones too, are non-empty UTF-8 (the
  * session builds JSON strings from them); finish() is never called by the
  * decoder; the result's error text is UTF-8, NUL-terminated, and present
  * exactly when the stop reason is "error". */
@@ -24,6 +25,7 @@
 #include "provider/http/api_anthropic.h"
 #include "provider/http/api_gemini.h"
 #include "provider/http/api_openai.h"
+#include "provider/http/api_responses.h"
 #include "provider/http/sse.h"
 #include "support/recsink.h"
 
@@ -70,10 +72,9 @@ static void decode(const struct api_format *format, size_t max_event, size_t pie
 	api_stream_end(&st, &r);
 	sse_release(&p);
 	FUZZ_CHECK(t.misorder == NULL, "%s", t.misorder);
-	/* A thinking block between two texts (Gemini's thought parts) starts a
-	 * new text block; otherwise all text is one block. */
 	FUZZ_CHECK(t.starts <= 1 && t.text_starts <= 1 + t.thinking_starts,
-		   "more than one start(), or a second text_start() without thinking between");
+		   "more than one start(), or text_start() again without a thinking block between");
+	FUZZ_CHECK(t.thinking_ends == t.thinking_starts, "an open thinking block was not closed");
 	FUZZ_CHECK(t.text_ends == t.text_starts, "an open text block was not closed");
 	FUZZ_CHECK(t.thinking_ends == t.thinking_starts, "an open thinking block was not closed");
 	FUZZ_CHECK(t.bad_deltas == 0, "an empty text_delta() or one with invalid UTF-8");
@@ -98,10 +99,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	body = (const char *)data + 2;
 	len = size - 2;
-	decode((data[0] & 0x80) ? &api_gemini_format : (data[1] & 1) ? &api_anthropic_format
-								   : &api_openai_format,
+	static const struct api_format *const formats[] = {
+		&api_openai_format, &api_anthropic_format, &api_responses_format, &api_azure_responses_format,
+	};
+
+	decode((data[0] & 0x80) ? &api_gemini_format : formats[(data[1] & 1) | ((data[1] >> 6) & 2)],
 	       (data[1] & 2) ? 256 : 1u << 20, data[0] & 0x7f, body, len);
-	status = 400 + (data[1] >> 2) * 3;
+	status = 400 + ((data[1] >> 2) & 0x1f) * 3;
 	api_http_error(status, body, len, out, sizeof(out));
 	check_text(out, sizeof(out), "the HTTP error text");
 	return 0;

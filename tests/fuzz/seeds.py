@@ -146,6 +146,10 @@ def capture(srv, api, step):
     elif api == "gemini":
         path, body = "/v1beta/models/m1:streamGenerateContent?alt=sse", {
             "contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    elif api in ("responses", "azure"):
+        path = "/v1/responses" if api == "responses" else "/openai/v1/responses?api-version=v1"
+        body = {"model": "m1", "stream": True, "store": False,
+                "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]}
     else:
         path, body = "/v1/messages", {"model": "m1", "stream": True, "max_tokens": 64,
                                       "messages": [{"role": "user", "content": "hi"}]}
@@ -165,7 +169,21 @@ def capture(srv, api, step):
     return resp.status, data
 
 
-def sse_seeds(apis=(("openai", 0), ("anthropic", 1), ("gemini", 0x80))):
+# (name, byte 0 bits, byte 1 bits) of fuzz_sse: Gemini is bit 7 of byte 0;
+# the others bits 0 and 7 of byte 1 (OpenAI Responses 0x80, Azure's 0x81).
+SSE_APIS = (("openai", 0, 0), ("anthropic", 0, 1), ("gemini", 0x80, 0))
+RESPONSES_APIS = (("responses", 0, 0x80), ("azure", 0, 0x81))
+# OpenAI Responses: the common steps and its own.
+RESPONSES_STEPS = {
+    "thinking": {"thinking": "Plan it\n\nCheck it", "text": "done"},
+    "stream-error-event": {"text": "a b", "streamError": {"code": "rate_limit_exceeded",
+                                                          "message": "slow down"},
+                           "streamErrorAs": "error"},
+    "failed-quota": {"streamError": {"code": "insufficient_quota", "message": "quota"}},
+}
+
+
+def sse_seeds(apis=SSE_APIS, extra=None):
     steps = {
         "text": {"text": "Hello w\u00f6rld \U0001F642, how are you today?"},
         "chunks": {"text": "abcdefghij", "chunks": 4, "inputTokens": 11, "outputTokens": 4},
@@ -182,18 +200,19 @@ def sse_seeds(apis=(("openai", 0), ("anthropic", 1), ("gemini", 0x80))):
         "error-status-text": {"status": 500, "body": "upstream connect error or disconnect/reset"},
         "error-status-vllm": {"status": 404, "body": {"detail": "The model `m1` does not exist."}},
     }
+    steps.update(extra or {})
     with fake_llm_server.FakeServer([]) as srv:
         srv.start()
-        for api, flag in apis:
-            # Gemini is bit 7 of byte 0; the others bit 0 of byte 1.
-            b0, flag = flag & 0x80, flag & 0x7f
+        for api, b0, b1 in apis:
             for name, step in dict(steps, **(GEMINI_STEPS if api == "gemini" else {})).items():
                 status, body = capture(srv, api, step)
-                # byte 0: the read size (0: whole), byte 1: API bit, limit bit, status bits.
+                # byte 0: the read size (0: whole) and Gemini's bit; byte 1: API bits,
+                # limit bit, status bits 2-6.
                 put("sse", "%s-%s" % (api, name),
-                    bytes([b0, flag | ((status - 400) // 3 % 64) << 2]) + body)
-                put("sse", "%s-%s-split7" % (api, name), bytes([b0 | 7, flag]) + body)
-
+                    bytes([b0, b1 | ((status - 400) // 3 % 32) << 2]) + body)
+                put("sse", "%s-%s-split7" % (api, name), bytes([b0 | 7, b1]) + body)
+    if apis != SSE_APIS:
+        return
     oai = ('data: {"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}\n\n'
            'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
     put("sse", "openai-crlf", b"\x00\x00" + oai.replace("\n", "\r\n").encode())
@@ -315,7 +334,7 @@ def jsonscan_seeds():
         body = b[2:].replace(b"\r\n", b"\n")
         datas = [l[5:].lstrip(b" ") for l in body.split(b"\n") if l.startswith(b"data:")]
         if datas:
-            api = 4 if b[0] & 0x80 else b[1] & 1
+            api = 4 if b[0] & 0x80 else b[1] & 0x81
             put("jsonscan", name, bytes([api]) + b"\n".join(datas[:64]))
 
 
@@ -323,6 +342,7 @@ def main():
     jsontext_seeds()
     rpc_seeds()
     sse_seeds()
+    sse_seeds(RESPONSES_APIS, RESPONSES_STEPS)
     jsonscan_seeds()
     settings_seeds()
     hint_seeds()

@@ -690,7 +690,7 @@ START_TEST(test_api_format_names_are_pis)
 {
 	ck_assert_ptr_eq(api_formats_find("openai-completions"), &api_openai_format);
 	ck_assert_ptr_eq(api_formats_find("anthropic-messages"), &api_anthropic_format);
-	ck_assert_ptr_null(api_formats_find("openai-responses"));
+	ck_assert_ptr_null(api_formats_find("openai-codex-responses"));
 	ck_assert_ptr_null(api_formats_find(NULL));
 }
 END_TEST

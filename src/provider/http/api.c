@@ -280,6 +280,16 @@ void api_stream_thinking(struct api_stream *self, const char *text, size_t len)
 	self->sink.thinking_delta(self->sink.ctx, text, len);
 }
 
+void api_stream_thinking_start(struct api_stream *self)
+{
+	if (!has_thinking(self) || self->thinking_open)
+		return;
+	api_stream_begin(self);
+	close_text(self);
+	self->thinking_open = true;
+	self->sink.thinking_start(self->sink.ctx);
+}
+
 void api_stream_thinking_end(struct api_stream *self, const char *signature, size_t len,
 			     bool redacted)
 {

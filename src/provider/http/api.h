@@ -120,6 +120,7 @@ struct api_stream {
 	int64_t input_tokens;       /* in [0, NUMBER_MAX] (api_stream_usage) */
 	int64_t output_tokens;
 	bool bad_usage_logged;      /* a rejected count was logged */
+	unsigned format_flags;      /* the format's own state, 0 at init */
 	char error[API_ERROR_MAX];  /* the failure, or the text for stop == STOP_ERROR */
 };
 
@@ -216,6 +217,10 @@ void api_stream_text(struct api_stream *self, const char *text, size_t len);
  * is closed first); empty ones are dropped. Nothing reaches a sink without
  * thinking callbacks. */
 void api_stream_thinking(struct api_stream *self, const char *text, size_t len);
+/* Opens a thinking block (start/thinking_start as needed, an open text
+ * block closed first) before any text arrives: a reasoning item that may
+ * stay empty. Nothing when one is open or the sink has no thinking. */
+void api_stream_thinking_start(struct api_stream *self);
 /* Closes the open thinking block with its signature (borrowed, len bytes;
  * NULL: none). With redacted, opens one first when none is open (an
  * encrypted block has no text). */

@@ -5,11 +5,14 @@
 #include "provider/http/api_anthropic.h"
 #include "provider/http/api_gemini.h"
 #include "provider/http/api_openai.h"
+#include "provider/http/api_responses.h"
 
 static const struct api_format *const formats[] = {
 	&api_openai_format,
 	&api_anthropic_format,
 	&api_gemini_format,
+	&api_responses_format,
+	&api_azure_responses_format,
 };
 
 const struct api_format *api_formats_find(const char *name)

@@ -88,7 +88,7 @@ json_t *provider_http_builtins(void)
 			 " s:{s:s, s:s, s:s, s:[s, s, s]},"
 			 " s:{s:s, s:s, s:s, s:[s, s]},"
 			 " s:{s:s, s:s, s:[s, s]}}",
-			 "openai", "api", "openai-completions", "baseUrl", "https://api.openai.com/v1",
+			 "openai", "api", "openai-responses", "baseUrl", "https://api.openai.com/v1",
 			 "apiKeyEnv", "OPENAI_API_KEY", "models", "gpt-4.1-mini", "gpt-4.1", "gpt-4o-mini",
 			 "anthropic", "api", "anthropic-messages", "baseUrl", "https://api.anthropic.com/v1",
 			 "apiKeyEnv", "ANTHROPIC_API_KEY", "models", "claude-sonnet-4-5",
@@ -231,7 +231,15 @@ static int check_config(const char *name, const json_t *cfg, char *err, size_t e
 	v = json_object_get(cfg, "api");
 	if (!json_is_string(v) || api_formats_find(json_string_value(v)) == NULL)
 		return errbuf_set(err, errlen, "providers.%s.api must be \"openai-completions\", "
-			          "\"anthropic-messages\" or \"google-generative-ai\"", name);
+			          "\"openai-responses\", \"azure-openai-responses\", \"anthropic-messages\" or "
+			          "\"google-generative-ai\"", name);
+	/* Azure's api-version goes into the URL's query as it is. */
+	v = json_object_get(cfg, "apiVersion");
+	if (v != NULL && (!json_is_string(v) || json_string_length(v) == 0 ||
+			  strspn(json_string_value(v), "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				 "0123456789.-_") != json_string_length(v)))
+		return errbuf_set(err, errlen, "providers.%s.apiVersion must be a version such as "
+			          "\"v1\" or \"2025-04-01-preview\"", name);
 	v = json_object_get(cfg, "baseUrl");
 	if (!json_is_string(v) || (strncmp(json_string_value(v), "http://", 7) != 0 &&
 				   strncmp(json_string_value(v), "https://", 8) != 0))
