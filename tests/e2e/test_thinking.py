@@ -306,6 +306,18 @@ class OpenAIReasoning(ThinkingCase):
                                                "content": [{"type": "text", "text": "hi"}]})
         d.finish()
 
+    def test_the_thinking_level_reaches_the_request_as_reasoning_effort(self):
+        d, srv = self.start([{"text": "one"}, {"text": "two"}])
+        _, r = self.command(d, {"type": "set_thinking_level", "level": "high"})
+        self.assertTrue(r["success"], r)
+        self.run_prompt(d, "q")
+        self.assertEqual(srv.wait_requests(1)[0]["body"].get("reasoning_effort"), "high")
+        _, r = self.command(d, {"type": "set_thinking_level", "level": "off"})
+        self.assertTrue(r["success"], r)
+        self.run_prompt(d, "again")
+        self.assertNotIn("reasoning_effort", srv.wait_requests(2)[1]["body"])
+        d.finish()
+
 
 if __name__ == "__main__":
     unittest.main()

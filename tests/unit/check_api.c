@@ -1031,11 +1031,92 @@ START_TEST(test_anthropic_thinking_off_disabled_adaptive_and_no_reasoning)
 }
 END_TEST
 
+/* pi's reasoning knob for chat completions: reasoning_effort from the
+ * level through the model's thinkingLevelMap, OpenRouter's reasoning
+ * object, nothing on a model without reasoning. */
+static json_t *openai_body(const char *options, const char *level, bool reasoning)
+{
+	json_t *messages = load("[{\"role\":\"user\",\"content\":\"q\"}]");
+	json_t *opts = load(options);
+	struct api_request req = { .messages = messages, .model = "m", .thinking_level = level,
+				   .reasoning = reasoning, .options = opts };
+	json_t *body = api_openai_format.request(&req);
+
+	json_decref(messages);
+	json_decref(opts);
+	return body;
+}
+
+START_TEST(test_openai_request_maps_the_thinking_level_as_pi_does)
+{
+	static const char plain[] = "{\"baseUrl\":\"http://127.0.0.1/v1\",\"models\":[\"m\"]}";
+	static const char mapped[] = "{\"baseUrl\":\"http://127.0.0.1/v1\",\"models\":[{\"id\":\"m\","
+				     "\"thinkingLevelMap\":{\"high\":\"max\",\"off\":\"minimal\"}}]}";
+	static const char router[] = "{\"baseUrl\":\"https://openrouter.ai/api/v1\",\"models\":[\"m\"]}";
+	json_t *b;
+
+	b = openai_body(plain, "high", true);
+	ck_assert_str_eq(json_string_value(json_object_get(b, "reasoning_effort")), "high");
+	json_decref(b);
+	b = openai_body(plain, "off", true);
+	ck_assert_ptr_null(json_object_get(b, "reasoning_effort"));
+	json_decref(b);
+	b = openai_body(plain, "high", false);
+	ck_assert_ptr_null(json_object_get(b, "reasoning_effort"));
+	ck_assert_ptr_null(json_object_get(b, "reasoning"));
+	json_decref(b);
+	b = openai_body(mapped, "high", true);
+	ck_assert_str_eq(json_string_value(json_object_get(b, "reasoning_effort")), "max");
+	json_decref(b);
+	b = openai_body(mapped, "off", true);
+	ck_assert_str_eq(json_string_value(json_object_get(b, "reasoning_effort")), "minimal");
+	json_decref(b);
+	b = openai_body(router, "low", true);
+	assert_json_eq(json_object_get(b, "reasoning"), "{\"effort\":\"low\"}");
+	ck_assert_ptr_null(json_object_get(b, "reasoning_effort"));
+	json_decref(b);
+	b = openai_body(router, "off", true);
+	assert_json_eq(json_object_get(b, "reasoning"), "{\"effort\":\"none\"}");
+	json_decref(b);
+}
+END_TEST
+
+/* A signature means something only to the model and API that made it:
+ * Anthropic refuses a foreign one with a 400 (pi's transformMessages). */
+START_TEST(test_anthropic_request_sends_another_models_thinking_as_text_only)
+{
+	static const char *const from[] = { "\"api\":\"anthropic-messages\",\"model\":\"other\"",
+					    "\"api\":\"google-generative-ai\",\"model\":\"m\"", "" };
+
+	for (size_t i = 0; i < sizeof(from) / sizeof(from[0]); i++) {
+		char text[1024];
+		json_t *messages, *a;
+
+		snprintf(text, sizeof(text),
+			 "[{\"role\":\"user\",\"content\":\"q\"},"
+			 "{\"role\":\"assistant\",\"stopReason\":\"stop\",%s%s\"content\":["
+			 "{\"type\":\"thinking\",\"thinking\":\"signed\",\"thinkingSignature\":\"SIG\"},"
+			 "{\"type\":\"thinking\",\"thinking\":\"x\",\"thinkingSignature\":\"D\",\"redacted\":true},"
+			 "{\"type\":\"text\",\"text\":\"answer\"}]},"
+			 "{\"role\":\"user\",\"content\":\"next\"}]", from[i], from[i][0] ? "," : "");
+		messages = load(text);
+		a = api_anthropic_request(messages, "m", 100);
+		assert_json_eq(json_array_get(json_object_get(a, "messages"), 1),
+			       "{\"role\":\"assistant\",\"content\":["
+			       "{\"type\":\"text\",\"text\":\"signed\"},"
+			       "{\"type\":\"text\",\"text\":\"answer\"}]}");
+		json_decref(a);
+		json_decref(messages);
+	}
+}
+END_TEST
+
 START_TEST(test_anthropic_request_sends_earlier_thinking_back_as_pi_does)
 {
 	json_t *messages = load(
 		"[{\"role\":\"user\",\"content\":\"q\"},"
-		"{\"role\":\"assistant\",\"stopReason\":\"stop\",\"content\":["
+		"{\"role\":\"assistant\",\"stopReason\":\"stop\",\"api\":\"anthropic-messages\","
+		"\"model\":\"m\",\"content\":["
 		"{\"type\":\"thinking\",\"thinking\":\"signed\",\"thinkingSignature\":\"SIG\"},"
 		"{\"type\":\"thinking\",\"thinking\":\"[Reasoning redacted]\",\"thinkingSignature\":\"DATA\",\"redacted\":true},"
 		"{\"type\":\"thinking\",\"thinking\":\"unsigned\"},"
@@ -1139,6 +1220,8 @@ Suite *api_suite(void)
 	tcase_add_test(misc, test_anthropic_thinking_budget_and_max_tokens_follow_the_level_as_pi_maps_them);
 	tcase_add_test(misc, test_anthropic_thinking_off_disabled_adaptive_and_no_reasoning);
 	tcase_add_test(misc, test_anthropic_request_sends_earlier_thinking_back_as_pi_does);
+	tcase_add_test(misc, test_anthropic_request_sends_another_models_thinking_as_text_only);
+	tcase_add_test(misc, test_openai_request_maps_the_thinking_level_as_pi_does);
 	suite_add_tcase(s, oai);
 	suite_add_tcase(s, ant);
 	suite_add_tcase(s, misc);

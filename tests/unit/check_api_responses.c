@@ -571,6 +571,19 @@ static const char input_items[] =
 	"{\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"output_text\",\"text\":\"A logo.\","
 	"\"annotations\":[]}],\"status\":\"completed\",\"id\":\"msg_3\"}]";
 
+/* pi asks for min(maxTokens, 32000). */
+START_TEST(test_responses_request_caps_max_output_tokens_at_32000_like_pi)
+{
+	json_t *messages = load("[{\"role\":\"user\",\"content\":\"q\"}]");
+	struct api_request req = { .messages = messages, .model = "gpt-5", .max_tokens = 128000 };
+	json_t *body = api_responses_format.request(&req);
+
+	ck_assert_int_eq(json_integer_value(json_object_get(body, "max_output_tokens")), 32000);
+	json_decref(body);
+	json_decref(messages);
+}
+END_TEST
+
 START_TEST(test_responses_request_sends_the_conversation_as_input_items_like_pi)
 {
 	json_t *messages = load(conversation);
@@ -787,6 +800,7 @@ Suite *api_responses_suite(void)
 	tcase_add_test(quick, test_responses_anything_else_goes_to_jansson_with_the_same_result);
 	suite_add_tcase(s, quick);
 	tcase_add_test(req, test_responses_request_sends_the_conversation_as_input_items_like_pi);
+	tcase_add_test(req, test_responses_request_caps_max_output_tokens_at_32000_like_pi);
 	tcase_add_test(req, test_responses_request_refuses_no_model_or_a_non_array_context);
 	tcase_add_test(req, test_responses_thinking_levels_map_to_effort_like_pi);
 	tcase_add_test(req, test_responses_thinking_level_map_of_the_model_entry_is_used);

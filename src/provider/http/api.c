@@ -480,7 +480,33 @@ static int add_text(json_t *parts, const json_t *text)
 /* The parts of a message (content: string or array): its texts, and its
  * images when image is not NULL. Formats refuse empty text parts, so they
  * are left out. */
-static json_t *content_parts(const json_t *content, api_image_fn image, api_thinking_fn thinking)
+const json_t *api_model_entry(const struct api_request *req)
+{
+	const json_t *m;
+	size_t i;
+
+	if (req->model == NULL)
+		return NULL;
+	json_array_foreach(json_object_get(req->options, "models"), i, m) {
+		const char *id = json_string_value(json_object_get(m, "id"));
+
+		if (id != NULL && strcmp(id, req->model) == 0)
+			return m;
+	}
+	return NULL;
+}
+
+bool api_same_model(const json_t *msg, const char *api, const char *model)
+{
+	const char *a = json_string_value(json_object_get(msg, "api"));
+	const char *m = json_string_value(json_object_get(msg, "model"));
+
+	return a != NULL && m != NULL && api != NULL && model != NULL && strcmp(a, api) == 0 &&
+	       strcmp(m, model) == 0;
+}
+
+static json_t *content_parts(const json_t *content, api_image_fn image, api_thinking_fn thinking,
+			     bool same)
 {
 	json_t *parts = json_array();
 	const json_t *part;
@@ -506,7 +532,7 @@ static json_t *content_parts(const json_t *content, api_image_fn image, api_thin
 			if (json_array_append_new(parts, image(mime, data)) != 0)
 				goto fail;
 		} else if (thinking != NULL && strcmp(type, "thinking") == 0) {
-			if (thinking(parts, part) != 0)
+			if (thinking(parts, part, same) != 0)
 				goto fail;
 		}
 	}
@@ -518,11 +544,11 @@ fail:
 
 json_t *api_messages(const json_t *messages, api_image_fn image)
 {
-	return api_messages_thinking(messages, image, NULL);
+	return api_messages_thinking(messages, image, NULL, NULL, NULL);
 }
 
 json_t *api_messages_thinking(const json_t *messages, api_image_fn image,
-			      api_thinking_fn thinking)
+			      api_thinking_fn thinking, const char *api, const char *model)
 {
 	json_t *out;
 	const json_t *msg;
@@ -540,7 +566,7 @@ json_t *api_messages_thinking(const json_t *messages, api_image_fn image,
 		if (!user && !(is_role(msg, "assistant") && !assistant_failed(msg)))
 			continue;
 		parts = content_parts(json_object_get(msg, "content"), user ? image : NULL,
-				      user ? NULL : thinking);
+				      user ? NULL : thinking, !user && api_same_model(msg, api, model));
 		if (parts == NULL)
 			goto fail;
 		if (json_array_size(parts) == 0) {

@@ -185,14 +185,27 @@ json_t *api_messages(const json_t *messages, api_image_fn image);
 /* A thinking block of an assistant message ({type:"thinking", thinking,
  * thinkingSignature?, redacted?}, borrowed) in a format's shape: appends
  * what the format sends for it (nothing, or one or more parts) to parts.
- * Returns 0, or -1 when memory runs out. */
-typedef int (*api_thinking_fn)(json_t *parts, const json_t *block);
+ * same: the message came from the model and API of this request, so its
+ * signature means something to the provider (pi's transformMessages: only
+ * then does a block go back as thinking). Returns 0, or -1 when memory runs
+ * out. */
+typedef int (*api_thinking_fn)(json_t *parts, const json_t *block, bool same);
+
+/* The request's model entry in the provider's settings (options.models[]
+ * whose id is req->model; borrowed), or NULL when it is not listed or is a
+ * bare id. */
+const json_t *api_model_entry(const struct api_request *req);
+
+/* True when the assistant message msg (borrowed) was answered by model over
+ * the API named api (pi's isSameProviderAndModel; the provider's own name is
+ * not known to a format). */
+bool api_same_model(const json_t *msg, const char *api, const char *model);
 
 /* api_messages(), with the thinking blocks of assistant messages given to
  * thinking in their place among the text parts (api_messages() drops
- * them). */
+ * them); api and model (borrowed) are the request's, for `same`. */
 json_t *api_messages_thinking(const json_t *messages, api_image_fn image,
-			      api_thinking_fn thinking);
+			      api_thinking_fn thinking, const char *api, const char *model);
 
 /* Wire text for an error message: control characters → spaces, key-like
  * words masked, cut at a UTF-8 boundary to at most API_TEXT_MAX bytes and

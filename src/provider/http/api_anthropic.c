@@ -235,13 +235,15 @@ static json_t *image_block(const json_t *mime, const json_t *data)
 
 /* pi's convertMessages: a redacted block goes back as its encrypted data,
  * a signed one as itself, one without a signature (an aborted stream) as
- * plain text, an empty one not at all. */
-static int thinking_part(json_t *parts, const json_t *block)
+ * plain text, an empty one not at all. A block from another model or API
+ * (pi's transformMessages) carries a signature Anthropic would refuse with
+ * a 400: its text goes as plain text, a redacted one not at all. */
+static int thinking_part(json_t *parts, const json_t *block, bool same)
 {
 	const json_t *text = json_object_get(block, "thinking");
 	const json_t *sig = json_object_get(block, "thinkingSignature");
 	const char *t = json_string_value(text), *p;
-	bool signed_ = json_is_string(sig) && json_string_length(sig) > 0;
+	bool signed_ = same && json_is_string(sig) && json_string_length(sig) > 0;
 
 	if (json_is_true(json_object_get(block, "redacted")))
 		return signed_ ? json_array_append_new(parts, json_pack("{s:s, s:O}", "type",
@@ -329,7 +331,8 @@ json_t *api_anthropic_request_for(const struct api_request *req)
 
 	if (req->model == NULL)
 		return NULL;
-	out = api_messages_thinking(req->messages, image_block, thinking_part);
+	out = api_messages_thinking(req->messages, image_block, thinking_part,
+				    api_anthropic_format.name, req->model);
 	if (out == NULL)
 		return NULL;
 	body = json_pack("{s:s, s:I, s:o, s:b}", "model", req->model, "max_tokens",

@@ -280,9 +280,45 @@ json_t *api_openai_request(const json_t *messages, const char *model, int64_t ma
 
 /* ---- the table --------------------------------------------------------------- */
 
+/* pi's reasoning knob for chat completions, on a model that declares
+ * reasoning: the level (already clamped by the session) through the model's
+ * thinkingLevelMap, as `reasoning_effort` (OpenAI's style) or OpenRouter's
+ * `reasoning: {effort}`; "off" sends the map's "off" value when it names
+ * one (OpenRouter: "none" unless the map says null). */
+static int add_reasoning(json_t *body, const struct api_request *req)
+{
+	const json_t *map = json_object_get(api_model_entry(req), "thinkingLevelMap");
+	const char *level = req->thinking_level ? req->thinking_level : "off";
+	const json_t *mapped = json_object_get(map, level);
+	const char *base = json_string_value(json_object_get(req->options, "baseUrl"));
+	bool openrouter = base != NULL && strstr(base, "openrouter.ai") != NULL;
+	const char *effort;
+
+	if (!req->reasoning)
+		return 0;
+	if (strcmp(level, "off") == 0) {
+		if (json_is_null(mapped) && openrouter)
+			return 0;
+		effort = json_is_string(mapped) ? json_string_value(mapped) : openrouter ? "none" : NULL;
+		if (effort == NULL)
+			return 0;
+	} else {
+		effort = json_is_string(mapped) ? json_string_value(mapped) : level;
+	}
+	if (openrouter)
+		return json_object_set_new(body, "reasoning", json_pack("{s:s}", "effort", effort));
+	return json_object_set_new(body, "reasoning_effort", json_string(effort));
+}
+
 static json_t *request(const struct api_request *req)
 {
-	return api_openai_request(req->messages, req->model, req->max_tokens);
+	json_t *body = api_openai_request(req->messages, req->model, req->max_tokens);
+
+	if (body != NULL && add_reasoning(body, req) != 0) {
+		json_decref(body);
+		return NULL;
+	}
+	return body;
 }
 
 static int quick(const struct sse_event *ev, struct api_quick *q)

@@ -284,21 +284,6 @@ int api_responses_quick(const char *data, size_t len, struct api_quick *q)
 static const char *const levels[] = { "off", "minimal", "low", "medium", "high", "xhigh" };
 #define NLEVELS (sizeof(levels) / sizeof(levels[0]))
 
-/* The model's entry in the provider's settings, or NULL. */
-static const json_t *model_entry(const struct api_request *req)
-{
-	const json_t *m;
-	size_t i;
-
-	json_array_foreach(json_object_get(req->options, "models"), i, m) {
-		const json_t *id = json_is_object(m) ? json_object_get(m, "id") : m;
-
-		if (req->model != NULL && str_is(id, req->model))
-			return m;
-	}
-	return NULL;
-}
-
 static bool supported(const json_t *map, size_t level)
 {
 	const json_t *mapped = json_object_get(map, levels[level]);
@@ -334,7 +319,7 @@ static size_t clamp_level(const json_t *map, const char *level)
 
 const char *api_responses_effort(const struct api_request *req, bool *summary)
 {
-	const json_t *map = json_object_get(model_entry(req), "thinkingLevelMap");
+	const json_t *map = json_object_get(api_model_entry(req), "thinkingLevelMap");
 	const json_t *mapped;
 	size_t level;
 
@@ -529,8 +514,10 @@ static json_t *build(const struct api_request *req, const char *api, bool store)
 		return NULL;
 	if (store)
 		rc |= json_object_set_new(body, "store", json_false());
+	/* pi asks for the model's maxTokens, at most 32000 (buildBaseOptions). */
 	if (req->max_tokens > 0)
-		rc |= json_object_set_new(body, "max_output_tokens", json_integer(req->max_tokens));
+		rc |= json_object_set_new(body, "max_output_tokens",
+					  json_integer(req->max_tokens < 32000 ? req->max_tokens : 32000));
 	effort = api_responses_effort(req, &summary);
 	if (effort != NULL && summary) {
 		rc |= json_object_set_new(body, "reasoning", json_pack("{s:s, s:s}", "effort", effort,
