@@ -218,13 +218,32 @@ START_TEST(test_unsigned_thoughts_close_at_the_text_and_a_text_signature_is_drop
 }
 END_TEST
 
-START_TEST(test_a_signature_only_part_ends_the_open_thoughts)
+/* pi reads a part with no text as no content, its signature too. */
+START_TEST(test_a_signature_only_part_is_no_content)
 {
 	static const char body[] = CHUNK("{\"text\":\"hmm\",\"thought\":true}")
 		CHUNK("{\"thoughtSignature\":\"c2ln\"}") FINISH("STOP", USAGE);
 	struct outcome o = decode(body);
 
-	ck_assert_str_eq(o.log, "start;thinking_start;thinking_delta:hmm;thinking_end:c2ln;");
+	ck_assert_str_eq(o.log, "start;thinking_start;thinking_delta:hmm;thinking_end:;");
+	free(o.log);
+}
+END_TEST
+
+/* Some backends sign only the first thought delta: the block stays one,
+ * and keeps the signature (pi's retainThoughtSignature); a later one
+ * replaces it. */
+START_TEST(test_thoughts_stay_one_block_keeping_the_latest_signature)
+{
+	static const char body[] =
+		CHUNK("{\"text\":\"a\",\"thought\":true,\"thoughtSignature\":\"czE=\"}")
+		CHUNK("{\"text\":\"b\",\"thought\":true}")
+		CHUNK("{\"text\":\"c\",\"thought\":true,\"thoughtSignature\":\"czI=\"}")
+		CHUNK("{\"text\":\"Answer\"}") FINISH("STOP", USAGE);
+	struct outcome o = decode(body);
+
+	ck_assert_str_eq(o.log, "start;thinking_start;thinking_delta:a;thinking_delta:b;"
+				"thinking_delta:c;thinking_end:czI=;text_start;delta(Answer);text_end;");
 	free(o.log);
 }
 END_TEST
@@ -486,7 +505,8 @@ Suite *api_gemini_suite(void)
 	tcase_add_test(tc, test_a_blocked_prompt_ends_the_answer_as_an_error);
 	tcase_add_test(tc, test_thought_parts_are_a_thinking_block_closed_by_their_signature);
 	tcase_add_test(tc, test_unsigned_thoughts_close_at_the_text_and_a_text_signature_is_dropped);
-	tcase_add_test(tc, test_a_signature_only_part_ends_the_open_thoughts);
+	tcase_add_test(tc, test_a_signature_only_part_is_no_content);
+	tcase_add_test(tc, test_thoughts_stay_one_block_keeping_the_latest_signature);
 	tcase_add_test(tc, test_an_error_object_fails_with_code_status_and_message);
 	tcase_add_test(tc, test_error_objects_without_a_code_or_status_still_fail);
 	tcase_add_test(tc, test_malformed_data_fails_and_is_no_error_object);

@@ -307,6 +307,20 @@ void api_stream_thinking_end(struct api_stream *self, const char *signature, siz
 	self->sink.thinking_end(self->sink.ctx, signature, signature != NULL ? len : 0, redacted);
 }
 
+void api_stream_thinking_sign(struct api_stream *self, const char *sig, size_t len)
+{
+	if (!self->thinking_open || len == 0)
+		return;
+	if (len >= sizeof(self->held_signature)) {
+		LOG_DEBUG("dropped a thinking signature of %zu bytes (at most %zu are kept)", len,
+			  sizeof(self->held_signature) - 1);
+		return;
+	}
+	memcpy(self->held_signature, sig, len);
+	self->held_signature[len] = '\0';
+	self->thinking_signature = self->held_signature;
+}
+
 /* A thinking block closed by what comes after it. */
 static void close_thinking(struct api_stream *self)
 {

@@ -26,6 +26,10 @@
 /* Error texts taken from the wire are cut to this many bytes. */
 #define API_TEXT_MAX 300
 #define API_ERROR_MAX 512
+/* The longest thinking signature held for a block that is still open
+ * (Gemini's thoughtSignature; a longer one is dropped, and the block goes
+ * back unsigned, as text). */
+#define API_SIGNATURE_MAX 16384
 
 /* The attempt succeeds only when the format's terminal marker arrived;
  * otherwise it fails with this text, which the classifier retries. */
@@ -106,8 +110,12 @@ struct api_stream {
 	bool text_open;             /* text_start() called, text_end() not yet */
 	bool thinking_open;         /* thinking_start() called, thinking_end() not yet */
 	/* The signature a thinking block gets when something else closes it
-	 * (a text delta, the end): a format's static text, or NULL. */
+	 * (a text delta, the end): a format's static text, held_signature, or
+	 * NULL. */
 	const char *thinking_signature;
+	/* A signature the stream sent for the open block before its end
+	 * (api_stream_thinking_sign), NUL-terminated. */
+	char held_signature[API_SIGNATURE_MAX];
 	bool complete;              /* the terminal marker arrived */
 	bool done;                  /* nothing more is expected: [DONE] / message_stop */
 	bool failed;
@@ -234,6 +242,10 @@ void api_stream_thinking(struct api_stream *self, const char *text, size_t len);
  * block closed first) before any text arrives: a reasoning item that may
  * stay empty. Nothing when one is open or the sink has no thinking. */
 void api_stream_thinking_start(struct api_stream *self);
+/* Holds sig (borrowed, len bytes; the latest one wins) as the open
+ * thinking block's signature, given when the block closes; the block stays
+ * open. Ignored while no thinking block is open. */
+void api_stream_thinking_sign(struct api_stream *self, const char *sig, size_t len);
 /* Closes the open thinking block with its signature (borrowed, len bytes;
  * NULL: none). With redacted, opens one first when none is open (an
  * encrypted block has no text). */

@@ -152,18 +152,19 @@ static void take_part(struct api_stream *self, const json_t *part)
 	const json_t *text = json_object_get(part, "text");
 	const json_t *sig = signature_of(part);
 
+	/* As pi reads parts: one with no text is no content; thoughts are one
+	 * block until a text part or the end closes it, and keep the latest
+	 * signature any of their parts carried (pi's retainThoughtSignature:
+	 * some backends sign only the first delta). A text part's signature
+	 * (pi's textSignature) has nowhere to go in retryd's blocks. */
+	if (!json_is_string(text))
+		return;
 	if (json_is_true(json_object_get(part, "thought"))) {
-		if (json_is_string(text))
-			api_stream_thinking(self, json_string_value(text), json_string_length(text));
-		/* The signature belongs to this part: it closes the block. */
-		if (sig != NULL && self->thinking_open)
-			api_stream_thinking_end(self, json_string_value(sig), json_string_length(sig),
-						false);
-	} else if (json_is_string(text)) {
+		api_stream_thinking(self, json_string_value(text), json_string_length(text));
+		if (sig != NULL)
+			api_stream_thinking_sign(self, json_string_value(sig), json_string_length(sig));
+	} else {
 		api_stream_text(self, json_string_value(text), json_string_length(text));
-	} else if (sig != NULL && self->thinking_open) {
-		/* A part that is only a signature ends the thoughts before it. */
-		api_stream_thinking_end(self, json_string_value(sig), json_string_length(sig), false);
 	}
 	/* functionCall parts: retryd offers no tools. */
 }
