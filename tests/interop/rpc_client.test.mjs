@@ -11,7 +11,8 @@
 // prompt, after the whole chain, so they return with the final answer.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -161,4 +162,36 @@ test("unknown commands answer with their id, so RpcClient does not wait 30 s", {
 		await assert.rejects(client.cycleModel(), /cycle_model is not supported/);
 		assert.ok(Date.now() - t0 < 5000);
 	});
+});
+
+// The README's "editor or pi RpcClient" recipe, run as written: only the
+// launcher path (the repository's, not an install's) and the provider (the
+// sim provider, for an answer without an account) are put in.
+test("the README's RpcClient recipe runs as written", { timeout: 30000 }, async () => {
+	const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+	const recipe = readme.match(/```js\n([\s\S]*?)```/);
+	assert.ok(recipe, "README.md lost its js recipe");
+	let code = recipe[1];
+	assert.match(code, /cliPath: .*retryd-rpc\.mjs`,/);
+	code = code.replace(/cliPath: .*,\n/, `cliPath: ${JSON.stringify(LAUNCHER)},\n`);
+	code = code.replace(/args: \[[^\]]*\]/, `args: ${JSON.stringify([
+		"--no-session", "--set", "retry.baseDelayMs=10",
+		"--sim-plan", JSON.stringify([{ error: "529 overloaded_error" }, { text: "one line" }])])}`);
+	// Placed beside pi's node_modules, so its import resolves as in a user's project.
+	const file = join(PI_PREFIX, "readme-recipe.mjs");
+	writeFileSync(file, code);
+	const home = mkdtempSync(join(tmpdir(), "retryd-readme-"));
+	try {
+		const r = spawnSync(process.execPath, [file], {
+			env: { ...process.env, RETRYD, HOME: home, XDG_CONFIG_HOME: join(home, "c"),
+				XDG_STATE_HOME: join(home, "s"), XDG_RUNTIME_DIR: home },
+			encoding: "utf8", timeout: 20000,
+		});
+		assert.equal(r.status, 0, r.stderr);
+		assert.equal(r.stdout, "one line\n");
+		assert.match(r.stderr, /retry 1: 529 overloaded_error/);
+	} finally {
+		rmSync(file, { force: true });
+		rmSync(home, { recursive: true, force: true });
+	}
 });
