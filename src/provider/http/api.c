@@ -378,23 +378,26 @@ int api_stream_sse_cb(void *ctx, const struct sse_event *ev)
 	return api_stream_event(ctx, ev) != 0 ? 1 : 0;
 }
 
-static void take_count(struct api_stream *self, const json_t *v, int64_t *count, const char *what)
+bool api_stream_count(struct api_stream *self, const json_t *v, int64_t *count)
 {
 	int64_t n;
 	enum number_read r = number_from_json(v, &n);
 
 	if (r > 0) {
 		*count = n;
-	} else if (r == NUMBER_REJECTED && !self->bad_usage_logged) {
-		self->bad_usage_logged = true;
-		LOG_DEBUG("ignored the provider's %s token count: not a whole number >= 0", what);
+		return true;
 	}
+	if (r == NUMBER_REJECTED && !self->bad_usage_logged) {
+		self->bad_usage_logged = true;
+		LOG_DEBUG("ignored a token count of the provider's: not a whole number >= 0");
+	}
+	return false;
 }
 
 void api_stream_usage(struct api_stream *self, const json_t *input, const json_t *output)
 {
-	take_count(self, input, &self->input_tokens, "input");
-	take_count(self, output, &self->output_tokens, "output");
+	api_stream_count(self, input, &self->input_tokens);
+	api_stream_count(self, output, &self->output_tokens);
 }
 
 bool api_stream_done(const struct api_stream *self)
@@ -413,6 +416,9 @@ void api_stream_end(struct api_stream *self, struct provider_result *out)
 	out->hint_ms = -1;
 	out->input_tokens = self->input_tokens;
 	out->output_tokens = self->output_tokens;
+	out->cache_read_tokens = self->cache_read_tokens;
+	out->cache_write_tokens = self->cache_write_tokens;
+	out->total_tokens = self->total_tokens;
 	if (self->failed) {
 		out->stop = STOP_ERROR;
 		out->error_message = self->error;

@@ -117,8 +117,13 @@ struct api_stream {
 	 * provider hands to the classifier. */
 	bool error_object;
 	enum stop_reason stop;      /* from the finish/stop reason */
-	int64_t input_tokens;       /* in [0, NUMBER_MAX] (api_stream_usage) */
+	/* The usage so far, as provider_result carries it; each in [0,
+	 * NUMBER_MAX] (api_stream_count). */
+	int64_t input_tokens;
 	int64_t output_tokens;
+	int64_t cache_read_tokens;
+	int64_t cache_write_tokens;
+	int64_t total_tokens;       /* the format's reported total, or 0 */
 	bool bad_usage_logged;      /* a rejected count was logged */
 	unsigned format_flags;      /* the format's own state, 0 at init */
 	char error[API_ERROR_MAX];  /* the failure, or the text for stop == STOP_ERROR */
@@ -150,7 +155,7 @@ bool api_stream_done(const struct api_stream *self);
 
 /* The end of the body (or of the attempt): closes an open text block
  * (text_end) and fills *out — stop, error_message (borrowed from self, valid
- * until self is initialised again), tokens; hint_ms is -1. */
+ * until self is initialised again), the token counts; hint_ms is -1. */
 void api_stream_end(struct api_stream *self, struct provider_result *out);
 
 /* pi-style text for an HTTP error response: "<status> <message>", the
@@ -226,10 +231,15 @@ void api_stream_thinking_start(struct api_stream *self);
  * encrypted block has no text). */
 void api_stream_thinking_end(struct api_stream *self, const char *signature, size_t len,
 			     bool redacted);
-/* A usage report's counts (borrowed; NULL when absent) through
+/* One count of a usage report (v borrowed; NULL when absent) through
  * number_from_json(): a count above NUMBER_MAX is saturated; a negative,
- * fractional or non-numeric one is ignored like an absent one (the count
- * keeps its earlier value, 0 at first), logged at debug once a stream. */
+ * fractional or non-numeric one is ignored like an absent one, logged at
+ * debug once a stream. Returns true and sets *count when v is taken, else
+ * false with *count as it was. */
+bool api_stream_count(struct api_stream *self, const json_t *v, int64_t *count);
+/* A usage report's input and output counts (borrowed; NULL when absent),
+ * each through api_stream_count(): an ignored one keeps its earlier value
+ * (0 at first). */
 void api_stream_usage(struct api_stream *self, const json_t *input, const json_t *output);
 
 /* A format's quick reader starts with this: q emptied, js (the reader's
