@@ -469,9 +469,7 @@ static bool nonempty_string(const json_t *v)
 	return json_is_string(v) && json_string_length(v) > 0;
 }
 
-/* pi drops assistant turns that ended in "error" or "aborted" from what it
- * sends: the retry goes on from the last good state. */
-static bool assistant_failed(const json_t *msg)
+bool api_assistant_failed(const json_t *msg)
 {
 	const char *stop = json_string_value(json_object_get(msg, "stopReason"));
 
@@ -527,8 +525,8 @@ json_t *api_messages(const json_t *messages, api_image_fn image)
 	return api_messages_thinking(messages, image, NULL);
 }
 
-json_t *api_messages_thinking(const json_t *messages, api_image_fn image,
-			      api_thinking_fn thinking)
+json_t *api_messages_map(const json_t *messages, const char *assistant_role,
+			 const char *parts_key, api_parts_fn parts, void *ctx)
 {
 	json_t *out;
 	const json_t *msg;
@@ -541,24 +539,45 @@ json_t *api_messages_thinking(const json_t *messages, api_image_fn image,
 		return NULL;
 	json_array_foreach(messages, i, msg) {
 		bool user = is_role(msg, "user");
-		json_t *parts;
+		json_t *p;
 
-		if (!user && !(is_role(msg, "assistant") && !assistant_failed(msg)))
+		if (!user && !(is_role(msg, "assistant") && !api_assistant_failed(msg)))
 			continue;
-		parts = content_parts(json_object_get(msg, "content"), user ? image : NULL,
-				      user ? NULL : thinking);
-		if (parts == NULL)
+		p = parts(msg, user, ctx);
+		if (p == NULL)
 			goto fail;
-		if (json_array_size(parts) == 0) {
-			json_decref(parts);
+		if (json_array_size(p) == 0) {
+			json_decref(p);
 			continue;
 		}
-		if (json_array_append_new(out, json_pack("{s:s, s:o}", "role", user ? "user" : "assistant",
-							 "content", parts)) != 0)
+		if (json_array_append_new(out, json_pack("{s:s, s:o}", "role",
+							 user ? "user" : assistant_role,
+							 parts_key, p)) != 0)
 			goto fail;
 	}
 	return out;
 fail:
 	json_decref(out);
 	return NULL;
+}
+
+struct content_fns {
+	api_image_fn image;
+	api_thinking_fn thinking;
+};
+
+static json_t *message_parts(const json_t *msg, bool user, void *ctx)
+{
+	const struct content_fns *fns = ctx;
+
+	return content_parts(json_object_get(msg, "content"), user ? fns->image : NULL,
+			     user ? NULL : fns->thinking);
+}
+
+json_t *api_messages_thinking(const json_t *messages, api_image_fn image,
+			      api_thinking_fn thinking)
+{
+	struct content_fns fns = { image, thinking };
+
+	return api_messages_map(messages, "assistant", "content", message_parts, &fns);
 }

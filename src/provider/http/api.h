@@ -199,6 +199,26 @@ typedef int (*api_thinking_fn)(json_t *parts, const json_t *block);
 json_t *api_messages_thinking(const json_t *messages, api_image_fn image,
 			      api_thinking_fn thinking);
 
+/* One message's parts in a format's shape, for api_messages_map(): msg
+ * (borrowed) is a user message (user true) or an assistant message that
+ * did not fail; ctx as given there. Returns a new array (empty: the message
+ * is left out), or NULL when memory runs out. */
+typedef json_t *(*api_parts_fn)(const json_t *msg, bool user, void *ctx);
+
+/* The walk behind api_messages(), for a format with its own parts: a new
+ * reference (NULL when messages is not an array or memory runs out),
+ * [{"role": "user" or assistant_role, parts_key: parts(msg)}] for the user
+ * messages and the assistant messages that did not end in "error" or
+ * "aborted" (like pi, a retried attempt continues from the last good
+ * state), leaving out messages with no parts; other roles are skipped.
+ * assistant_role, parts_key: borrowed. */
+json_t *api_messages_map(const json_t *messages, const char *assistant_role,
+			 const char *parts_key, api_parts_fn parts, void *ctx);
+
+/* An assistant message (borrowed) that ended in "error" or "aborted": pi
+ * does not send it again. */
+bool api_assistant_failed(const json_t *msg);
+
 /* Wire text for an error message: control characters → spaces, key-like
  * words masked, cut at a UTF-8 boundary to at most API_TEXT_MAX bytes and
  * outlen - 1. Returns the bytes written (NUL-terminated). */

@@ -438,46 +438,15 @@ fail:
 	return NULL;
 }
 
+static json_t *message_parts(const json_t *msg, bool user, void *model)
+{
+	return user ? user_parts(json_object_get(msg, "content")) : model_parts(msg, model);
+}
+
+/* The conversation as contents: the assistant's turns are the "model"'s. */
 static json_t *contents(const json_t *messages, const char *model)
 {
-	json_t *out;
-	const json_t *msg;
-	size_t i;
-
-	if (!json_is_array(messages))
-		return NULL;
-	out = json_array();
-	if (out == NULL)
-		return NULL;
-	json_array_foreach(messages, i, msg) {
-		const char *role = json_string_value(json_object_get(msg, "role"));
-		const char *stop = json_string_value(json_object_get(msg, "stopReason"));
-		bool user;
-		json_t *parts;
-
-		if (role == NULL)
-			continue;
-		user = strcmp(role, "user") == 0;
-		if (!user && strcmp(role, "assistant") != 0)
-			continue;
-		/* A retried attempt goes on from the last good state. */
-		if (!user && stop != NULL && (strcmp(stop, "error") == 0 || strcmp(stop, "aborted") == 0))
-			continue;
-		parts = user ? user_parts(json_object_get(msg, "content")) : model_parts(msg, model);
-		if (parts == NULL)
-			goto fail;
-		if (json_array_size(parts) == 0) {
-			json_decref(parts);
-			continue;
-		}
-		if (json_array_append_new(out, json_pack("{s:s, s:o}", "role", user ? "user" : "model",
-							 "parts", parts)) != 0)
-			goto fail;
-	}
-	return out;
-fail:
-	json_decref(out);
-	return NULL;
+	return api_messages_map(messages, "model", "parts", message_parts, (void *)model);
 }
 
 /* Case-insensitive search for needle (lower case) in s. */

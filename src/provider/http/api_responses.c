@@ -477,14 +477,6 @@ static int assistant_items(json_t *input, const json_t *msg, const struct api_re
 	return (int)(json_array_size(input) - before);
 }
 
-/* pi drops assistant turns that ended in "error" or "aborted". */
-static bool assistant_failed(const json_t *msg)
-{
-	const json_t *stop = json_object_get(msg, "stopReason");
-
-	return str_is(stop, "error") || str_is(stop, "aborted");
-}
-
 static json_t *input_items(const struct api_request *req, const char *api)
 {
 	json_t *input = json_array();
@@ -509,7 +501,7 @@ static json_t *input_items(const struct api_request *req, const char *api)
 								   parts)) != 0)
 				goto fail;
 			index++;
-		} else if (str_is(role, "assistant") && !assistant_failed(msg)) {
+		} else if (str_is(role, "assistant") && !api_assistant_failed(msg)) {
 			int n = assistant_items(input, msg, req, api, index);
 
 			if (n < 0)
