@@ -8,7 +8,7 @@ real `pi --mode rpc`, normalise both event streams and show the differences.
 Each plan gets its own FakeServer (tests/fixtures/fake_llm_server.py) per side,
 so both daemons see the same scripted responses. The same command script is
 sent to both. The streams are normalised: timestamps, session ids, usage
-numbers and durations are dropped; event order, types, roles, stopReasons,
+numbers (but in the "compareUsage" plans) and durations are dropped; event order, types, roles, stopReasons,
 error messages, text, the retry fields and the command responses are kept.
 
 Then the documented differences (protocol/README.md §17, DESIGN.md §2, issue
@@ -288,6 +288,30 @@ PLANS += [
     },
 ]
 
+# Usage as pi counts it, per wire format: these plans compare the assistant
+# message_end's usage counts too (input, output, cacheRead, cacheWrite,
+# totalTokens) and get_session_stats' tokens, with cached prompt tokens in the
+# fake server's report. (No anthropic-messages plan: pi's SDK appends
+# /v1/messages to baseUrl where retryd appends /messages, so one models.json
+# entry cannot serve both sides here.)
+USAGE_STATS = {"id": "c8", "type": "get_session_stats"}
+PLANS += [
+    {
+        "name": "r-usage-" + api,
+        "api": api,
+        "compareUsage": True,
+        "expect": [],
+        "what": "%s: usage with cached prompt tokens, as pi counts it" % api,
+        "plan": [dict({"text": "hello with a warm cache", "inputTokens": 120,
+                       "outputTokens": 9, "cachedTokens": 50}, **extra)],
+        "script": [("send", PROMPT), ("settle",), ("send", USAGE_STATS),
+                   ("wait", is_response("c8"), "get_session_stats response")],
+    }
+    for api, extra in (("openai-completions", {"cacheWriteTokens": 20}),
+                       ("openai-responses", {}),
+                       (GEMINI, {"thoughtsTokens": 4}))
+]
+
 
 def base_url(url, api):
     """The provider entry's baseUrl: Gemini's ends in /v1beta, Azure's in
@@ -548,7 +572,12 @@ def msg_summary(msg):
     return s
 
 
-def normalise(ev):
+USAGE_COUNTS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+
+
+def normalise(ev, usage=False):
+    """usage: keep the assistant message_end's usage counts and
+    get_session_stats' tokens (plans with "compareUsage")."""
     t = ev.get("type")
     n = {"type": t}
     if t == "response":
@@ -566,10 +595,16 @@ def normalise(ev):
                                      if k not in PI_STATE_KEYS + ("model", "sessionId",
                                                                   "sessionFile",
                                                                   "sessionName"))
+        elif ev.get("command") == "get_session_stats" and isinstance(data, dict):
+            if usage:
+                n["data"] = {"tokens": data.get("tokens")}
         elif data is not None:
             n["data"] = data
     elif t in ("message_start", "message_end"):
         n.update(msg_summary(ev.get("message")))
+        msg = ev.get("message") or {}
+        if usage and t == "message_end" and msg.get("role") == "assistant":
+            n["usage"] = {k: (msg.get("usage") or {}).get(k) for k in USAGE_COUNTS}
     elif t == "message_update":
         ame = ev.get("assistantMessageEvent") or {}
         n["event"] = ame.get("type")
@@ -626,7 +661,8 @@ def render(n):
             if n.get("extra_keys"):
                 s += " +[%s]" % ",".join(n["extra_keys"])
         if "data" in n:
-            s += " data=%s" % short(json.dumps(n["data"]), 60)
+            s += " data=%s" % (json.dumps(n["data"], sort_keys=True) if n["command"] ==
+                               "get_session_stats" else short(json.dumps(n["data"]), 60))
         return s
     if t in ("message_start", "message_end", "turn_end"):
         s = "%s %s" % (t, n.get("role"))
@@ -636,6 +672,8 @@ def render(n):
             s += " err=%s" % short(n["err"], 70)
         if n.get("text"):
             s += " text=%s" % short(n["text"])
+        if "usage" in n:
+            s += " usage=%s" % json.dumps(n["usage"], separators=(",", ":"))
         return s
     if t == "message_update":
         s = "  update %s" % n.get("event")
@@ -1040,8 +1078,8 @@ def apply_rules(plan, pi, rd, skip=None):
 def compare(plan, pi_events, rd_events):
     """Returns (applied rules [(name, kind, lines explained)], residual diff).
     A rule's share is what the residual would grow by without it."""
-    pi = [normalise(ev) for t, ev in pi_events]
-    rd = [normalise(ev) for t, ev in rd_events]
+    pi = [normalise(ev, plan.get("compareUsage")) for t, ev in pi_events]
+    rd = [normalise(ev, plan.get("compareUsage")) for t, ev in rd_events]
     a, b = apply_rules(plan, pi, rd)
     left = diff_size(a, b)
     applied = []

@@ -220,11 +220,17 @@ void assistant_thinking_end(struct assistant *self, const char *signature, size_
 	emit_update(self, event_thinking_end(self->text_idx, content));
 }
 
+static void set_count(json_t *usage, const char *key, int64_t n)
+{
+	json_object_set_new(usage, key, json_integer(n));
+}
+
 json_t *assistant_close(struct assistant *self, const char *stop_reason, const char *error,
-			int64_t input_tokens, int64_t output_tokens, const char *retry_skipped)
+			const struct assistant_usage *counts, const char *retry_skipped)
 {
 	json_t *msg = self->partial, *ev;
 	json_t *usage = json_object_get(msg, "usage");
+	struct assistant_usage u = { 0 };
 
 	self->partial = NULL;
 	if (self->text.len > 0)
@@ -235,11 +241,16 @@ json_t *assistant_close(struct assistant *self, const char *stop_reason, const c
 		json_object_set_new(msg, "errorMessage", json_string(error));
 	/* The counts came from a provider: clamped again, and summed without
 	 * overflow, whatever a provider let through. */
-	input_tokens = number_clamp(input_tokens);
-	output_tokens = number_clamp(output_tokens);
-	json_object_set_new(usage, "input", json_integer(input_tokens));
-	json_object_set_new(usage, "output", json_integer(output_tokens));
-	json_object_set_new(usage, "totalTokens", json_integer(number_add(input_tokens, output_tokens)));
+	if (counts != NULL)
+		u = *counts;
+	set_count(usage, "input", number_clamp(u.input));
+	set_count(usage, "output", number_clamp(u.output));
+	set_count(usage, "cacheRead", number_clamp(u.cache_read));
+	set_count(usage, "cacheWrite", number_clamp(u.cache_write));
+	set_count(usage, "totalTokens",
+		  u.total > 0 ? number_clamp(u.total)
+			      : number_add(number_add(u.input, u.output),
+					   number_add(u.cache_read, u.cache_write)));
 	ev = event_message_end(msg);
 	if (ev != NULL && retry_skipped != NULL)
 		json_object_set_new(ev, "retrySkipped", json_string(retry_skipped));

@@ -73,14 +73,25 @@ void assistant_thinking_delta(struct assistant *self, const char *text, size_t l
  * no message is open. */
 void assistant_thinking_end(struct assistant *self, const char *signature, size_t len,
 			    bool redacted);
+/* A message's token counts, as pi's usage holds them (input, output,
+ * cacheRead, cacheWrite, totalTokens; see provider_result). total 0: the
+ * sum of the four. */
+struct assistant_usage {
+	int64_t input;
+	int64_t output;
+	int64_t cache_read;
+	int64_t cache_write;
+	int64_t total;
+};
+
 /* Closes the open message: stopReason, errorMessage (borrowed; NULL leaves
- * it out), usage (each count clamped to [0, NUMBER_MAX], totalTokens their
- * saturating sum); emits message_end, with "retrySkipped": retry_skipped
- * (borrowed; NULL leaves it out) beside the message when a retryable failure
- * is not retried ("disabled": retries are off). Returns the message (new
- * reference). */
+ * it out), usage (borrowed; NULL: all 0; each count clamped to [0,
+ * NUMBER_MAX], totalTokens the given total or else the saturating sum);
+ * emits message_end, with "retrySkipped": retry_skipped (borrowed; NULL
+ * leaves it out) beside the message when a retryable failure is not retried
+ * ("disabled": retries are off). Returns the message (new reference). */
 json_t *assistant_close(struct assistant *self, const char *stop_reason, const char *error,
-			int64_t input_tokens, int64_t output_tokens, const char *retry_skipped);
+			const struct assistant_usage *usage, const char *retry_skipped);
 
 /* get_last_assistant_text's answer for messages (borrowed): {"text": the
  * text blocks of the last assistant message joined, or null}. New reference. */

@@ -392,15 +392,17 @@ static void open_reply(struct session *self)
 }
 
 /* Closes the streamed message into the context; returns it borrowed from
- * there. skipped: why a retryable failure is not retried, or NULL.
- * journal_now: false when the caller writes it to the file itself. */
+ * there. usage: the provider's counts (NULL: none). skipped: why a retryable
+ * failure is not retried, or NULL. journal_now: false when the caller writes
+ * it to the file itself. */
 static json_t *close_reply(struct session *self, enum stop_reason stop, const char *error,
-			   int64_t input, int64_t output, const char *skipped, bool journal_now)
+			   const struct assistant_usage *usage, const char *skipped,
+			   bool journal_now)
 {
 	json_t *msg;
 
 	open_reply(self);
-	msg = assistant_close(&self->reply, stop_reason_name(stop), error, input, output, skipped);
+	msg = assistant_close(&self->reply, stop_reason_name(stop), error, usage, skipped);
 	add_to_context(self, msg);
 	if (journal_now)
 		journal_write(self, msg, false);
@@ -609,6 +611,8 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 	struct event_why why = { NULL, NULL, false };
 	struct retry_decision d;
 	struct decision_note note = { &v, &policy, 0 };
+	struct assistant_usage usage = { r->input_tokens, r->output_tokens, r->cache_read_tokens,
+					 r->cache_write_tokens, r->total_tokens };
 	json_t *msg;
 
 	clock_timer_stop(self->cfg.clock, &self->idle_timer);
@@ -630,7 +634,7 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 	}
 	/* Retries being off is no silent stop: the failed message says so
 	 * (no auto_retry_end is owed, no chain having started). */
-	msg = close_reply(self, r->stop, v.error, r->input_tokens, r->output_tokens,
+	msg = close_reply(self, r->stop, v.error, &usage,
 			  r->stop == STOP_ERROR && v.retryable && !policy.enabled ? "disabled" : NULL,
 			  false);
 	if (r->stop == STOP_ERROR || r->stop == STOP_ABORTED) {
@@ -1027,7 +1031,7 @@ int session_follow_up(struct session *self, const char *text, const json_t *imag
 static void abort_hold(struct session *self)
 {
 	stop_hold(self);
-	emit(self, event_turn_end(close_reply(self, STOP_ABORTED, FLEET_CANCELLED_MESSAGE, 0, 0,
+	emit(self, event_turn_end(close_reply(self, STOP_ABORTED, FLEET_CANCELLED_MESSAGE, NULL,
 					      NULL, true)));
 	cancel_chain(self);
 }
@@ -1064,7 +1068,7 @@ void session_abort(struct session *self, json_t **data)
 		abort_hold(self);
 	} else if (self->phase == SESSION_ATTEMPT) {
 		stop_attempt(self);
-		emit(self, event_turn_end(close_reply(self, STOP_ABORTED, ABORTED_MESSAGE, 0, 0, NULL,
+		emit(self, event_turn_end(close_reply(self, STOP_ABORTED, ABORTED_MESSAGE, NULL, NULL,
 						      true)));
 		cancel_chain(self);
 	}

@@ -30,7 +30,7 @@ static int64_t count(const json_t *usage, const char *key)
 json_t *message_stats(const json_t *messages, const char *session_id, const char *session_file)
 {
 	size_t i, user = 0, assistant = 0;
-	int64_t in = 0, out = 0;
+	int64_t in = 0, out = 0, cache_read = 0, cache_write = 0;
 	json_t *m;
 	json_t *st;
 
@@ -44,13 +44,20 @@ json_t *message_stats(const json_t *messages, const char *session_id, const char
 			assistant++;
 		in = number_add(in, count(usage, "input"));
 		out = number_add(out, count(usage, "output"));
+		cache_read = number_add(cache_read, count(usage, "cacheRead"));
+		cache_write = number_add(cache_write, count(usage, "cacheWrite"));
 	}
-	st = json_pack("{s:s, s:I, s:I, s:i, s:i, s:I, s:{s:I, s:I, s:i, s:i, s:I}, s:f}",
+	/* pi's total is the sum of the four sums, not of the messages'
+	 * totalTokens. */
+	st = json_pack("{s:s, s:I, s:I, s:i, s:i, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:f}",
 		       "sessionId", session_id, "userMessages", (json_int_t)user,
 		       "assistantMessages", (json_int_t)assistant, "toolCalls", 0, "toolResults", 0,
 		       "totalMessages", (json_int_t)json_array_size(messages),
-		       "tokens", "input", (json_int_t)in, "output", (json_int_t)out, "cacheRead", 0,
-		       "cacheWrite", 0, "total", (json_int_t)number_add(in, out), "cost", 0.0);
+		       "tokens", "input", (json_int_t)in, "output", (json_int_t)out,
+		       "cacheRead", (json_int_t)cache_read, "cacheWrite", (json_int_t)cache_write,
+		       "total", (json_int_t)number_add(number_add(in, out),
+						       number_add(cache_read, cache_write)),
+		       "cost", 0.0);
 	if (st != NULL && session_file != NULL)
 		json_object_set_new(st, "sessionFile", json_string(session_file));
 	return st;

@@ -27,8 +27,17 @@ struct provider_result {
 	enum stop_reason stop;
 	const char *error_message; /* borrowed for the call; NULL unless stop is error */
 	int64_t hint_ms;           /* a server-requested wait, or -1 */
-	int64_t input_tokens;
-	int64_t output_tokens;
+	/* Token counts as pi counts them (its usage.input, output, cacheRead,
+	 * cacheWrite, totalTokens), each in [0, NUMBER_MAX]; 0 when the
+	 * provider reports none: */
+	int64_t input_tokens;       /* prompt tokens neither read from nor written to a cache */
+	int64_t output_tokens;      /* reasoning tokens included */
+	int64_t cache_read_tokens;  /* prompt tokens read from the provider's cache */
+	int64_t cache_write_tokens; /* prompt tokens written to it */
+	/* The total as the provider reported it, where pi takes it as is
+	 * (Responses' total_tokens, Gemini's totalTokenCount); 0: the sum of
+	 * the four counts above. */
+	int64_t total_tokens;
 	/* NULL, or why a next attempt could not continue in the same context
 	 * (e.g. "claude reported no session id"): a retryable failure is then
 	 * final, and its error says why. Borrowed for the call. */

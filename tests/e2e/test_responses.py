@@ -89,8 +89,9 @@ class ResponsesStreamTests(ResponsesCase):
                          (self.API, "fake", "gpt-5-mini"))
         self.assertEqual(final["stopReason"], "stop")
         self.assertEqual(final["content"], [{"type": "text", "text": "alpha beta gamma"}])
-        # input_tokens counts the cached ones too (the session has no cacheRead yet).
-        self.assertEqual((final["usage"]["input"], final["usage"]["output"]), (21, 3))
+        # pi's counts: input_tokens counts the cached ones too; they are cacheRead.
+        self.assertEqual((final["usage"]["input"], final["usage"]["output"],
+                          final["usage"]["cacheRead"]), (13, 3, 8))
         [req] = srv.requests()
         self.assertEqual(req["path"], self.PATH)
         self.assertEqual(req["api"], "responses")

@@ -20,6 +20,7 @@ struct outcome {
 	bool has_error;
 	char error[API_ERROR_MAX];
 	int64_t hint_ms, input_tokens, output_tokens;
+	int64_t cache_read_tokens, cache_write_tokens, total_tokens;
 	int feed_rc;  /* the first non-zero sse_feed result */
 };
 
@@ -65,6 +66,9 @@ static struct outcome decode_split(const struct api_format *format, const char *
 	o.hint_ms = res.hint_ms;
 	o.input_tokens = res.input_tokens;
 	o.output_tokens = res.output_tokens;
+	o.cache_read_tokens = res.cache_read_tokens;
+	o.cache_write_tokens = res.cache_write_tokens;
+	o.total_tokens = res.total_tokens;
 	return o;
 }
 
@@ -393,12 +397,74 @@ START_TEST(test_openai_negative_or_fractional_usage_is_ignored)
 }
 END_TEST
 
+/* A usage chunk with the given members (JSON text). */
+#define OAI_USAGE_RAW(members) "data: " OAI_HEAD "\"choices\":[],\"usage\":{" members "}}\n\n"
+
+START_TEST(test_openai_usage_counts_the_cached_prompt_as_cache_read_as_pi_does)
+{
+	/* pi: cacheRead = cached_tokens, input = prompt_tokens - cacheRead,
+	 * output = completion_tokens (reasoning included). */
+	struct outcome o = decode(&api_openai_format, OAI_TEXT OAI_FINISH OAI_USAGE_RAW(
+		"\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,"
+		"\"prompt_tokens_details\":{\"cached_tokens\":30},"
+		"\"completion_tokens_details\":{\"reasoning_tokens\":12}") OAI_DONE);
+
+	ck_assert_int_eq(o.stop, STOP_STOP);
+	ck_assert_int_eq(o.input_tokens, 70);
+	ck_assert_int_eq(o.output_tokens, 20);
+	ck_assert_int_eq(o.cache_read_tokens, 30);
+	ck_assert_int_eq(o.cache_write_tokens, 0);
+	ck_assert_int_eq(o.total_tokens, 0); /* the sum of the four */
+	free(o.log);
+	/* cache_write_tokens (OpenRouter): written, not read, and counted in
+	 * cached_tokens too. */
+	o = decode(&api_openai_format, OAI_TEXT OAI_FINISH OAI_USAGE_RAW(
+		"\"prompt_tokens\":100,\"completion_tokens\":5,"
+		"\"prompt_tokens_details\":{\"cached_tokens\":50,\"cache_write_tokens\":20}") OAI_DONE);
+	ck_assert_int_eq(o.input_tokens, 50);
+	ck_assert_int_eq(o.cache_read_tokens, 30);
+	ck_assert_int_eq(o.cache_write_tokens, 20);
+	free(o.log);
+	/* DeepSeek's prompt_cache_hit_tokens when cached_tokens is absent. */
+	o = decode(&api_openai_format, OAI_TEXT OAI_FINISH OAI_USAGE_RAW(
+		"\"prompt_tokens\":10,\"completion_tokens\":2,\"prompt_cache_hit_tokens\":4,"
+		"\"prompt_cache_miss_tokens\":6") OAI_DONE);
+	ck_assert_int_eq(o.input_tokens, 6);
+	ck_assert_int_eq(o.cache_read_tokens, 4);
+	free(o.log);
+}
+END_TEST
+
+START_TEST(test_openai_hostile_cache_counts_are_ignored_or_saturated)
+{
+	struct outcome o = decode(&api_openai_format, OAI_TEXT OAI_FINISH OAI_USAGE_RAW(
+		"\"prompt_tokens\":10,\"completion_tokens\":2,"
+		"\"prompt_tokens_details\":{\"cached_tokens\":-3,\"cache_write_tokens\":1.5}") OAI_DONE);
+
+	ck_assert_int_eq(o.stop, STOP_STOP);
+	ck_assert_int_eq(o.input_tokens, 10);
+	ck_assert_int_eq(o.cache_read_tokens, 0);
+	ck_assert_int_eq(o.cache_write_tokens, 0);
+	free(o.log);
+	/* More cached than prompted: the input is 0, never negative. */
+	o = decode(&api_openai_format, OAI_TEXT OAI_FINISH OAI_USAGE_RAW(
+		"\"prompt_tokens\":10,\"completion_tokens\":2,"
+		"\"prompt_tokens_details\":{\"cached_tokens\":1e300,\"cache_write_tokens\":\"5\"}") OAI_DONE);
+	ck_assert_int_eq(o.input_tokens, 0);
+	ck_assert_int_eq(o.cache_read_tokens, NUMBER_MAX);
+	ck_assert_int_eq(o.cache_write_tokens, 0);
+	free(o.log);
+}
+END_TEST
+
 START_TEST(test_openai_stream_without_usage_reports_zero_tokens)
 {
 	struct outcome o = decode(&api_openai_format, OAI_TEXT OAI_FINISH OAI_DONE);
 
 	ck_assert_int_eq(o.input_tokens, 0);
 	ck_assert_int_eq(o.output_tokens, 0);
+	ck_assert_int_eq(o.cache_read_tokens, 0);
+	ck_assert_int_eq(o.cache_write_tokens, 0);
 	free(o.log);
 }
 END_TEST
@@ -436,6 +502,64 @@ END_TEST
 #define ANT_MSG_DELTA_USAGE(out) "event: message_delta\n" \
 	"data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"}," \
 	"\"usage\":{\"output_tokens\":" out "}}\n\n"
+
+#define ANT_START_RAW(usage) "event: message_start\n" \
+	"data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\"," \
+	"\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"usage\":{" usage "}}}\n\n"
+#define ANT_MSG_DELTA_RAW(usage) "event: message_delta\n" \
+	"data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"}," \
+	"\"usage\":{" usage "}}\n\n"
+
+START_TEST(test_anthropic_usage_takes_cache_read_and_creation_as_pi_does)
+{
+	/* pi: input_tokens as is (the cache is not in it), cacheRead =
+	 * cache_read_input_tokens, cacheWrite = cache_creation_input_tokens;
+	 * message_delta replaces the counts it holds. */
+	struct outcome o = decode(&api_anthropic_format,
+		ANT_START_RAW("\"input_tokens\":5,\"cache_creation_input_tokens\":50,"
+			      "\"cache_read_input_tokens\":100,\"output_tokens\":1")
+		ANT_BLOCK ANT_DELTA("x") ANT_BLOCK_STOP
+		ANT_MSG_DELTA_RAW("\"output_tokens\":15,\"cache_read_input_tokens\":120") ANT_STOP);
+
+	ck_assert_int_eq(o.stop, STOP_STOP);
+	ck_assert_int_eq(o.input_tokens, 5);
+	ck_assert_int_eq(o.output_tokens, 15);
+	ck_assert_int_eq(o.cache_read_tokens, 120);
+	ck_assert_int_eq(o.cache_write_tokens, 50);
+	ck_assert_int_eq(o.total_tokens, 0); /* the sum of the four */
+	free(o.log);
+	/* A null count (a proxy) keeps the earlier one, as in pi. */
+	o = decode(&api_anthropic_format,
+		   ANT_START_RAW("\"input_tokens\":5,\"cache_read_input_tokens\":9,\"output_tokens\":1")
+		   ANT_BLOCK ANT_DELTA("x") ANT_BLOCK_STOP
+		   ANT_MSG_DELTA_RAW("\"output_tokens\":3,\"cache_read_input_tokens\":null") ANT_STOP);
+	ck_assert_int_eq(o.cache_read_tokens, 9);
+	free(o.log);
+}
+END_TEST
+
+START_TEST(test_anthropic_hostile_cache_counts_are_ignored_or_saturated)
+{
+	struct outcome o = decode(&api_anthropic_format,
+		ANT_START_RAW("\"input_tokens\":5,\"cache_creation_input_tokens\":7,"
+			      "\"cache_read_input_tokens\":8,\"output_tokens\":1")
+		ANT_BLOCK ANT_DELTA("x") ANT_BLOCK_STOP
+		ANT_MSG_DELTA_RAW("\"output_tokens\":3,\"cache_read_input_tokens\":-1,"
+				  "\"cache_creation_input_tokens\":2.5") ANT_STOP);
+
+	ck_assert_int_eq(o.stop, STOP_STOP);
+	ck_assert_int_eq(o.cache_read_tokens, 8);
+	ck_assert_int_eq(o.cache_write_tokens, 7);
+	free(o.log);
+	o = decode(&api_anthropic_format,
+		   ANT_START_RAW("\"input_tokens\":5,\"cache_read_input_tokens\":1e300,"
+				 "\"cache_creation_input_tokens\":9223372036854775807,\"output_tokens\":1")
+		   ANT_BLOCK ANT_DELTA("x") ANT_BLOCK_STOP ANT_MSG_DELTA_USAGE("2") ANT_STOP);
+	ck_assert_int_eq(o.cache_read_tokens, NUMBER_MAX);
+	ck_assert_int_eq(o.cache_write_tokens, NUMBER_MAX);
+	free(o.log);
+}
+END_TEST
 
 START_TEST(test_anthropic_huge_usage_saturates_and_negative_usage_is_ignored)
 {
@@ -1183,10 +1307,14 @@ Suite *api_suite(void)
 	tcase_add_test(oai, test_openai_stream_without_usage_reports_zero_tokens);
 	tcase_add_test(oai, test_openai_huge_usage_saturates_at_number_max);
 	tcase_add_test(oai, test_openai_negative_or_fractional_usage_is_ignored);
+	tcase_add_test(oai, test_openai_usage_counts_the_cached_prompt_as_cache_read_as_pi_does);
+	tcase_add_test(oai, test_openai_hostile_cache_counts_are_ignored_or_saturated);
 	tcase_add_test(oai, test_openai_comments_and_keepalives_are_ignored);
 	tcase_add_test(ant, test_anthropic_complete_stream_gives_text_usage_and_stop);
 	tcase_add_test(ant, test_anthropic_stream_split_at_every_byte_gives_the_same_result);
 	tcase_add_test(ant, test_anthropic_huge_usage_saturates_and_negative_usage_is_ignored);
+	tcase_add_test(ant, test_anthropic_usage_takes_cache_read_and_creation_as_pi_does);
+	tcase_add_test(ant, test_anthropic_hostile_cache_counts_are_ignored_or_saturated);
 	tcase_add_test(ant, test_anthropic_stream_cut_anywhere_before_message_stop_fails_as_truncated);
 	tcase_add_test(ant, test_anthropic_message_delta_without_message_stop_is_truncated);
 	tcase_add_test(ant, test_anthropic_stop_reasons_map_to_stop_reasons);

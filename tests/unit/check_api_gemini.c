@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/number.h"
 #include "provider/http/api.h"
 #include "provider/http/api_formats.h"
 #include "provider/http/api_gemini.h"
@@ -41,6 +42,7 @@ struct outcome {
 	char error[API_ERROR_MAX];
 	bool error_object;
 	int64_t input_tokens, output_tokens;
+	int64_t cache_read_tokens, cache_write_tokens, total_tokens;
 };
 
 /* Decodes an SSE body fed `chunk` bytes at a time (0: at once), each piece
@@ -81,6 +83,9 @@ static struct outcome decode_n(const char *body, size_t chunk)
 		snprintf(o.error, sizeof(o.error), "%s", res.error_message);
 	o.input_tokens = res.input_tokens;
 	o.output_tokens = res.output_tokens;
+	o.cache_read_tokens = res.cache_read_tokens;
+	o.cache_write_tokens = res.cache_write_tokens;
+	o.total_tokens = res.total_tokens;
 	recsink_release(&r);
 	return o;
 }
@@ -110,9 +115,38 @@ START_TEST(test_text_chunks_stream_as_one_text_block_with_pi_s_usage)
 	ck_assert_str_eq(o.log, "start;text_start;delta(Hel);delta(lo);text_end;");
 	ck_assert_int_eq(o.stop, STOP_STOP);
 	ck_assert_str_eq(o.error, "");
-	/* input = prompt - cached, output = candidates + thoughts */
+	/* input = prompt - cached, output = candidates + thoughts, cacheRead =
+	 * cached, the total as reported */
 	ck_assert_int_eq(o.input_tokens, 30);
 	ck_assert_int_eq(o.output_tokens, 11);
+	ck_assert_int_eq(o.cache_read_tokens, 10);
+	ck_assert_int_eq(o.cache_write_tokens, 0);
+	ck_assert_int_eq(o.total_tokens, 51);
+	free(o.log);
+}
+END_TEST
+
+START_TEST(test_hostile_usage_counts_are_ignored_or_saturated)
+{
+	struct outcome o = decode(CHUNK("{\"text\":\"x\"}") FINISH("STOP",
+		"{\"promptTokenCount\":40,\"cachedContentTokenCount\":-10,\"candidatesTokenCount\":6,"
+		"\"thoughtsTokenCount\":2.5,\"totalTokenCount\":\"51\"}"));
+
+	ck_assert_int_eq(o.stop, STOP_STOP);
+	ck_assert_int_eq(o.input_tokens, 40);
+	ck_assert_int_eq(o.output_tokens, 6);
+	ck_assert_int_eq(o.cache_read_tokens, 0);
+	ck_assert_int_eq(o.total_tokens, 0);
+	free(o.log);
+	/* More cached than prompted: the input is 0; sums saturate. */
+	o = decode(CHUNK("{\"text\":\"x\"}") FINISH("STOP",
+		"{\"promptTokenCount\":4,\"cachedContentTokenCount\":1e300,"
+		"\"candidatesTokenCount\":9223372036854775807,\"thoughtsTokenCount\":9007199254740991,"
+		"\"totalTokenCount\":1e300}"));
+	ck_assert_int_eq(o.input_tokens, 0);
+	ck_assert_int_eq(o.cache_read_tokens, NUMBER_MAX);
+	ck_assert_int_eq(o.output_tokens, NUMBER_MAX);
+	ck_assert_int_eq(o.total_tokens, NUMBER_MAX);
 	free(o.log);
 }
 END_TEST
@@ -503,6 +537,7 @@ Suite *api_gemini_suite(void)
 	tcase_add_test(tc, test_a_stream_without_finish_reason_is_truncated);
 	tcase_add_test(tc, test_max_tokens_is_length_and_other_reasons_are_errors);
 	tcase_add_test(tc, test_a_blocked_prompt_ends_the_answer_as_an_error);
+	tcase_add_test(tc, test_hostile_usage_counts_are_ignored_or_saturated);
 	tcase_add_test(tc, test_thought_parts_are_a_thinking_block_closed_by_their_signature);
 	tcase_add_test(tc, test_unsigned_thoughts_close_at_the_text_and_a_text_signature_is_dropped);
 	tcase_add_test(tc, test_a_signature_only_part_is_no_content);

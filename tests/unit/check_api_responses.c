@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/number.h"
 #include "provider/http/api.h"
 #include "provider/http/api_formats.h"
 #include "provider/http/api_responses.h"
@@ -22,6 +23,7 @@ struct outcome {
 	bool has_error;
 	char error[API_ERROR_MAX];
 	int64_t input_tokens, output_tokens;
+	int64_t cache_read_tokens, cache_write_tokens, total_tokens;
 };
 
 /* Decodes body cut into chunk-byte reads (0: all at once), each read in a
@@ -65,6 +67,9 @@ static struct outcome decode_n(const char *body, size_t len, size_t chunk, bool 
 		snprintf(o.error, sizeof(o.error), "%s", res.error_message);
 	o.input_tokens = res.input_tokens;
 	o.output_tokens = res.output_tokens;
+	o.cache_read_tokens = res.cache_read_tokens;
+	o.cache_write_tokens = res.cache_write_tokens;
+	o.total_tokens = res.total_tokens;
 	recsink_release(&r);
 	return o;
 }
@@ -109,8 +114,40 @@ START_TEST(test_responses_stream_gives_text_usage_and_stop)
 	ck_assert_str_eq(o.log, "start;text_start;delta(Hello);delta( w\xC3\xB6rld);text_end;");
 	ck_assert_int_eq(o.stop, STOP_STOP);
 	ck_assert(!o.has_error);
-	ck_assert_int_eq(o.input_tokens, 37);
+	/* pi's counts: input = input_tokens - cached_tokens, cacheRead =
+	 * cached_tokens, output with reasoning, the total as reported. */
+	ck_assert_int_eq(o.input_tokens, 25);
 	ck_assert_int_eq(o.output_tokens, 11);
+	ck_assert_int_eq(o.cache_read_tokens, 12);
+	ck_assert_int_eq(o.cache_write_tokens, 0);
+	ck_assert_int_eq(o.total_tokens, 48);
+	free(o.log);
+}
+END_TEST
+
+/* A completed response with the given usage members (JSON text). */
+#define COMPLETED_USAGE(members) EV("response.completed", RESP("completed", ",\"usage\":{" members "}"))
+
+START_TEST(test_responses_hostile_usage_counts_are_ignored_or_saturated)
+{
+	struct outcome o = decode(TEXT COMPLETED_USAGE(
+		"\"input_tokens\":37,\"input_tokens_details\":{\"cached_tokens\":-12},"
+		"\"output_tokens\":2.5,\"total_tokens\":\"48\""));
+
+	ck_assert_int_eq(o.stop, STOP_STOP);
+	ck_assert_int_eq(o.input_tokens, 37);
+	ck_assert_int_eq(o.output_tokens, 0);
+	ck_assert_int_eq(o.cache_read_tokens, 0);
+	ck_assert_int_eq(o.total_tokens, 0);
+	free(o.log);
+	/* More cached than input: the input is 0, never negative. */
+	o = decode(TEXT COMPLETED_USAGE(
+		"\"input_tokens\":3,\"input_tokens_details\":{\"cached_tokens\":1e300},"
+		"\"output_tokens\":9223372036854775807,\"total_tokens\":1e300"));
+	ck_assert_int_eq(o.input_tokens, 0);
+	ck_assert_int_eq(o.cache_read_tokens, NUMBER_MAX);
+	ck_assert_int_eq(o.output_tokens, NUMBER_MAX);
+	ck_assert_int_eq(o.total_tokens, NUMBER_MAX);
 	free(o.log);
 }
 END_TEST
@@ -773,6 +810,7 @@ Suite *api_responses_suite(void)
 
 	tcase_set_timeout(stream, 60);
 	tcase_add_test(stream, test_responses_stream_gives_text_usage_and_stop);
+	tcase_add_test(stream, test_responses_hostile_usage_counts_are_ignored_or_saturated);
 	tcase_add_test(stream, test_responses_stream_split_at_every_byte_gives_the_same_result);
 	tcase_add_test(stream, test_responses_stream_cut_anywhere_before_completed_is_truncated);
 	tcase_add_test(stream, test_responses_completed_status_maps_like_pi);

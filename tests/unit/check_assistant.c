@@ -45,6 +45,9 @@ static void teardown(void)
 	free(lines.data);
 }
 
+/* Input and output only, as most tests need. */
+#define COUNTS(in, out) (&(struct assistant_usage){ (in), (out), 0, 0, 0 })
+
 static void init(struct assistant *a, bool with_lines)
 {
 	struct assistant_output out = { .emit = record, .ctx = NULL };
@@ -144,7 +147,7 @@ START_TEST(test_delta_updates_write_lines_and_close_keeps_every_block)
 	ck_assert_ptr_nonnull(strstr(lines.data, "\"contentIndex\":1,\"delta\":\"two\""));
 	/* No partial in delta updates. */
 	ck_assert_ptr_null(json_object_get(event(1), "message"));
-	msg = assistant_close(&a, "stop", NULL, 7, 5, NULL);
+	msg = assistant_close(&a, "stop", NULL, COUNTS(7, 5), NULL);
 	ck_assert(!assistant_is_open(&a));
 	content = json_object_get(msg, "content");
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(content, 0), "text")), "one!");
@@ -210,7 +213,7 @@ START_TEST(test_thinking_then_text_blocks_stream_in_order_with_full_updates)
 	ck_assert_str_eq(type_of(5), "text_start");
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(event(5),
 				"assistantMessageEvent"), "contentIndex")), 1);
-	msg = assistant_close(&a, "stop", NULL, 1, 2, NULL);
+	msg = assistant_close(&a, "stop", NULL, COUNTS(1, 2), NULL);
 	assert_json(block(msg, 0),
 			 "{\"type\":\"thinking\",\"thinking\":\"Let me see\",\"thinkingSignature\":\"sig==\"}");
 	assert_json(block(msg, 1), "{\"type\":\"text\",\"text\":\"Hi\"}");
@@ -236,7 +239,7 @@ START_TEST(test_thinking_deltas_are_lines_in_delta_mode_and_blocks_interleave)
 	assistant_thinking_start(&a);
 	assistant_thinking_delta(&a, "c", 1);
 	/* Closed without thinking_end (the attempt failed): still kept. */
-	msg = assistant_close(&a, "error", "boom", 0, 0, NULL);
+	msg = assistant_close(&a, "error", "boom", COUNTS(0, 0), NULL);
 	ck_assert_int_eq(lines_sent, 3);
 	ck_assert_ptr_nonnull(strstr(lines.data, "{\"type\":\"message_update\",\"assistantMessageEvent\":"
 				     "{\"type\":\"thinking_delta\",\"contentIndex\":0,\"delta\":\"a\\\"b\"}}\n"));
@@ -261,7 +264,7 @@ START_TEST(test_redacted_thinking_shows_pi_placeholder_and_keeps_its_data)
 	assistant_thinking_end(&a, "EmwK", 4, true);
 	ame = json_object_get(event(2), "assistantMessageEvent");
 	ck_assert_str_eq(json_string_value(json_object_get(ame, "content")), "[Reasoning redacted]");
-	msg = assistant_close(&a, "stop", NULL, 0, 0, NULL);
+	msg = assistant_close(&a, "stop", NULL, COUNTS(0, 0), NULL);
 	assert_json(block(msg, 0),
 			 "{\"type\":\"thinking\",\"thinking\":\"[Reasoning redacted]\","
 			 "\"thinkingSignature\":\"EmwK\",\"redacted\":true}");
@@ -280,7 +283,7 @@ START_TEST(test_close_records_stop_reason_error_and_usage)
 	assistant_text_end(&a);
 	ck_assert_uint_eq(json_array_size(events), 0);
 	assistant_open(&a, "x", "sim", "sim-1", 0);
-	msg = assistant_close(&a, "error", "503 Service Unavailable", 10, 4, NULL);
+	msg = assistant_close(&a, "error", "503 Service Unavailable", COUNTS(10, 4), NULL);
 	ck_assert_str_eq(json_string_value(json_object_get(msg, "stopReason")), "error");
 	ck_assert_str_eq(json_string_value(json_object_get(msg, "errorMessage")),
 			 "503 Service Unavailable");
@@ -302,18 +305,61 @@ START_TEST(test_close_saturates_huge_counts_and_their_sum_and_drops_negatives)
 	init(&a, false);
 	assistant_open(&a, "x", "sim", "sim-1", 0);
 	/* The reported defect: these two gave totalTokens -2 (and UB). */
-	msg = assistant_close(&a, "stop", NULL, INT64_MAX, INT64_MAX, NULL);
+	msg = assistant_close(&a, "stop", NULL, COUNTS(INT64_MAX, INT64_MAX), NULL);
 	usage = json_object_get(msg, "usage");
 	ck_assert_int_eq(json_integer_value(json_object_get(usage, "input")), NUMBER_MAX);
 	ck_assert_int_eq(json_integer_value(json_object_get(usage, "output")), NUMBER_MAX);
 	ck_assert_int_eq(json_integer_value(json_object_get(usage, "totalTokens")), NUMBER_MAX);
 	json_decref(msg);
 	assistant_open(&a, "x", "sim", "sim-1", 0);
-	msg = assistant_close(&a, "stop", NULL, -1, INT64_MIN, NULL);
+	msg = assistant_close(&a, "stop", NULL, COUNTS(-1, INT64_MIN), NULL);
 	usage = json_object_get(msg, "usage");
 	ck_assert_int_eq(json_integer_value(json_object_get(usage, "input")), 0);
 	ck_assert_int_eq(json_integer_value(json_object_get(usage, "output")), 0);
 	ck_assert_int_eq(json_integer_value(json_object_get(usage, "totalTokens")), 0);
+	json_decref(msg);
+	assistant_release(&a);
+}
+END_TEST
+
+static int64_t usage_count(const json_t *msg, const char *key)
+{
+	return json_integer_value(json_object_get(json_object_get(msg, "usage"), key));
+}
+
+START_TEST(test_close_keeps_cache_counts_and_totals_all_four_unless_a_total_is_given)
+{
+	struct assistant a;
+	json_t *msg;
+
+	init(&a, false);
+	assistant_open(&a, "x", "sim", "sim-1", 0);
+	msg = assistant_close(&a, "stop", NULL, &(struct assistant_usage){ 70, 20, 30, 5, 0 }, NULL);
+	ck_assert_int_eq(usage_count(msg, "input"), 70);
+	ck_assert_int_eq(usage_count(msg, "output"), 20);
+	ck_assert_int_eq(usage_count(msg, "cacheRead"), 30);
+	ck_assert_int_eq(usage_count(msg, "cacheWrite"), 5);
+	ck_assert_int_eq(usage_count(msg, "totalTokens"), 125);
+	json_decref(msg);
+	/* A provider's own total (Responses, Gemini) is pi's totalTokens. */
+	assistant_open(&a, "x", "sim", "sim-1", 0);
+	msg = assistant_close(&a, "stop", NULL, &(struct assistant_usage){ 7, 2, 3, 0, 99 }, NULL);
+	ck_assert_int_eq(usage_count(msg, "totalTokens"), 99);
+	json_decref(msg);
+	/* Hostile counts: clamped, the sum saturates. */
+	assistant_open(&a, "x", "sim", "sim-1", 0);
+	msg = assistant_close(&a, "stop", NULL,
+			      &(struct assistant_usage){ 1, 1, INT64_MAX, -4, INT64_MIN }, NULL);
+	ck_assert_int_eq(usage_count(msg, "cacheRead"), NUMBER_MAX);
+	ck_assert_int_eq(usage_count(msg, "cacheWrite"), 0);
+	ck_assert_int_eq(usage_count(msg, "totalTokens"), NUMBER_MAX);
+	json_decref(msg);
+	/* No counts at all (an abort). */
+	assistant_open(&a, "x", "sim", "sim-1", 0);
+	msg = assistant_close(&a, "aborted", "Operation aborted", NULL, NULL);
+	ck_assert_int_eq(usage_count(msg, "input"), 0);
+	ck_assert_int_eq(usage_count(msg, "cacheRead"), 0);
+	ck_assert_int_eq(usage_count(msg, "totalTokens"), 0);
 	json_decref(msg);
 	assistant_release(&a);
 }
@@ -354,6 +400,7 @@ Suite *assistant_suite(void)
 	tcase_add_test(tc, test_redacted_thinking_shows_pi_placeholder_and_keeps_its_data);
 	tcase_add_test(tc, test_close_records_stop_reason_error_and_usage);
 	tcase_add_test(tc, test_close_saturates_huge_counts_and_their_sum_and_drops_negatives);
+	tcase_add_test(tc, test_close_keeps_cache_counts_and_totals_all_four_unless_a_total_is_given);
 	tcase_add_test(tc, test_last_text_joins_the_blocks_of_the_last_assistant_message);
 	suite_add_tcase(s, tc);
 	return s;

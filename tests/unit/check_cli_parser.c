@@ -155,6 +155,9 @@ START_TEST(test_claude_success_streams_tool_call_then_text_and_ends_well)
 	ck_assert_ptr_null(f.parser.error);
 	ck_assert_int_eq(f.parser.input_tokens, 8);
 	ck_assert_int_eq(f.parser.output_tokens, 43);
+	/* Claude Code's result counts the cache apart, as the Messages API does. */
+	ck_assert_int_eq(f.parser.cache_read_tokens, 12000);
+	ck_assert_int_eq(f.parser.cache_write_tokens, 4995);
 	fx_release(&f);
 }
 END_TEST

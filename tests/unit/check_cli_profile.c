@@ -148,7 +148,8 @@ START_TEST(test_mistakes_are_refused_naming_the_key)
 		{ "{\"terminal\":[]}", "providers.t.terminal must be a rule or a non-empty list" },
 		{ "{\"terminal\":{\"faild\":true}}",
 		  "providers.t.terminal.faild is not a terminal key (failed, message, status, "
-		  "inputTokens, outputTokens, type, when, match, each, where)" },
+		  "inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens, type, when, match, "
+		  "each, where)" },
 		{ "{\"terminal\":[{\"type\":\"a\"},{\"failed\":\"yes\"}]}",
 		  "providers.t.terminal[1].failed must be true, false or a condition" },
 		{ "{\"text\":{\"type\":\"m\"}}", "providers.t.text needs \"field\"" },

@@ -87,6 +87,38 @@ START_TEST(test_stats_sums_saturate_and_bad_counts_count_zero)
 }
 END_TEST
 
+START_TEST(test_stats_sum_cache_counts_and_total_them_as_pi_does)
+{
+	/* pi: tokens.total = input + output + cacheRead + cacheWrite of the
+	 * assistant messages, whatever their totalTokens say. */
+	json_t *msgs = json_loads("[{\"role\":\"user\"},"
+				  "{\"role\":\"assistant\",\"usage\":{\"input\":10,\"output\":3,"
+				  "\"cacheRead\":100,\"cacheWrite\":7,\"totalTokens\":1}},"
+				  "{\"role\":\"assistant\",\"usage\":{\"input\":1,\"output\":1,"
+				  "\"cacheRead\":-5,\"cacheWrite\":2.5}}]", 0, NULL);
+	json_t *st, *tokens;
+
+	ck_assert_ptr_nonnull(msgs);
+	st = message_stats(msgs, "abc", NULL);
+	tokens = json_object_get(st, "tokens");
+	ck_assert_int_eq(json_integer_value(json_object_get(tokens, "input")), 11);
+	ck_assert_int_eq(json_integer_value(json_object_get(tokens, "output")), 4);
+	ck_assert_int_eq(json_integer_value(json_object_get(tokens, "cacheRead")), 100);
+	ck_assert_int_eq(json_integer_value(json_object_get(tokens, "cacheWrite")), 7);
+	ck_assert_int_eq(json_integer_value(json_object_get(tokens, "total")), 122);
+	json_decref(st);
+	json_decref(msgs);
+	msgs = json_loads("[{\"role\":\"assistant\",\"usage\":{\"input\":0,\"output\":0,"
+			  "\"cacheRead\":9223372036854775807,\"cacheWrite\":20}}]", 0, NULL);
+	st = message_stats(msgs, "abc", NULL);
+	tokens = json_object_get(st, "tokens");
+	ck_assert_int_eq(json_integer_value(json_object_get(tokens, "cacheRead")), NUMBER_MAX);
+	ck_assert_int_eq(json_integer_value(json_object_get(tokens, "total")), NUMBER_MAX);
+	json_decref(st);
+	json_decref(msgs);
+}
+END_TEST
+
 START_TEST(test_session_file_is_named_by_utc_start_time_and_id)
 {
 	char *p = journal_path("/d", "0190-id", 1700000000123);
@@ -105,6 +137,7 @@ Suite *message_suite(void)
 	tcase_add_test(tc, test_user_message_has_pis_shape_with_images_after_the_text);
 	tcase_add_test(tc, test_stats_count_roles_and_sum_usage);
 	tcase_add_test(tc, test_stats_sums_saturate_and_bad_counts_count_zero);
+	tcase_add_test(tc, test_stats_sum_cache_counts_and_total_them_as_pi_does);
 	tcase_add_test(tc, test_session_file_is_named_by_utc_start_time_and_id);
 	suite_add_tcase(s, tc);
 	return s;

@@ -31,7 +31,9 @@ static const char claude_json[] =
 	/* subtype "success" with is_error true is a failure. */
 	" \"terminal\": {\"type\": \"result\", \"failed\": {\"is_error\": true},"
 	"              \"message\": [\"result\", \"errors\", \"subtype\"], \"status\": \"api_error_status\","
-	"              \"inputTokens\": \"usage.input_tokens\", \"outputTokens\": \"usage.output_tokens\"}}";
+	"              \"inputTokens\": \"usage.input_tokens\", \"outputTokens\": \"usage.output_tokens\","
+	"              \"cacheReadTokens\": \"usage.cache_read_input_tokens\","
+	"              \"cacheWriteTokens\": \"usage.cache_creation_input_tokens\"}}";
 
 static const char codex_json[] =
 	"{\"type\": \"exec\","
@@ -98,7 +100,9 @@ static const char pi_json[] =
 	"              \"failed\": {\"message.stopReason\": [\"error\", \"aborted\"]},"
 	"              \"message\": [\"message.errorMessage\", \"message.stopReason\"],"
 	"              \"inputTokens\": \"message.usage.input\","
-	"              \"outputTokens\": \"message.usage.output\"}}";
+	"              \"outputTokens\": \"message.usage.output\","
+	"              \"cacheReadTokens\": \"message.usage.cacheRead\","
+	"              \"cacheWriteTokens\": \"message.usage.cacheWrite\"}}";
 
 const struct cli_builtin cli_builtin_table[] = {
 	{ "claude", claude_json },

@@ -434,6 +434,8 @@ static void on_terminal(struct cli_parser *self, const json_t *line, cli_parser_
 	self->failed = o.failed;
 	self->input_tokens = tokens_at(self, line, r, "inputTokens");
 	self->output_tokens = tokens_at(self, line, r, "outputTokens");
+	self->cache_read_tokens = tokens_at(self, line, r, "cacheReadTokens");
+	self->cache_write_tokens = tokens_at(self, line, r, "cacheWriteTokens");
 	o.text = error;
 	o.len = error ? strlen(error) : 0;
 	cb(ctx, &o);

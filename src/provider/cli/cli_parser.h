@@ -49,7 +49,9 @@ struct cli_parser {
 	bool settled;        /* ... and nothing but session ids came after it */
 	bool failed;
 	char *error;         /* owned: the last terminal line's error, or NULL */
-	int64_t input_tokens, output_tokens; /* in [0, NUMBER_MAX]; 0 when absent or rejected */
+	/* The last terminal line's counts (pi's usage.input, output, cacheRead,
+	 * cacheWrite), in [0, NUMBER_MAX]; 0 when absent or rejected. */
+	int64_t input_tokens, output_tokens, cache_read_tokens, cache_write_tokens;
 	bool bad_number_logged;              /* a rejected number was logged (debug) */
 
 	size_t skipped;       /* lines that were not JSON or of no known type */

@@ -322,7 +322,7 @@ static const char *const selector_keys[] = { "type", "when", "match", "each", "w
 
 struct kind_info {
 	const char *key;
-	const char *const fields[6];
+	const char *const fields[8];
 	const char *required[3];
 };
 
@@ -334,7 +334,8 @@ static const struct kind_info kinds[CLI_RULE_KINDS] = {
 	[CLI_RULE_TOOL_START] = { "toolStart", { "id", "name", "args" }, { "id", "name" } },
 	[CLI_RULE_TOOL_END] = { "toolEnd", { "id", "name", "result", "isError" }, { "id" } },
 	[CLI_RULE_TERMINAL] = { "terminal",
-				{ "failed", "message", "status", "inputTokens", "outputTokens" },
+				{ "failed", "message", "status", "inputTokens", "outputTokens",
+				  "cacheReadTokens", "cacheWriteTokens" },
 				{ NULL } },
 };
 

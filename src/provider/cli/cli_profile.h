@@ -17,7 +17,8 @@
  *    "toolStart":  RULE + {"id", "name", "args"?},
  *    "toolEnd":    RULE + {"id", "name"?, "result"?, "isError"?},
  *    "retryNotice": RULE + {"message"?, "status"?, "attempt"?, "maxAttempts"?, "delayMs"?},
- *    "terminal":   RULE + {"failed"?, "message"?, "status"?, "inputTokens"?, "outputTokens"?},
+ *    "terminal":   RULE + {"failed"?, "message"?, "status"?, "inputTokens"?, "outputTokens"?,
+ *                  "cacheReadTokens"?, "cacheWriteTokens"?},
  *    "command"?, "args"?, "env"?, "models"?, "modelArgs"?, "timeoutMs"?,
  *    "killGraceMs"?, "maxLineBytes"?}
  *
@@ -100,7 +101,7 @@ bool cli_profile_is_exec(const json_t *cfg);
 /* Checks and compiles providers.NAME (cfg: borrowed, copied). Returns NULL
  * with err naming the key and why, e.g. "providers.x.terminal[0].faild is
  * not a terminal key (failed, message, status, inputTokens, outputTokens,
- * type, when, match, each, where)". */
+ * cacheReadTokens, cacheWriteTokens, type, when, match, each, where)". */
 struct cli_profile *cli_profile_new(const char *name, const json_t *cfg, char *err, size_t errlen);
 void cli_profile_free(struct cli_profile *self);
 

@@ -277,6 +277,8 @@ static void build_result(struct cli_run *r)
 	res->hint_ms = -1;
 	res->input_tokens = r->parser.input_tokens;
 	res->output_tokens = r->parser.output_tokens;
+	res->cache_read_tokens = r->parser.cache_read_tokens;
+	res->cache_write_tokens = r->parser.cache_write_tokens;
 	if (r->killed[0] != '\0' && !(r->parser.terminal && r->parser.settled)) {
 		res->stop = STOP_ERROR;
 		snprintf(r->error, sizeof(r->error), "%s", r->killed);

@@ -392,23 +392,26 @@ int api_stream_sse_cb(void *ctx, const struct sse_event *ev)
 	return api_stream_event(ctx, ev) != 0 ? 1 : 0;
 }
 
-static void take_count(struct api_stream *self, const json_t *v, int64_t *count, const char *what)
+bool api_stream_count(struct api_stream *self, const json_t *v, int64_t *count)
 {
 	int64_t n;
 	enum number_read r = number_from_json(v, &n);
 
 	if (r > 0) {
 		*count = n;
-	} else if (r == NUMBER_REJECTED && !self->bad_usage_logged) {
-		self->bad_usage_logged = true;
-		LOG_DEBUG("ignored the provider's %s token count: not a whole number >= 0", what);
+		return true;
 	}
+	if (r == NUMBER_REJECTED && !self->bad_usage_logged) {
+		self->bad_usage_logged = true;
+		LOG_DEBUG("ignored a token count of the provider's: not a whole number >= 0");
+	}
+	return false;
 }
 
 void api_stream_usage(struct api_stream *self, const json_t *input, const json_t *output)
 {
-	take_count(self, input, &self->input_tokens, "input");
-	take_count(self, output, &self->output_tokens, "output");
+	api_stream_count(self, input, &self->input_tokens);
+	api_stream_count(self, output, &self->output_tokens);
 }
 
 bool api_stream_done(const struct api_stream *self)
@@ -427,6 +430,9 @@ void api_stream_end(struct api_stream *self, struct provider_result *out)
 	out->hint_ms = -1;
 	out->input_tokens = self->input_tokens;
 	out->output_tokens = self->output_tokens;
+	out->cache_read_tokens = self->cache_read_tokens;
+	out->cache_write_tokens = self->cache_write_tokens;
+	out->total_tokens = self->total_tokens;
 	if (self->failed) {
 		out->stop = STOP_ERROR;
 		out->error_message = self->error;
@@ -477,9 +483,7 @@ static bool nonempty_string(const json_t *v)
 	return json_is_string(v) && json_string_length(v) > 0;
 }
 
-/* pi drops assistant turns that ended in "error" or "aborted" from what it
- * sends: the retry goes on from the last good state. */
-static bool assistant_failed(const json_t *msg)
+bool api_assistant_failed(const json_t *msg)
 {
 	const char *stop = json_string_value(json_object_get(msg, "stopReason"));
 
@@ -561,8 +565,8 @@ json_t *api_messages(const json_t *messages, api_image_fn image)
 	return api_messages_thinking(messages, image, NULL, NULL, NULL);
 }
 
-json_t *api_messages_thinking(const json_t *messages, api_image_fn image,
-			      api_thinking_fn thinking, const char *api, const char *model)
+json_t *api_messages_map(const json_t *messages, const char *assistant_role,
+			 const char *parts_key, api_parts_fn parts, void *ctx)
 {
 	json_t *out;
 	const json_t *msg;
@@ -575,24 +579,47 @@ json_t *api_messages_thinking(const json_t *messages, api_image_fn image,
 		return NULL;
 	json_array_foreach(messages, i, msg) {
 		bool user = is_role(msg, "user");
-		json_t *parts;
+		json_t *p;
 
-		if (!user && !(is_role(msg, "assistant") && !assistant_failed(msg)))
+		if (!user && !(is_role(msg, "assistant") && !api_assistant_failed(msg)))
 			continue;
-		parts = content_parts(json_object_get(msg, "content"), user ? image : NULL,
-				      user ? NULL : thinking, !user && api_same_model(msg, api, model));
-		if (parts == NULL)
+		p = parts(msg, user, ctx);
+		if (p == NULL)
 			goto fail;
-		if (json_array_size(parts) == 0) {
-			json_decref(parts);
+		if (json_array_size(p) == 0) {
+			json_decref(p);
 			continue;
 		}
-		if (json_array_append_new(out, json_pack("{s:s, s:o}", "role", user ? "user" : "assistant",
-							 "content", parts)) != 0)
+		if (json_array_append_new(out, json_pack("{s:s, s:o}", "role",
+							 user ? "user" : assistant_role,
+							 parts_key, p)) != 0)
 			goto fail;
 	}
 	return out;
 fail:
 	json_decref(out);
 	return NULL;
+}
+
+struct content_fns {
+	api_image_fn image;
+	api_thinking_fn thinking;
+	const char *api, *model;  /* the request's, for api_thinking_fn's `same` */
+};
+
+static json_t *message_parts(const json_t *msg, bool user, void *ctx)
+{
+	const struct content_fns *fns = ctx;
+
+	return content_parts(json_object_get(msg, "content"), user ? fns->image : NULL,
+			     user ? NULL : fns->thinking,
+			     !user && api_same_model(msg, fns->api, fns->model));
+}
+
+json_t *api_messages_thinking(const json_t *messages, api_image_fn image,
+			      api_thinking_fn thinking, const char *api, const char *model)
+{
+	struct content_fns fns = { image, thinking, api, model };
+
+	return api_messages_map(messages, "assistant", "content", message_parts, &fns);
 }

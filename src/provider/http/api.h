@@ -125,8 +125,13 @@ struct api_stream {
 	 * provider hands to the classifier. */
 	bool error_object;
 	enum stop_reason stop;      /* from the finish/stop reason */
-	int64_t input_tokens;       /* in [0, NUMBER_MAX] (api_stream_usage) */
+	/* The usage so far, as provider_result carries it; each in [0,
+	 * NUMBER_MAX] (api_stream_count). */
+	int64_t input_tokens;
 	int64_t output_tokens;
+	int64_t cache_read_tokens;
+	int64_t cache_write_tokens;
+	int64_t total_tokens;       /* the format's reported total, or 0 */
 	bool bad_usage_logged;      /* a rejected count was logged */
 	unsigned format_flags;      /* the format's own state, 0 at init */
 	char error[API_ERROR_MAX];  /* the failure, or the text for stop == STOP_ERROR */
@@ -158,7 +163,7 @@ bool api_stream_done(const struct api_stream *self);
 
 /* The end of the body (or of the attempt): closes an open text block
  * (text_end) and fills *out — stop, error_message (borrowed from self, valid
- * until self is initialised again), tokens; hint_ms is -1. */
+ * until self is initialised again), the token counts; hint_ms is -1. */
 void api_stream_end(struct api_stream *self, struct provider_result *out);
 
 /* pi-style text for an HTTP error response: "<status> <message>", the
@@ -215,6 +220,26 @@ bool api_same_model(const json_t *msg, const char *api, const char *model);
 json_t *api_messages_thinking(const json_t *messages, api_image_fn image,
 			      api_thinking_fn thinking, const char *api, const char *model);
 
+/* One message's parts in a format's shape, for api_messages_map(): msg
+ * (borrowed) is a user message (user true) or an assistant message that
+ * did not fail; ctx as given there. Returns a new array (empty: the message
+ * is left out), or NULL when memory runs out. */
+typedef json_t *(*api_parts_fn)(const json_t *msg, bool user, void *ctx);
+
+/* The walk behind api_messages(), for a format with its own parts: a new
+ * reference (NULL when messages is not an array or memory runs out),
+ * [{"role": "user" or assistant_role, parts_key: parts(msg)}] for the user
+ * messages and the assistant messages that did not end in "error" or
+ * "aborted" (like pi, a retried attempt continues from the last good
+ * state), leaving out messages with no parts; other roles are skipped.
+ * assistant_role, parts_key: borrowed. */
+json_t *api_messages_map(const json_t *messages, const char *assistant_role,
+			 const char *parts_key, api_parts_fn parts, void *ctx);
+
+/* An assistant message (borrowed) that ended in "error" or "aborted": pi
+ * does not send it again. */
+bool api_assistant_failed(const json_t *msg);
+
 /* Wire text for an error message: control characters → spaces, key-like
  * words masked, cut at a UTF-8 boundary to at most API_TEXT_MAX bytes and
  * outlen - 1. Returns the bytes written (NUL-terminated). */
@@ -251,10 +276,15 @@ void api_stream_thinking_sign(struct api_stream *self, const char *sig, size_t l
  * encrypted block has no text). */
 void api_stream_thinking_end(struct api_stream *self, const char *signature, size_t len,
 			     bool redacted);
-/* A usage report's counts (borrowed; NULL when absent) through
+/* One count of a usage report (v borrowed; NULL when absent) through
  * number_from_json(): a count above NUMBER_MAX is saturated; a negative,
- * fractional or non-numeric one is ignored like an absent one (the count
- * keeps its earlier value, 0 at first), logged at debug once a stream. */
+ * fractional or non-numeric one is ignored like an absent one, logged at
+ * debug once a stream. Returns true and sets *count when v is taken, else
+ * false with *count as it was. */
+bool api_stream_count(struct api_stream *self, const json_t *v, int64_t *count);
+/* A usage report's input and output counts (borrowed; NULL when absent),
+ * each through api_stream_count(): an ignored one keeps its earlier value
+ * (0 at first). */
 void api_stream_usage(struct api_stream *self, const json_t *input, const json_t *output);
 
 /* A format's quick reader starts with this: q emptied, js (the reader's

@@ -18,10 +18,17 @@ static bool str_eq(const json_t *v, const char *s)
 	return json_is_string(v) && strcmp(json_string_value(v), s) == 0;
 }
 
+/* pi's counts: input_tokens already leaves out the cached prompt; a count a
+ * report leaves out keeps its earlier value (message_delta may repeat only
+ * output_tokens). */
 static void take_usage(struct api_stream *self, const json_t *usage)
 {
 	api_stream_usage(self, json_object_get(usage, "input_tokens"),
 			 json_object_get(usage, "output_tokens"));
+	api_stream_count(self, json_object_get(usage, "cache_read_input_tokens"),
+			 &self->cache_read_tokens);
+	api_stream_count(self, json_object_get(usage, "cache_creation_input_tokens"),
+			 &self->cache_write_tokens);
 }
 
 /* pi's mapping, including its texts for the stop reasons that are errors. */

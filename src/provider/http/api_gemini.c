@@ -74,37 +74,24 @@ static void block_reason(struct api_stream *self, const json_t *reason, const js
 	self->complete = true;
 }
 
-/* One usage count: its value when it is a whole number >= 0, else 0. */
-static int64_t count(const json_t *usage, const char *name)
-{
-	int64_t n = 0;
-
-	if (number_from_json(json_object_get(usage, name), &n) <= 0)
-		n = 0;
-	return n;
-}
-
-/* pi's counts: the cached part of the prompt is not input, thoughts are
- * output. A missing or bad prompt count goes to api_stream_usage as it is
- * (kept / logged there). */
+/* pi's counts: the cached part of the prompt is not input but cacheRead,
+ * thoughts are output, the total is the reported one. A count the report
+ * leaves out or gets wrong counts 0 in the sums and differences; input and
+ * output keep their earlier values when all their counts are. */
 static void take_usage(struct api_stream *self, const json_t *usage)
 {
-	const json_t *prompt = json_object_get(usage, "promptTokenCount");
-	json_t *in = NULL, *out = NULL;
-	int64_t p;
+	int64_t prompt, read = 0, candidates = 0, thoughts = 0;
+	bool has_out;
 
-	if (number_from_json(prompt, &p) > 0) {
-		int64_t cached = count(usage, "cachedContentTokenCount");
-
-		in = json_integer(p > cached ? p - cached : 0);
-	}
-	if (json_object_get(usage, "candidatesTokenCount") != NULL ||
-	    json_object_get(usage, "thoughtsTokenCount") != NULL)
-		out = json_integer(number_add(count(usage, "candidatesTokenCount"),
-					      count(usage, "thoughtsTokenCount")));
-	api_stream_usage(self, in != NULL ? in : prompt, out);
-	json_decref(in);
-	json_decref(out);
+	if (api_stream_count(self, json_object_get(usage, "cachedContentTokenCount"), &read))
+		self->cache_read_tokens = read;
+	if (api_stream_count(self, json_object_get(usage, "promptTokenCount"), &prompt))
+		self->input_tokens = number_clamp(prompt - read);
+	has_out = api_stream_count(self, json_object_get(usage, "candidatesTokenCount"), &candidates);
+	has_out |= api_stream_count(self, json_object_get(usage, "thoughtsTokenCount"), &thoughts);
+	if (has_out)
+		self->output_tokens = number_add(candidates, thoughts);
+	api_stream_count(self, json_object_get(usage, "totalTokenCount"), &self->total_tokens);
 }
 
 /* {"error": {"code": 429, "message": "...", "status": "RESOURCE_EXHAUSTED",
@@ -452,46 +439,15 @@ fail:
 	return NULL;
 }
 
+static json_t *message_parts(const json_t *msg, bool user, void *model)
+{
+	return user ? user_parts(json_object_get(msg, "content")) : model_parts(msg, model);
+}
+
+/* The conversation as contents: the assistant's turns are the "model"'s. */
 static json_t *contents(const json_t *messages, const char *model)
 {
-	json_t *out;
-	const json_t *msg;
-	size_t i;
-
-	if (!json_is_array(messages))
-		return NULL;
-	out = json_array();
-	if (out == NULL)
-		return NULL;
-	json_array_foreach(messages, i, msg) {
-		const char *role = json_string_value(json_object_get(msg, "role"));
-		const char *stop = json_string_value(json_object_get(msg, "stopReason"));
-		bool user;
-		json_t *parts;
-
-		if (role == NULL)
-			continue;
-		user = strcmp(role, "user") == 0;
-		if (!user && strcmp(role, "assistant") != 0)
-			continue;
-		/* A retried attempt goes on from the last good state. */
-		if (!user && stop != NULL && (strcmp(stop, "error") == 0 || strcmp(stop, "aborted") == 0))
-			continue;
-		parts = user ? user_parts(json_object_get(msg, "content")) : model_parts(msg, model);
-		if (parts == NULL)
-			goto fail;
-		if (json_array_size(parts) == 0) {
-			json_decref(parts);
-			continue;
-		}
-		if (json_array_append_new(out, json_pack("{s:s, s:o}", "role", user ? "user" : "model",
-							 "parts", parts)) != 0)
-			goto fail;
-	}
-	return out;
-fail:
-	json_decref(out);
-	return NULL;
+	return api_messages_map(messages, "model", "parts", message_parts, (void *)model);
 }
 
 /* Case-insensitive search for needle (lower case) in s. */

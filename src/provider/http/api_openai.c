@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/errbuf.h"
+#include "base/number.h"
 
 /* ---- events -------------------------------------------------------------- */
 
@@ -40,10 +41,32 @@ static void finish_reason(struct api_stream *self, const char *reason)
 	self->complete = true;
 }
 
+/* pi's counts: prompt_tokens includes the cached prompt (cached_tokens, or
+ * DeepSeek's prompt_cache_hit_tokens) and the part written to the cache
+ * (cache_write_tokens), which some proxies count in cached_tokens too; the
+ * input is what is left. completion_tokens includes reasoning. A count the
+ * report leaves out or gets wrong keeps its earlier value and counts 0 in
+ * the differences. */
 static void take_usage(struct api_stream *self, const json_t *usage)
 {
-	api_stream_usage(self, json_object_get(usage, "prompt_tokens"),
-			 json_object_get(usage, "completion_tokens"));
+	const json_t *details = json_object_get(usage, "prompt_tokens_details");
+	const json_t *cached = json_object_get(details, "cached_tokens");
+	int64_t prompt, read = 0, write = 0;
+	bool has_read, has_write;
+
+	if (cached == NULL || json_is_null(cached))
+		cached = json_object_get(usage, "prompt_cache_hit_tokens");
+	has_read = api_stream_count(self, cached, &read);
+	has_write = api_stream_count(self, json_object_get(details, "cache_write_tokens"), &write);
+	if (write > 0)
+		read = read > write ? read - write : 0;
+	if (has_read)
+		self->cache_read_tokens = read;
+	if (has_write)
+		self->cache_write_tokens = write;
+	if (api_stream_count(self, json_object_get(usage, "prompt_tokens"), &prompt))
+		self->input_tokens = number_clamp(prompt - read - write);
+	api_stream_count(self, json_object_get(usage, "completion_tokens"), &self->output_tokens);
 }
 
 /* An in-stream error: {"error": {"message": ...}} (OpenAI, OpenRouter) or

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/errbuf.h"
+#include "base/number.h"
 
 /* api_stream.format_flags. */
 enum {
@@ -29,9 +30,20 @@ static void take_usage(struct api_stream *self, const json_t *response)
 {
 	const json_t *usage = json_object_get(response, "usage");
 
-	if (json_is_object(usage))
-		api_stream_usage(self, json_object_get(usage, "input_tokens"),
-				 json_object_get(usage, "output_tokens"));
+	const json_t *cached = json_object_get(json_object_get(usage, "input_tokens_details"),
+					       "cached_tokens");
+	int64_t input, read = 0;
+
+	if (!json_is_object(usage))
+		return;
+	/* pi's counts: input_tokens includes the cached prompt; output_tokens
+	 * includes reasoning; the total is the reported one. */
+	if (api_stream_count(self, cached, &read))
+		self->cache_read_tokens = read;
+	if (api_stream_count(self, json_object_get(usage, "input_tokens"), &input))
+		self->input_tokens = number_clamp(input - read);
+	api_stream_count(self, json_object_get(usage, "output_tokens"), &self->output_tokens);
+	api_stream_count(self, json_object_get(usage, "total_tokens"), &self->total_tokens);
 }
 
 /* "<code>: <message>", the code first so the classifier reads it as a
@@ -450,14 +462,6 @@ static int assistant_items(json_t *input, const json_t *msg, const struct api_re
 	return (int)(json_array_size(input) - before);
 }
 
-/* pi drops assistant turns that ended in "error" or "aborted". */
-static bool assistant_failed(const json_t *msg)
-{
-	const json_t *stop = json_object_get(msg, "stopReason");
-
-	return str_is(stop, "error") || str_is(stop, "aborted");
-}
-
 static json_t *input_items(const struct api_request *req, const char *api)
 {
 	json_t *input = json_array();
@@ -482,7 +486,7 @@ static json_t *input_items(const struct api_request *req, const char *api)
 								   parts)) != 0)
 				goto fail;
 			index++;
-		} else if (str_is(role, "assistant") && !assistant_failed(msg)) {
+		} else if (str_is(role, "assistant") && !api_assistant_failed(msg)) {
 			int n = assistant_items(input, msg, req, api, index);
 
 			if (n < 0)

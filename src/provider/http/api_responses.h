@@ -31,9 +31,10 @@
  * "<code>: <message>", a chunk with a top-level "error" object with
  * "<type or code>: <message>" — the code first, so the classifier reads it
  * as a typed failure. `data: [DONE]` ends the stream (truncated unless a
- * terminal event came first). Usage: response.usage.input_tokens (cached ones
- * included) and output_tokens (reasoning ones included), from the
- * terminal event. */
+ * terminal event came first). Usage, from the terminal event, as pi counts
+ * it: input = response.usage.input_tokens - input_tokens_details.
+ * cached_tokens, cacheRead = cached_tokens, output = output_tokens
+ * (reasoning included), total = total_tokens. */
 #ifndef RETRYD_API_RESPONSES_H
 #define RETRYD_API_RESPONSES_H
 
