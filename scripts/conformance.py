@@ -309,7 +309,8 @@ PLANS += [
     }
     for api, extra in (("openai-completions", {"cacheWriteTokens": 20}),
                        ("openai-responses", {}),
-                       (GEMINI, {"thoughtsTokens": 4}))
+                       (GEMINI, {"thoughtsTokens": 4}),
+                       ("anthropic-messages", {"cacheWriteTokens": 20}))
 ]
 
 
@@ -318,6 +319,8 @@ def base_url(url, api):
     /openai/v1, as pi's docs show them."""
     if api == GEMINI:
         return url + "/v1beta"
+    if api == "anthropic-messages":
+        return url   # pi's form: the SDK adds /v1/messages (retryd takes it too)
     return url + ("/openai/v1" if api == "azure-openai-responses" else "/v1")
 
 

@@ -836,6 +836,16 @@ class OpenAICompletionsTests(HttpCase):
 class AnthropicMessagesTests(HttpCase):
     API = "anthropic-messages"
 
+    def test_a_pi_style_base_url_without_v1_reaches_v1_messages(self):
+        """pi's models.json names "https://api.anthropic.com" (its SDK adds
+        /v1/messages); retryd's own entries name the /v1 folder."""
+        srv = self.server([{"text": "from the root"}])
+        d, _ = self.start(base_url=srv.url)
+        msgs = self.run_prompt(d, "hi")
+        self.assertEqual(text_of([m for m in msgs if m.get("type") == "message_end"][-1]["message"]),
+                         "from the root")
+        self.assertEqual(srv.wait_requests(1)[0]["path"], "/v1/messages")
+
 
 del HttpCase  # only the two concrete classes run
 

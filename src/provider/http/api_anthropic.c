@@ -375,6 +375,20 @@ static int quick(const struct sse_event *ev, struct api_quick *q)
 	return api_anthropic_quick(ev->data, ev->data_len, q);
 }
 
+/* pi hands baseUrl to Anthropic's SDK, which adds "/v1/messages"
+ * (pi's models.json: "https://api.anthropic.com"); retryd's own entries
+ * have always named the "/v1" folder. Both work: "/messages" after a base
+ * that ends in "/v1", "/v1/messages" after any other. */
+static int url(const struct api_request *req, const char *base_url, char *out, size_t outlen)
+{
+	size_t n = strlen(base_url);
+	bool v1 = n >= 3 && strcmp(base_url + n - 3, "/v1") == 0;
+	int len = snprintf(out, outlen, "%s%s", base_url, v1 ? "/messages" : "/v1/messages");
+
+	(void)req;
+	return len < 0 || (size_t)len >= outlen ? -1 : 0;
+}
+
 const struct api_format api_anthropic_format = {
 	.name = "anthropic-messages",
 	.path = "/messages",
@@ -382,6 +396,7 @@ const struct api_format api_anthropic_format = {
 	.key_prefix = "",
 	.fixed_header = "anthropic-version: 2023-06-01",
 	.request = request,
+	.url = url,
 	.quick = quick,
 	.event_tree = event_tree,
 	.finish = NULL,  /* quick reads no stop reason: message_delta goes to jansson */
