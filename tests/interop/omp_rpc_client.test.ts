@@ -306,7 +306,6 @@ test("T4 what retryd does not do is refused at once, not after RpcClient's 30 s 
 		const refused = [
 			() => client.compact(),
 			() => client.cycleModel(),
-			() => client.cycleThinkingLevel(),
 			() => client.bash("true"),
 			() => client.exportHtml(),
 			() => client.handoff(),
@@ -319,6 +318,9 @@ test("T4 what retryd does not do is refused at once, not after RpcClient's 30 s 
 			() => client.getLoginProviders(),
 		];
 		for (const call of refused) await expect(call()).rejects.toThrow(RpcCommandError);
+		// Thinking levels work as in pi: the sim model has no reasoning, so
+		// cycling answers null and the level stays "off".
+		expect(await client.cycleThinkingLevel()).toBeNull();
 		// These ignore the answer, so they resolve; they must not hang either.
 		await client.setThinkingLevel("off");
 		await client.setAutoCompaction(false);
