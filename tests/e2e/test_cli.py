@@ -249,6 +249,75 @@ class PiTests(BuiltinCli, CliCase):
     cli = "pi"
 
 
+# -- thinking, as pi streams it -------------------------------------------------
+
+THINKING = {
+    # cli: (fixture, the thinking text, its signature or None, the answer)
+    "claude": ("claude-thinking.jsonl", "The user wants the files. A listing answers it.",
+               "EqQBCkYIBxgCKkBx7mN3QzVp0c2lnbmVkLXRoaW5raW5n", "Done."),
+    "pi": ("pi-thinking.jsonl", "The user wants the files. A listing answers it.",
+           "ErUBCkYIBxgCKkCpaXNpZ25hdHVyZQ", "Done"),
+    "codex": ("codex-success.jsonl", "**Searching for README files**", None,
+              "Yes — there's a README.md in the repository root."),
+}
+
+
+class ThinkingTests(CliCase):
+
+    def updates(self, msgs):
+        return [m["assistantMessageEvent"] for m in msgs if m.get("type") == "message_update"]
+
+    def test_cli_reasoning_streams_as_thinking_events_before_the_text_in_both_update_modes(self):
+        for cli, (fixture, thought, sig, answer) in THINKING.items():
+            for mode in ("full", "delta"):
+                with self.subTest(cli=cli, mode=mode):
+                    d = self.start(cli, [{"fixture": fixture}], sets={"rpc.messageUpdates": mode})
+                    msgs = self.prompt(d)
+                    ups = self.updates(msgs)
+                    kinds = [u["type"] for u in ups]
+                    self.assertEqual(kinds[0], "thinking_start")
+                    first_text = kinds.index("text_start")
+                    self.assertEqual(kinds[first_text - 1], "thinking_end")
+                    self.assertEqual(set(kinds[1:first_text - 1]), {"thinking_delta"})
+                    self.assertEqual("".join(u["delta"] for u in ups
+                                             if u["type"] == "thinking_delta"), thought)
+                    [end] = [u for u in ups if u["type"] == "thinking_end"]
+                    self.assertEqual(end["content"], thought)
+                    full = [m for m in msgs if m.get("type") == "message_update"]
+                    if mode == "full":
+                        # The partial message at thinking_end holds the whole block.
+                        self.assertEqual(full[first_text - 1]["message"]["content"][0]["thinking"],
+                                         thought)
+                    else:
+                        self.assertEqual([m for m in full if "message" in m], [])
+                    block = {"type": "thinking", "thinking": thought}
+                    if sig is not None:
+                        block["thinkingSignature"] = sig
+                    [final] = self.assistant_ends(msgs)
+                    self.assertEqual(final["stopReason"], "stop")
+                    self.assertEqual(final["content"][0], block)
+                    self.assertEqual(text_of(final), answer)
+                    d.finish()
+
+    def test_bad_thinking_key_stops_startup_naming_it(self):
+        from harness import run_cli
+        cases = [
+            ('providers.claude.thinking={"type":"assistant","feild":"thinking"}',
+             "providers.claude.thinking.feild is not a thinking key"),
+            ('providers.pi.thinking={"type":"message_update"}',
+             'providers.pi.thinking needs "field" or "signature"'),
+            ('providers.codex.thinking={"field":"item.text","signature":3}',
+             "providers.codex.thinking.signature must be a PATH"),
+        ]
+        for setting, want in cases:
+            with self.subTest(setting=setting):
+                cli = setting.split(".")[1]
+                rc, out, err = run_cli(["--provider", cli, "--set", setting])
+                self.assertEqual(rc, 1, err)
+                self.assertEqual(out, "")
+                self.assertIn(want, err)
+
+
 # -- behaviour shared by every CLI, shown with claude ---------------------------
 
 INIT = {"type": "system", "subtype": "init", "session_id": "S7", "model": "m"}

@@ -45,6 +45,17 @@ static void collect(void *ctx, const struct cli_parser_outcome *o)
 	case CLI_OUT_TEXT_END:
 		snprintf(buf, sizeof(buf), "end");
 		break;
+	case CLI_OUT_THINKING_START:
+		snprintf(buf, sizeof(buf), "thinking");
+		break;
+	case CLI_OUT_THINKING_DELTA:
+		ck_assert_uint_eq(strlen(o->text), o->len);
+		snprintf(buf, sizeof(buf), "think:%.*s", (int)o->len, o->text);
+		break;
+	case CLI_OUT_THINKING_END:
+		ck_assert_uint_eq(o->text ? strlen(o->text) : 0, o->len);
+		snprintf(buf, sizeof(buf), "thought:%s", o->text ? o->text : "(unsigned)");
+		break;
 	case CLI_OUT_EVENT:
 		snprintf(buf, sizeof(buf), "%s",
 			 json_string_value(json_object_get(o->event, "type")));
@@ -162,6 +173,61 @@ START_TEST(test_claude_success_streams_tool_call_then_text_and_ends_well)
 }
 END_TEST
 
+START_TEST(test_claude_thinking_block_comes_whole_with_its_signature_before_the_text)
+{
+	struct fx f;
+
+	fx_init(&f, "claude");
+	feed_file(&f, "claude-thinking.jsonl");
+	ck_assert_str_eq(f.t.text, "session:f470391b-60d9-4dc5-8aed-9904549aafcb|thinking|"
+			 "think:The user wants the files. A listing answers it.|"
+			 "thought:EqQBCkYIBxgCKkBx7mN3QzVp0c2lnbmVkLXRoaW5raW5n|start|delta:Done.|end|ok");
+	fx_release(&f);
+}
+END_TEST
+
+/* One line with thinking, text and a tool call: reasoning first, and no two
+ * blocks open at once; a thinking block without text is skipped. */
+START_TEST(test_claude_thinking_text_and_tool_in_one_line_keep_blocks_apart)
+{
+	struct fx f;
+
+	fx_init(&f, "claude");
+	feed(&f, "{\"type\":\"assistant\",\"message\":{\"content\":["
+		 "{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"s0\"},"
+		 "{\"type\":\"thinking\",\"thinking\":\"a\",\"signature\":\"s1\"},"
+		 "{\"type\":\"thinking\",\"thinking\":\"b\"},"
+		 "{\"type\":\"text\",\"text\":\"t\"},"
+		 "{\"type\":\"tool_use\",\"id\":\"u1\",\"name\":\"Bash\",\"input\":{}}]}}");
+	ck_assert_str_eq(f.t.text, "thinking|think:a|thought:s1|thinking|think:b|thought:(unsigned)|"
+			 "start|delta:t|end|tool_execution_start");
+	fx_release(&f);
+}
+END_TEST
+
+/* A delta profile: thinking stays open across lines until text, a tool call
+ * or the end of the stream closes it; a later signature replaces an earlier. */
+START_TEST(test_thinking_deltas_close_on_text_tool_call_or_the_end)
+{
+	struct fx f;
+	const char *think = "{\"type\":\"message_update\",\"assistantMessageEvent\":"
+			    "{\"type\":\"thinking_delta\",\"delta\":\"x\"}}";
+
+	fx_init(&f, "pi");
+	feed(&f, think);
+	feed(&f, think);
+	feed(&f, "{\"type\":\"tool_execution_start\",\"toolCallId\":\"c\",\"toolName\":\"b\"}");
+	feed(&f, think);
+	feed(&f, "{\"type\":\"message_update\",\"assistantMessageEvent\":{\"type\":\"thinking_end\"},"
+		 "\"message\":{\"content\":[{\"type\":\"thinking\",\"thinkingSignature\":\"old\"},"
+		 "{\"type\":\"thinking\",\"thinkingSignature\":\"new\"}]}}");
+	cli_parser_finish(&f.parser, collect, &f.t);
+	ck_assert_str_eq(f.t.text, "thinking|think:x|think:x|thought:(unsigned)|tool_execution_start|"
+			 "thinking|think:x|thought:new|tool_execution_end");
+	fx_release(&f);
+}
+END_TEST
+
 START_TEST(test_claude_api_retry_lines_are_notices_and_is_error_success_is_a_failure)
 {
 	struct fx f;
@@ -241,6 +307,7 @@ START_TEST(test_codex_success_maps_command_items_to_tool_events)
 	fx_init(&f, "codex");
 	feed_file(&f, "codex-success.jsonl");
 	ck_assert_str_eq(f.t.text, "session:0199a213-81c0-7800-8aa1-bbab2a035a53|"
+			 "thinking|think:**Searching for README files**|thought:(unsigned)|"
 			 "tool_execution_start|tool_execution_end|"
 			 "start|delta:Yes — there's a README.md in the repository root.|end|ok");
 	ev = event(&f, 0);
@@ -392,6 +459,19 @@ START_TEST(test_pi_success_session_header_deltas_and_last_message_end)
 			 "end|ok");
 	ck_assert_int_eq(f.parser.input_tokens, 1200);
 	ck_assert_int_eq(f.parser.output_tokens, 45);
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_pi_thinking_deltas_are_one_block_signed_at_thinking_end_before_the_text)
+{
+	struct fx f;
+
+	fx_init(&f, "pi");
+	feed_file(&f, "pi-thinking.jsonl");
+	ck_assert_str_eq(f.t.text, "session:1f9d2a6e-3c1b-4e8a-9d5e-7a2b1c0d9e8f|thinking|"
+			 "think:The user wants the files.|think: A listing answers it.|"
+			 "thought:ErUBCkYIBxgCKkCpaXNpZ25hdHVyZQ|start|delta:Done|end|ok");
 	fx_release(&f);
 }
 END_TEST
@@ -605,6 +685,8 @@ Suite *cli_parser_suite(void)
 	TCase *any = tcase_create("any");
 
 	tcase_add_test(claude, test_claude_success_streams_tool_call_then_text_and_ends_well);
+	tcase_add_test(claude, test_claude_thinking_block_comes_whole_with_its_signature_before_the_text);
+	tcase_add_test(claude, test_claude_thinking_text_and_tool_in_one_line_keep_blocks_apart);
 	tcase_add_test(claude, test_claude_api_retry_lines_are_notices_and_is_error_success_is_a_failure);
 	tcase_add_test(claude, test_claude_auth_failure_names_its_status);
 	tcase_add_test(claude, test_claude_error_subtypes_without_text_fail_with_subtype_or_errors);
@@ -618,6 +700,8 @@ Suite *cli_parser_suite(void)
 	tcase_add_test(gemini, test_gemini_delta_chunks_share_one_text_block);
 	tcase_add_test(gemini, test_gemini_overload_and_auth_results_fail_with_their_message);
 	tcase_add_test(pi, test_pi_success_session_header_deltas_and_last_message_end);
+	tcase_add_test(pi, test_pi_thinking_deltas_are_one_block_signed_at_thinking_end_before_the_text);
+	tcase_add_test(pi, test_thinking_deltas_close_on_text_tool_call_or_the_end);
 	tcase_add_test(pi, test_pi_exit_zero_failure_is_read_from_stop_reason);
 	tcase_add_test(pi, test_pi_later_message_end_replaces_an_earlier_failure);
 	tcase_add_test(any, test_non_json_and_unknown_lines_are_skipped_not_fatal);

@@ -20,6 +20,7 @@ void cli_parser_init(struct cli_parser *self, const struct cli_profile *profile)
 void cli_parser_release(struct cli_parser *self)
 {
 	json_decref(self->tools);
+	free(self->thinking_sig);
 	free(self->session_id);
 	free(self->error);
 	memset(self, 0, sizeof(*self));
@@ -42,6 +43,27 @@ static void close_text(struct cli_parser *self, cli_parser_cb cb, void *ctx, siz
 	(*n)++;
 }
 
+/* Ends the thinking block with the signature it was given. */
+static void close_thinking(struct cli_parser *self, cli_parser_cb cb, void *ctx, size_t *n)
+{
+	char *sig = self->thinking_sig;
+
+	if (!self->thinking_open)
+		return;
+	self->thinking_open = false;
+	self->thinking_sig = NULL;
+	out_simple(CLI_OUT_THINKING_END, sig, sig ? strlen(sig) : 0, cb, ctx);
+	free(sig);
+	(*n)++;
+}
+
+/* Whatever block is open ends: a tool call, a notice or the end follows. */
+static void close_blocks(struct cli_parser *self, cli_parser_cb cb, void *ctx, size_t *n)
+{
+	close_text(self, cb, ctx, n);
+	close_thinking(self, cb, ctx, n);
+}
+
 /* event: stolen. */
 static void out_event(struct cli_parser *self, json_t *event, cli_parser_cb cb, void *ctx,
 		      size_t *n)
@@ -50,7 +72,7 @@ static void out_event(struct cli_parser *self, json_t *event, cli_parser_cb cb, 
 
 	if (event == NULL)
 		return;
-	close_text(self, cb, ctx, n);
+	close_blocks(self, cb, ctx, n);
 	cb(ctx, &o);
 	json_decref(event);
 	(*n)++;
@@ -262,33 +284,81 @@ static void on_retry(struct cli_parser *self, const json_t *line, cli_parser_cb 
 	out_event(self, ev, cb, ctx, n);
 }
 
-static void on_text(struct cli_parser *self, const json_t *line, cli_parser_cb cb, void *ctx,
-		    size_t *n)
+/* The two kinds of streamed block, read by the same rules. */
+struct block_kind {
+	enum cli_profile_rule_kind rule;
+	enum cli_parser_outcome_kind start, delta;
+};
+
+static const struct block_kind text_block = { CLI_RULE_TEXT, CLI_OUT_TEXT_START,
+					      CLI_OUT_TEXT_DELTA };
+static const struct block_kind thinking_block = { CLI_RULE_THINKING, CLI_OUT_THINKING_START,
+						  CLI_OUT_THINKING_DELTA };
+
+static void close_block(struct cli_parser *self, const struct block_kind *k, cli_parser_cb cb,
+			void *ctx, size_t *n)
 {
-	const struct cli_profile_rule *r = select_rule(self, CLI_RULE_TEXT, line, NULL);
-	bool delta = r && json_is_true(spec(r, "delta"));
+	if (k->rule == CLI_RULE_THINKING)
+		close_thinking(self, cb, ctx, n);
+	else
+		close_text(self, cb, ctx, n);
+}
+
+/* A signature for the thinking block open now (the newest wins). */
+static void keep_signature(struct cli_parser *self, const json_t *v)
+{
+	char *sig;
+
+	if (!self->thinking_open || !json_is_string(v) || json_string_length(v) == 0)
+		return;
+	sig = strdup(json_string_value(v));
+	if (sig == NULL)
+		return;
+	free(self->thinking_sig);
+	self->thinking_sig = sig;
+}
+
+/* A text or thinking rule: each item's "field" is a whole block, or with
+ * "delta" more of the open one. Opening one kind closes the other. */
+static void on_block(struct cli_parser *self, const struct block_kind *k, const json_t *line,
+		     cli_parser_cb cb, void *ctx, size_t *n)
+{
+	const struct cli_profile_rule *r;
+	bool thinking = k->rule == CLI_RULE_THINKING;
+	bool *open = thinking ? &self->thinking_open : &self->text_open;
+	bool delta;
 	json_t *items, *item;
 	size_t i;
 
+	if (self->profile->nrules[k->rule] == 0)
+		return;
+	r = select_rule(self, k->rule, line, NULL);
 	if (r == NULL)
 		return;
+	delta = json_is_true(spec(r, "delta"));
 	items = items_of(r, line);
 	json_array_foreach(items, i, item) {
-		json_t *v = cli_profile_get(item, spec(r, "field"));
+		json_t *v = spec(r, "field") ? cli_profile_get(item, spec(r, "field")) : NULL;
+		json_t *sig = thinking && spec(r, "signature")
+				      ? cli_profile_get(item, spec(r, "signature")) : NULL;
 
-		if (!json_is_string(v) || json_string_length(v) == 0)
+		if (!json_is_string(v) || json_string_length(v) == 0) {
+			keep_signature(self, sig);
 			continue;
+		}
 		if (!delta)
-			close_text(self, cb, ctx, n);
-		if (!self->text_open) {
-			self->text_open = true;
-			out_simple(CLI_OUT_TEXT_START, NULL, 0, cb, ctx);
+			close_block(self, k, cb, ctx, n);
+		if (!*open) {
+			close_block(self, thinking ? &text_block : &thinking_block, cb, ctx, n);
+			*open = true;
+			out_simple(k->start, NULL, 0, cb, ctx);
 			(*n)++;
 		}
-		out_simple(CLI_OUT_TEXT_DELTA, json_string_value(v), json_string_length(v), cb, ctx);
+		out_simple(k->delta, json_string_value(v), json_string_length(v), cb, ctx);
 		(*n)++;
+		keep_signature(self, sig);
 		if (!delta)
-			close_text(self, cb, ctx, n);
+			close_block(self, k, cb, ctx, n);
 	}
 	json_decref(items);
 }
@@ -418,7 +488,7 @@ static void on_terminal(struct cli_parser *self, const json_t *line, cli_parser_
 
 	if (r == NULL)
 		return;
-	close_text(self, cb, ctx, n);
+	close_blocks(self, cb, ctx, n);
 	o.failed = flag(line, spec(r, "failed"));
 	if (o.failed) {
 		error = spec(r, "message") ? text_at(line, spec(r, "message")) : NULL;
@@ -457,7 +527,9 @@ size_t cli_parser_feed(struct cli_parser *self, const char *line, size_t len, cl
 	on_session(self, obj, cb, ctx, &n);
 	before = n;
 	on_retry(self, obj, cb, ctx, &n);
-	on_text(self, obj, cb, ctx, &n);
+	/* Reasoning comes before the answer it leads to. */
+	on_block(self, &thinking_block, obj, cb, ctx, &n);
+	on_block(self, &text_block, obj, cb, ctx, &n);
 	on_tool_start(self, obj, cb, ctx, &n);
 	on_tool_end(self, obj, cb, ctx, &n);
 	if (n > before)
@@ -476,7 +548,7 @@ void cli_parser_finish(struct cli_parser *self, cli_parser_cb cb, void *ctx)
 	const char *id;
 	json_t *name;
 
-	close_text(self, cb, ctx, &n);
+	close_blocks(self, cb, ctx, &n);
 	json_object_foreach(open, id, name)
 		end_tool(self, id, json_string_value(name),
 			 json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text",

@@ -2,9 +2,10 @@
  *
  * Pure (hiredis' reader): a line in, typed outcomes out through a callback,
  * no I/O. Lines that are not JSON objects, or that no rule selects, are
- * skipped. The parser keeps what spans lines: whether a text block is open
- * (a delta opens one; anything else, or the end, closes it), the open tool
- * calls (so an end has a name and a start), the newest session id, and the
+ * skipped. The parser keeps what spans lines: whether a text or thinking
+ * block is open (a delta opens one; anything else, or the end, closes it;
+ * the two are never open at once) and the thinking block's signature, the
+ * open tool calls (so an end has a name and a start), the newest session id, the
  * last terminal line — a later terminal line replaces an earlier one, and
  * only the last one decides how the run ended ("settled" says whether any
  * text, tool call or notice came after it: pi's message_end is followed by
@@ -24,6 +25,9 @@ enum cli_parser_outcome_kind {
 	CLI_OUT_TEXT_START, /* an assistant text block opens */
 	CLI_OUT_TEXT_DELTA, /* text/len: more of it */
 	CLI_OUT_TEXT_END,
+	CLI_OUT_THINKING_START, /* a thinking block (the model's reasoning) opens */
+	CLI_OUT_THINKING_DELTA, /* text/len: more of it */
+	CLI_OUT_THINKING_END,   /* text/len: its signature, or NULL */
 	CLI_OUT_EVENT,      /* event: tool_execution_start/end or provider_retry, pi-shaped */
 	CLI_OUT_TERMINAL,   /* failed; text: the error when failed */
 };
@@ -41,6 +45,8 @@ typedef void (*cli_parser_cb)(void *ctx, const struct cli_parser_outcome *outcom
 struct cli_parser {
 	const struct cli_profile *profile; /* borrowed */
 	bool text_open;
+	bool thinking_open;
+	char *thinking_sig;  /* owned: the open thinking block's signature, or NULL */
 	json_t *tools;       /* owned: open tool calls, id -> name */
 	unsigned tool_seq;   /* for tool calls without an id */
 	char *session_id;    /* owned: the newest, or NULL */

@@ -331,6 +331,8 @@ static const struct kind_info kinds[CLI_RULE_KINDS] = {
 	[CLI_RULE_RETRY] = { "retryNotice",
 			     { "message", "status", "attempt", "maxAttempts", "delayMs" }, { NULL } },
 	[CLI_RULE_TEXT] = { "text", { "field", "delta" }, { "field" } },
+	/* Neither is required alone: pi signs its thinking on a later line. */
+	[CLI_RULE_THINKING] = { "thinking", { "field", "delta", "signature" }, { NULL } },
 	[CLI_RULE_TOOL_START] = { "toolStart", { "id", "name", "args" }, { "id", "name" } },
 	[CLI_RULE_TOOL_END] = { "toolEnd", { "id", "name", "result", "isError" }, { "id" } },
 	[CLI_RULE_TERMINAL] = { "terminal",
@@ -340,9 +342,9 @@ static const struct kind_info kinds[CLI_RULE_KINDS] = {
 };
 
 static const char *const top_keys[] = {
-	"type", "argv", "resumeArgv", "promptVia", "sessionId", "text", "toolStart", "toolEnd",
-	"retryNotice", "terminal", "command", "args", "env", "models", "modelArgs", "timeoutMs",
-	"killGraceMs", "maxLineBytes", NULL,
+	"type", "argv", "resumeArgv", "promptVia", "sessionId", "text", "thinking", "toolStart",
+	"toolEnd", "retryNotice", "terminal", "command", "args", "env", "models", "modelArgs",
+	"timeoutMs", "killGraceMs", "maxLineBytes", NULL,
 };
 
 static bool listed(const char *const *list, const char *key)
@@ -430,6 +432,9 @@ static int compile_rule(enum cli_profile_rule_kind kind, const json_t *spec, con
 	for (size_t i = 0; info->required[i] != NULL; i++)
 		if (json_object_get(spec, info->required[i]) == NULL)
 			return errbuf_set(err, errlen, "%s needs \"%s\"", where, info->required[i]);
+	if (kind == CLI_RULE_THINKING && json_object_get(spec, "field") == NULL &&
+	    json_object_get(spec, "signature") == NULL)
+		return errbuf_set(err, errlen, "%s needs \"field\" or \"signature\"", where);
 	for (size_t i = 0; info->fields[i] != NULL; i++) {
 		v = json_object_get(spec, info->fields[i]);
 		if (v != NULL && check_field(where, info->fields[i], v, err, errlen) != 0)

@@ -14,6 +14,7 @@
  *    "promptVia":  "argv" | "stdin",
  *    "sessionId":  RULE + {"field"},
  *    "text":       RULE + {"field", "delta"?},
+ *    "thinking":   RULE + {"field"?, "delta"?, "signature"?}  (one of field, signature),
  *    "toolStart":  RULE + {"id", "name", "args"?},
  *    "toolEnd":    RULE + {"id", "name"?, "result"?, "isError"?},
  *    "retryNotice": RULE + {"message"?, "status"?, "attempt"?, "maxAttempts"?, "delayMs"?},
@@ -33,6 +34,8 @@
  *   "each":  PATH of an array: the rule applies to every element of it that
  *            satisfies "where" (same form as "when"), and the rule's own
  *            paths are read from the element.
+ * "thinking" reads like "text" (the model's reasoning); an item with a
+ * "signature" but no text signs the thinking block that is open.
  * A PATH is dotted ("message.content", "item.0.text"); where a rule reads a
  * value, a list of PATHs means the first one present. "failed" and
  * "isError" are true, false, or a condition in the form of "when";
@@ -54,6 +57,7 @@ enum cli_profile_rule_kind {
 	CLI_RULE_SESSION,
 	CLI_RULE_RETRY,
 	CLI_RULE_TEXT,
+	CLI_RULE_THINKING,
 	CLI_RULE_TOOL_START,
 	CLI_RULE_TOOL_END,
 	CLI_RULE_TERMINAL,

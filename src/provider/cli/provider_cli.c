@@ -39,6 +39,7 @@ struct cli_run {
 	int64_t idle_ms;
 	char killed[160];           /* why we ended it; "" when we did not */
 	struct secret_stream text_masker; /* the text deltas */
+	struct secret_stream thinking_masker; /* the thinking deltas */
 	struct secret_stream err_masker;  /* the stderr line being read */
 	char err_line[ERR_LINE_MAX];      /* masked, then cut */
 	size_t err_len;
@@ -154,6 +155,7 @@ static void stop_timers(struct cli_run *r)
 static void free_run(struct cli_run *r)
 {
 	secret_stream_release(&r->text_masker);
+	secret_stream_release(&r->thinking_masker);
 	secret_stream_release(&r->err_masker);
 	retryd_lines_release(&r->framer);
 	cli_parser_release(&r->parser);
@@ -193,6 +195,28 @@ static void emit_text(void *ctx, const char *text, size_t len)
 
 	if (r->owner != NULL)
 		r->sink.text_delta(r->sink.ctx, text, len);
+}
+
+/* Thinking reaches sinks that take it (all three callbacks or none). */
+static void emit_thinking(void *ctx, const char *text, size_t len)
+{
+	struct cli_run *r = ctx;
+
+	if (r->owner != NULL && r->sink.thinking_delta != NULL)
+		r->sink.thinking_delta(r->sink.ctx, text, len);
+}
+
+static void end_thinking(struct cli_run *r, const char *signature, size_t len)
+{
+	char *sig = NULL;
+
+	secret_stream_end(&r->thinking_masker, emit_thinking, r);
+	if (r->owner == NULL || r->sink.thinking_end == NULL)
+		return;
+	if (signature != NULL && (sig = strndup(signature, len)) != NULL)
+		secret_mask_str(sig);
+	r->sink.thinking_end(r->sink.ctx, sig, sig ? strlen(sig) : 0, false);
+	free(sig);
 }
 
 static void deliver(void *ctx, const struct cli_parser_outcome *o)
@@ -235,6 +259,16 @@ static void deliver(void *ctx, const struct cli_parser_outcome *o)
 		secret_stream_end(&r->text_masker, emit_text, r);
 		if (r->owner != NULL)
 			r->sink.text_end(r->sink.ctx);
+		break;
+	case CLI_OUT_THINKING_START:
+		if (r->sink.thinking_start != NULL)
+			r->sink.thinking_start(r->sink.ctx);
+		break;
+	case CLI_OUT_THINKING_DELTA:
+		secret_stream_feed(&r->thinking_masker, o->text, o->len, emit_thinking, r);
+		break;
+	case CLI_OUT_THINKING_END:
+		end_thinking(r, o->text, o->len);
 		break;
 	case CLI_OUT_EVENT:
 		if (r->sink.event == NULL)
@@ -615,6 +649,7 @@ static int cli_start(struct provider *base, const struct attempt_ctx *ctx,
 	r->owner = self;
 	r->clock = self->clock;
 	secret_stream_init(&r->text_masker);
+	secret_stream_init(&r->thinking_masker);
 	secret_stream_init(&r->err_masker);
 	r->sink = *sink;
 	r->idle_ms = ctx->idle_timeout_ms;
