@@ -21,6 +21,7 @@ static const char *const profiles[] = { "claude", "codex", "gemini", "pi" };
 
 struct trace {
 	bool text_open;
+	bool thinking_open;
 	json_t *open_tools; /* toolCallId -> true */
 };
 
@@ -42,7 +43,7 @@ static void on_outcome(void *ctx, const struct cli_parser_outcome *o)
 		check_text(o->text, strlen(o->text));
 		break;
 	case CLI_OUT_TEXT_START:
-		FUZZ_CHECK(!t->text_open, "text_start inside an open text block");
+		FUZZ_CHECK(!t->text_open && !t->thinking_open, "text_start inside an open block");
 		t->text_open = true;
 		break;
 	case CLI_OUT_TEXT_DELTA:
@@ -52,6 +53,18 @@ static void on_outcome(void *ctx, const struct cli_parser_outcome *o)
 	case CLI_OUT_TEXT_END:
 		FUZZ_CHECK(t->text_open, "text_end without text_start");
 		t->text_open = false;
+		break;
+	case CLI_OUT_THINKING_START:
+		FUZZ_CHECK(!t->text_open && !t->thinking_open, "thinking_start inside an open block");
+		t->thinking_open = true;
+		break;
+	case CLI_OUT_THINKING_DELTA:
+		FUZZ_CHECK(t->thinking_open, "thinking_delta outside a thinking block");
+		check_text(o->text, o->len);
+		break;
+	case CLI_OUT_THINKING_END:
+		FUZZ_CHECK(t->thinking_open, "thinking_end without thinking_start");
+		t->thinking_open = false;
 		break;
 	case CLI_OUT_EVENT:
 		FUZZ_CHECK(o->event != NULL, "event outcome without an event");
