@@ -8,76 +8,30 @@
 #include "provider/http/api_anthropic.h"
 #include "provider/http/api_formats.h"
 #include "provider/http/api_openai.h"
+#include "support/decoded.h"
 #include "support/recsink.h"
 
 Suite *api_suite(void);
 
 /* ---- a decoding harness -------------------------------------------------- */
 
-struct outcome {
-	char *log;
-	enum stop_reason stop;
-	bool has_error;
-	char error[API_ERROR_MAX];
-	int64_t hint_ms, input_tokens, output_tokens;
-	int64_t cache_read_tokens, cache_write_tokens, total_tokens;
-	int feed_rc;  /* the first non-zero sse_feed result */
-};
-
-/* Decodes `len` bytes: first `split` bytes, then the rest `chunk` bytes at a
- * time (0: all at once); each piece is copied to a buffer of its exact size
- * so ASan sees overreads. */
-static struct outcome decode_split(const struct api_format *format, const char *body, size_t len, size_t split,
-				   size_t chunk)
+/* The shared harness (support/decoded.h), with the sink's order checked. */
+static struct decoded decode_split(const struct api_format *format, const char *body, size_t len,
+				   size_t split, size_t chunk)
 {
-	struct recsink r;
-	struct provider_sink sink = recsink_sink(&r);
-	struct api_stream st;
-	struct sse_parser p;
-	struct provider_result res;
-	struct outcome o = { 0 };
-	size_t at = 0;
+	struct decoded o = decoded_run(format, body, len, split, chunk, true);
 
-	recsink_init(&r);
-	api_stream_init(&st, format, &sink);
-	sse_init(&p, 1 << 20);
-	if (chunk == 0)
-		chunk = len ? len : 1;
-	while (at < len && o.feed_rc == 0) {
-		size_t want = at < split ? split - at : chunk;
-		size_t n = len - at < want ? len - at : want;
-		char *copy = malloc(n);
-
-		ck_assert_ptr_nonnull(copy);
-		memcpy(copy, body + at, n);
-		o.feed_rc = sse_feed(&p, copy, n, api_stream_sse_cb, &st);
-		free(copy);
-		at += n;
-	}
-	api_stream_end(&st, &res);
-	sse_release(&p);
-	ck_assert_msg(r.finishes == 0, "the decoder must leave finish() to the provider");
-	ck_assert_msg(r.misorder == NULL, "%s", r.misorder);
-	o.log = recsink_take_log(&r);
-	o.stop = res.stop;
-	o.has_error = res.error_message != NULL;
-	if (res.error_message != NULL)
-		snprintf(o.error, sizeof(o.error), "%s", res.error_message);
-	o.hint_ms = res.hint_ms;
-	o.input_tokens = res.input_tokens;
-	o.output_tokens = res.output_tokens;
-	o.cache_read_tokens = res.cache_read_tokens;
-	o.cache_write_tokens = res.cache_write_tokens;
-	o.total_tokens = res.total_tokens;
+	ck_assert_msg(o.finishes == 0, "the decoder must leave finish() to the provider");
+	ck_assert_msg(o.misorder == NULL, "%s", o.misorder);
 	return o;
 }
 
-static struct outcome decode_n(const struct api_format *format, const char *body, size_t len, size_t chunk)
+static struct decoded decode_n(const struct api_format *format, const char *body, size_t len, size_t chunk)
 {
 	return decode_split(format, body, len, 0, chunk);
 }
 
-static struct outcome decode(const struct api_format *format, const char *body)
+static struct decoded decode(const struct api_format *format, const char *body)
 {
 	return decode_n(format, body, strlen(body), 0);
 }
@@ -127,7 +81,7 @@ static const char expected_log[] =
 
 START_TEST(test_openai_complete_stream_gives_text_usage_and_stop)
 {
-	struct outcome o = decode(&api_openai_format, oai_full);
+	struct decoded o = decode(&api_openai_format, oai_full);
 
 	ck_assert_str_eq(o.log, expected_log);
 	ck_assert_int_eq(o.stop, STOP_STOP);
@@ -146,7 +100,7 @@ START_TEST(test_openai_stream_split_at_every_byte_gives_the_same_result)
 
 	for (size_t i = 0; i <= n + 1; i++) {
 		/* i == n + 1: one byte at a time. */
-		struct outcome o = i <= n ? decode_split(&api_openai_format, oai_full, n, i, 0) : decode_n(&api_openai_format, oai_full, n, 1);
+		struct decoded o = i <= n ? decode_split(&api_openai_format, oai_full, n, i, 0) : decode_n(&api_openai_format, oai_full, n, 1);
 
 		ck_assert_msg(strcmp(o.log, expected_log) == 0, "split %zu: %s", i, o.log);
 		ck_assert_int_eq(o.stop, STOP_STOP);
@@ -163,7 +117,7 @@ START_TEST(test_openai_stream_cut_anywhere_before_finish_fails_as_truncated)
 	size_t n = sizeof(oai_full) - 1;
 
 	for (size_t cut = 0; cut <= n; cut++) {
-		struct outcome o = decode_n(&api_openai_format, oai_full, cut, 0);
+		struct decoded o = decode_n(&api_openai_format, oai_full, cut, 0);
 
 		if (cut < finish_end) {
 			ck_assert_msg(o.stop == STOP_ERROR, "cut at %zu", cut);
@@ -178,7 +132,7 @@ END_TEST
 
 START_TEST(test_openai_truncated_stream_keeps_text_and_closes_it)
 {
-	struct outcome o = decode(&api_openai_format, OAI_TEXT);
+	struct decoded o = decode(&api_openai_format, OAI_TEXT);
 
 	ck_assert_str_eq(o.log, expected_log);
 	ck_assert_int_eq(o.stop, STOP_ERROR);
@@ -190,7 +144,7 @@ END_TEST
 
 START_TEST(test_openai_empty_body_is_truncated_without_start)
 {
-	struct outcome o = decode(&api_openai_format, "");
+	struct decoded o = decode(&api_openai_format, "");
 
 	ck_assert_str_eq(o.log, "");
 	ck_assert_int_eq(o.stop, STOP_ERROR);
@@ -201,7 +155,7 @@ END_TEST
 
 START_TEST(test_openai_done_alone_completes_the_stream)
 {
-	struct outcome o = decode(&api_openai_format, OAI_TEXT OAI_DONE);
+	struct decoded o = decode(&api_openai_format, OAI_TEXT OAI_DONE);
 
 	ck_assert_str_eq(o.log, expected_log);
 	ck_assert_int_eq(o.stop, STOP_STOP);
@@ -212,7 +166,7 @@ END_TEST
 
 START_TEST(test_openai_finish_without_done_completes_the_stream)
 {
-	struct outcome o = decode(&api_openai_format, OAI_TEXT OAI_FINISH OAI_USAGE);
+	struct decoded o = decode(&api_openai_format, OAI_TEXT OAI_FINISH OAI_USAGE);
 
 	ck_assert_int_eq(o.stop, STOP_STOP);
 	ck_assert(!o.has_error);
@@ -223,7 +177,7 @@ END_TEST
 
 START_TEST(test_openai_text_and_finish_in_one_chunk_keeps_the_text)
 {
-	struct outcome o = decode(&api_openai_format, OAI_CHUNK("{\"content\":\"Hi\"}", "\"length\"") OAI_DONE);
+	struct decoded o = decode(&api_openai_format, OAI_CHUNK("{\"content\":\"Hi\"}", "\"length\"") OAI_DONE);
 
 	ck_assert_str_eq(o.log, "start;text_start;delta(Hi);text_end;");
 	ck_assert_int_eq(o.stop, STOP_LENGTH);
@@ -248,7 +202,7 @@ START_TEST(test_openai_finish_reasons_map_to_stop_reasons)
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct outcome o = decode(&api_openai_format, cases[i].chunk);
+		struct decoded o = decode(&api_openai_format, cases[i].chunk);
 
 		ck_assert_msg(o.stop == cases[i].stop, "case %zu", i);
 		if (cases[i].error)
@@ -262,7 +216,7 @@ END_TEST
 
 START_TEST(test_openai_only_choice_index_0_is_read)
 {
-	struct outcome o = decode(&api_openai_format,
+	struct decoded o = decode(&api_openai_format,
 				  "data: {\"choices\":[{\"index\":1,\"delta\":{\"content\":\"other\"},\"finish_reason\":\"length\"}]}\n\n"
 				  "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"mine\"},\"finish_reason\":null}]}\n\n"
 				  "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n");
@@ -275,7 +229,7 @@ END_TEST
 
 START_TEST(test_openai_tool_call_deltas_carry_no_text)
 {
-	struct outcome o = decode(&api_openai_format,
+	struct decoded o = decode(&api_openai_format,
 				  OAI_CHUNK("{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"index\":0,\"id\":\"call_1\","
 					    "\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"\"}}]}", "null")
 				  OAI_CHUNK("{}", "\"tool_calls\"") OAI_DONE);
@@ -288,7 +242,7 @@ END_TEST
 
 START_TEST(test_openai_error_object_in_stream_fails_with_type_and_message)
 {
-	struct outcome o = decode(&api_openai_format,
+	struct decoded o = decode(&api_openai_format,
 				  OAI_TEXT "data: {\"error\":{\"message\":\"Rate limit reached for gpt-4o\",\"type\":\"requests\","
 				  "\"param\":null,\"code\":\"rate_limit_exceeded\"}}\n\n" OAI_FINISH OAI_DONE);
 
@@ -303,7 +257,7 @@ END_TEST
 
 START_TEST(test_openai_openrouter_error_chunk_with_finish_error_fails_with_message)
 {
-	struct outcome o = decode(&api_openai_format,
+	struct decoded o = decode(&api_openai_format,
 				  "data: {\"id\":\"gen-1\",\"object\":\"chat.completion.chunk\",\"error\":{\"code\":502,"
 				  "\"message\":\"Provider returned error\"},\"choices\":[{\"index\":0,\"delta\":"
 				  "{\"content\":\"\"},\"finish_reason\":\"error\"}]}\n\n" OAI_DONE);
@@ -316,7 +270,7 @@ END_TEST
 
 START_TEST(test_openai_error_without_message_shows_the_error_json)
 {
-	struct outcome o = decode(&api_openai_format, "data: {\"error\":{\"code\":\"server_error\"}}\n\n");
+	struct decoded o = decode(&api_openai_format, "data: {\"error\":{\"code\":\"server_error\"}}\n\n");
 
 	ck_assert_int_eq(o.stop, STOP_ERROR);
 	ck_assert_str_eq(o.error, "{\"code\":\"server_error\"}");
@@ -329,7 +283,7 @@ START_TEST(test_openai_malformed_json_fails_with_jansson_text)
 	static const char bad[] = "{\"choices\":[{\"delta\":{\"content\":\"Hel";
 	json_error_t jerr;
 	char want[256];
-	struct outcome o = decode(&api_openai_format, OAI_TEXT "data: {\"choices\":[{\"delta\":{\"content\":\"Hel\n\n" OAI_DONE);
+	struct decoded o = decode(&api_openai_format, OAI_TEXT "data: {\"choices\":[{\"delta\":{\"content\":\"Hel\n\n" OAI_DONE);
 
 	ck_assert_ptr_null(json_loadb(bad, strlen(bad), 0, &jerr));
 	snprintf(want, sizeof(want), "malformed stream: %s", jerr.text);
@@ -344,7 +298,7 @@ END_TEST
 
 START_TEST(test_openai_json_that_is_not_an_object_is_malformed)
 {
-	struct outcome o = decode(&api_openai_format, "data: [1,2]\n\n" OAI_DONE);
+	struct decoded o = decode(&api_openai_format, "data: [1,2]\n\n" OAI_DONE);
 
 	ck_assert_int_eq(o.stop, STOP_ERROR);
 	ck_assert_str_eq(o.error, "malformed stream: expected a JSON object");
@@ -354,7 +308,7 @@ END_TEST
 
 START_TEST(test_openai_events_after_done_are_ignored)
 {
-	struct outcome o = decode(&api_openai_format, OAI_TEXT OAI_DONE "data: {not json\n\n" OAI_CHUNK("{\"content\":\"late\"}", "null"));
+	struct decoded o = decode(&api_openai_format, OAI_TEXT OAI_DONE "data: {not json\n\n" OAI_CHUNK("{\"content\":\"late\"}", "null"));
 
 	ck_assert_str_eq(o.log, expected_log);
 	ck_assert_int_eq(o.stop, STOP_STOP);
@@ -369,7 +323,7 @@ END_TEST
 
 START_TEST(test_openai_huge_usage_saturates_at_number_max)
 {
-	struct outcome o = decode(&api_openai_format, OAI_TEXT OAI_FINISH
+	struct decoded o = decode(&api_openai_format, OAI_TEXT OAI_FINISH
 				  OAI_USAGE_OF("9223372036854775807", "1e300") OAI_DONE);
 
 	ck_assert_int_eq(o.stop, STOP_STOP);
@@ -381,7 +335,7 @@ END_TEST
 
 START_TEST(test_openai_negative_or_fractional_usage_is_ignored)
 {
-	struct outcome o = decode(&api_openai_format, OAI_TEXT OAI_FINISH
+	struct decoded o = decode(&api_openai_format, OAI_TEXT OAI_FINISH
 				  OAI_USAGE_OF("-1", "3.5") OAI_DONE);
 
 	ck_assert_int_eq(o.stop, STOP_STOP);
@@ -404,7 +358,7 @@ START_TEST(test_openai_usage_counts_the_cached_prompt_as_cache_read_as_pi_does)
 {
 	/* pi: cacheRead = cached_tokens, input = prompt_tokens - cacheRead,
 	 * output = completion_tokens (reasoning included). */
-	struct outcome o = decode(&api_openai_format, OAI_TEXT OAI_FINISH OAI_USAGE_RAW(
+	struct decoded o = decode(&api_openai_format, OAI_TEXT OAI_FINISH OAI_USAGE_RAW(
 		"\"prompt_tokens\":100,\"completion_tokens\":20,\"total_tokens\":120,"
 		"\"prompt_tokens_details\":{\"cached_tokens\":30},"
 		"\"completion_tokens_details\":{\"reasoning_tokens\":12}") OAI_DONE);
@@ -437,7 +391,7 @@ END_TEST
 
 START_TEST(test_openai_hostile_cache_counts_are_ignored_or_saturated)
 {
-	struct outcome o = decode(&api_openai_format, OAI_TEXT OAI_FINISH OAI_USAGE_RAW(
+	struct decoded o = decode(&api_openai_format, OAI_TEXT OAI_FINISH OAI_USAGE_RAW(
 		"\"prompt_tokens\":10,\"completion_tokens\":2,"
 		"\"prompt_tokens_details\":{\"cached_tokens\":-3,\"cache_write_tokens\":1.5}") OAI_DONE);
 
@@ -459,7 +413,7 @@ END_TEST
 
 START_TEST(test_openai_stream_without_usage_reports_zero_tokens)
 {
-	struct outcome o = decode(&api_openai_format, OAI_TEXT OAI_FINISH OAI_DONE);
+	struct decoded o = decode(&api_openai_format, OAI_TEXT OAI_FINISH OAI_DONE);
 
 	ck_assert_int_eq(o.input_tokens, 0);
 	ck_assert_int_eq(o.output_tokens, 0);
@@ -471,7 +425,7 @@ END_TEST
 
 START_TEST(test_openai_comments_and_keepalives_are_ignored)
 {
-	struct outcome o = decode(&api_openai_format, ": OPENROUTER PROCESSING\n\n" OAI_TEXT ": ping\n\n" OAI_FINISH OAI_DONE);
+	struct decoded o = decode(&api_openai_format, ": OPENROUTER PROCESSING\n\n" OAI_TEXT ": ping\n\n" OAI_FINISH OAI_DONE);
 
 	ck_assert_str_eq(o.log, expected_log);
 	ck_assert_int_eq(o.stop, STOP_STOP);
@@ -483,7 +437,7 @@ END_TEST
 
 START_TEST(test_anthropic_complete_stream_gives_text_usage_and_stop)
 {
-	struct outcome o = decode(&api_anthropic_format, ant_full);
+	struct decoded o = decode(&api_anthropic_format, ant_full);
 
 	ck_assert_str_eq(o.log, expected_log);
 	ck_assert_int_eq(o.stop, STOP_STOP);
@@ -515,7 +469,7 @@ START_TEST(test_anthropic_usage_takes_cache_read_and_creation_as_pi_does)
 	/* pi: input_tokens as is (the cache is not in it), cacheRead =
 	 * cache_read_input_tokens, cacheWrite = cache_creation_input_tokens;
 	 * message_delta replaces the counts it holds. */
-	struct outcome o = decode(&api_anthropic_format,
+	struct decoded o = decode(&api_anthropic_format,
 		ANT_START_RAW("\"input_tokens\":5,\"cache_creation_input_tokens\":50,"
 			      "\"cache_read_input_tokens\":100,\"output_tokens\":1")
 		ANT_BLOCK ANT_DELTA("x") ANT_BLOCK_STOP
@@ -540,7 +494,7 @@ END_TEST
 
 START_TEST(test_anthropic_hostile_cache_counts_are_ignored_or_saturated)
 {
-	struct outcome o = decode(&api_anthropic_format,
+	struct decoded o = decode(&api_anthropic_format,
 		ANT_START_RAW("\"input_tokens\":5,\"cache_creation_input_tokens\":7,"
 			      "\"cache_read_input_tokens\":8,\"output_tokens\":1")
 		ANT_BLOCK ANT_DELTA("x") ANT_BLOCK_STOP
@@ -563,7 +517,7 @@ END_TEST
 
 START_TEST(test_anthropic_huge_usage_saturates_and_negative_usage_is_ignored)
 {
-	struct outcome o = decode(&api_anthropic_format,
+	struct decoded o = decode(&api_anthropic_format,
 				  ANT_START_USAGE("9223372036854775807", "1") ANT_BLOCK ANT_DELTA("x")
 				  ANT_BLOCK_STOP ANT_MSG_DELTA_USAGE("9223372036854775807") ANT_STOP);
 
@@ -587,7 +541,7 @@ START_TEST(test_anthropic_stream_split_at_every_byte_gives_the_same_result)
 
 	for (size_t i = 0; i <= n + 1; i++) {
 		/* i == n + 1: one byte at a time. */
-		struct outcome o = i <= n ? decode_split(&api_anthropic_format, ant_full, n, i, 0) : decode_n(&api_anthropic_format, ant_full, n, 1);
+		struct decoded o = i <= n ? decode_split(&api_anthropic_format, ant_full, n, i, 0) : decode_n(&api_anthropic_format, ant_full, n, 1);
 
 		ck_assert_msg(strcmp(o.log, expected_log) == 0, "split %zu: %s", i, o.log);
 		ck_assert_int_eq(o.stop, STOP_STOP);
@@ -603,7 +557,7 @@ START_TEST(test_anthropic_stream_cut_anywhere_before_message_stop_fails_as_trunc
 	size_t n = sizeof(ant_full) - 1;
 
 	for (size_t cut = 0; cut <= n; cut++) {
-		struct outcome o = decode_n(&api_anthropic_format, ant_full, cut, 0);
+		struct decoded o = decode_n(&api_anthropic_format, ant_full, cut, 0);
 
 		if (cut < n) {
 			ck_assert_msg(o.stop == STOP_ERROR, "cut at %zu", cut);
@@ -618,7 +572,7 @@ END_TEST
 
 START_TEST(test_anthropic_message_delta_without_message_stop_is_truncated)
 {
-	struct outcome o = decode(&api_anthropic_format, ANT_TEXT ANT_BLOCK_STOP ANT_MSG_DELTA("end_turn"));
+	struct decoded o = decode(&api_anthropic_format, ANT_TEXT ANT_BLOCK_STOP ANT_MSG_DELTA("end_turn"));
 
 	ck_assert_str_eq(o.log, expected_log);
 	ck_assert_int_eq(o.stop, STOP_ERROR);
@@ -646,7 +600,7 @@ START_TEST(test_anthropic_stop_reasons_map_to_stop_reasons)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char body[1024];
-		struct outcome o;
+		struct decoded o;
 
 		snprintf(body, sizeof(body),
 			 ANT_START "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":"
@@ -666,7 +620,7 @@ END_TEST
 
 START_TEST(test_anthropic_error_event_fails_like_pi)
 {
-	struct outcome o = decode(&api_anthropic_format, ANT_START ANT_OVERLOADED);
+	struct decoded o = decode(&api_anthropic_format, ANT_START ANT_OVERLOADED);
 
 	ck_assert_str_eq(o.log, "start;");
 	ck_assert_int_eq(o.stop, STOP_ERROR);
@@ -678,7 +632,7 @@ END_TEST
 
 START_TEST(test_anthropic_error_event_mid_text_closes_the_text_and_fails)
 {
-	struct outcome o = decode(&api_anthropic_format, ANT_TEXT ANT_OVERLOADED ANT_BLOCK_STOP ANT_MSG_DELTA("end_turn") ANT_STOP);
+	struct decoded o = decode(&api_anthropic_format, ANT_TEXT ANT_OVERLOADED ANT_BLOCK_STOP ANT_MSG_DELTA("end_turn") ANT_STOP);
 
 	ck_assert_str_eq(o.log, expected_log);
 	ck_assert_int_eq(o.stop, STOP_ERROR);
@@ -689,7 +643,7 @@ END_TEST
 
 START_TEST(test_anthropic_error_event_with_non_json_data_fails_with_the_text)
 {
-	struct outcome o = decode(&api_anthropic_format, ANT_START "event: error\ndata: upstream went away\n\n");
+	struct decoded o = decode(&api_anthropic_format, ANT_START "event: error\ndata: upstream went away\n\n");
 
 	ck_assert_int_eq(o.stop, STOP_ERROR);
 	ck_assert_str_eq(o.error, "upstream went away");
@@ -699,7 +653,7 @@ END_TEST
 
 START_TEST(test_anthropic_unnamed_error_data_fails_too)
 {
-	struct outcome o = decode(&api_anthropic_format,
+	struct decoded o = decode(&api_anthropic_format,
 				  "data: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"Internal server error\"}}\n\n");
 
 	ck_assert_int_eq(o.stop, STOP_ERROR);
@@ -713,7 +667,7 @@ START_TEST(test_anthropic_malformed_json_fails_with_jansson_text)
 	static const char bad[] = "{\"type\":\"content_block_delta\",";
 	json_error_t jerr;
 	char want[256];
-	struct outcome o = decode(&api_anthropic_format, ANT_TEXT "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\n\n" ANT_STOP);
+	struct decoded o = decode(&api_anthropic_format, ANT_TEXT "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\n\n" ANT_STOP);
 
 	ck_assert_ptr_null(json_loadb(bad, strlen(bad), 0, &jerr));
 	snprintf(want, sizeof(want), "malformed stream: %s", jerr.text);
@@ -726,7 +680,7 @@ END_TEST
 
 START_TEST(test_anthropic_ping_and_unknown_events_are_ignored_and_thinking_streams)
 {
-	struct outcome o = decode(&api_anthropic_format,
+	struct decoded o = decode(&api_anthropic_format,
 				  ANT_START ANT_PING
 				  "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
 				  "\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n"
@@ -747,7 +701,7 @@ END_TEST
 
 START_TEST(test_anthropic_two_text_blocks_stream_as_one_text)
 {
-	struct outcome o = decode(&api_anthropic_format,
+	struct decoded o = decode(&api_anthropic_format,
 				  ANT_START ANT_BLOCK ANT_DELTA("a") ANT_BLOCK_STOP
 				  "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,"
 				  "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
@@ -760,7 +714,7 @@ END_TEST
 
 START_TEST(test_anthropic_events_after_message_stop_are_ignored)
 {
-	struct outcome o = decode(&api_anthropic_format, ANT_TEXT ANT_BLOCK_STOP ANT_MSG_DELTA("end_turn") ANT_STOP ANT_OVERLOADED "data: {broken\n\n");
+	struct decoded o = decode(&api_anthropic_format, ANT_TEXT ANT_BLOCK_STOP ANT_MSG_DELTA("end_turn") ANT_STOP ANT_OVERLOADED "data: {broken\n\n");
 
 	ck_assert_int_eq(o.stop, STOP_STOP);
 	ck_assert(!o.has_error);

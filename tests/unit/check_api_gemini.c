@@ -9,6 +9,7 @@
 #include "provider/http/api.h"
 #include "provider/http/api_formats.h"
 #include "provider/http/api_gemini.h"
+#include "support/decoded.h"
 #include "support/recsink.h"
 
 Suite *api_gemini_suite(void);
@@ -36,61 +37,17 @@ static void assert_json_eq(json_t *v, const char *want)
 	json_decref(v);
 }
 
-struct outcome {
-	char *log;
-	enum stop_reason stop;
-	char error[API_ERROR_MAX];
-	bool error_object;
-	int64_t input_tokens, output_tokens;
-	int64_t cache_read_tokens, cache_write_tokens, total_tokens;
-};
-
-/* Decodes an SSE body fed `chunk` bytes at a time (0: at once), each piece
- * in a buffer of its own size. */
-static struct outcome decode_n(const char *body, size_t chunk)
+/* The shared harness (support/decoded.h), with the sink's order checked. */
+static struct decoded decode_n(const char *body, size_t chunk)
 {
-	struct recsink r;
-	struct provider_sink sink = recsink_sink(&r);
-	struct api_stream st;
-	struct sse_parser p;
-	struct provider_result res;
-	struct outcome o = { 0 };
-	size_t len = strlen(body), at = 0;
-	int rc = 0;
+	struct decoded o = decoded_run(&api_gemini_format, body, strlen(body), 0, chunk, true);
 
-	recsink_init(&r);
-	api_stream_init(&st, &api_gemini_format, &sink);
-	sse_init(&p, 1 << 20);
-	if (chunk == 0)
-		chunk = len ? len : 1;
-	while (at < len && rc == 0 && !api_stream_done(&st)) {
-		size_t n = len - at < chunk ? len - at : chunk;
-		char *copy = malloc(n);
-
-		ck_assert_ptr_nonnull(copy);
-		memcpy(copy, body + at, n);
-		rc = sse_feed(&p, copy, n, api_stream_sse_cb, &st);
-		free(copy);
-		at += n;
-	}
-	o.error_object = st.error_object;
-	api_stream_end(&st, &res);
-	sse_release(&p);
-	ck_assert_msg(r.misorder == NULL, "%s", r.misorder);
-	o.log = recsink_take_log(&r);
-	o.stop = res.stop;
-	if (res.error_message != NULL)
-		snprintf(o.error, sizeof(o.error), "%s", res.error_message);
-	o.input_tokens = res.input_tokens;
-	o.output_tokens = res.output_tokens;
-	o.cache_read_tokens = res.cache_read_tokens;
-	o.cache_write_tokens = res.cache_write_tokens;
-	o.total_tokens = res.total_tokens;
-	recsink_release(&r);
+	ck_assert_msg(o.finishes == 0, "the decoder must leave finish() to the provider");
+	ck_assert_msg(o.misorder == NULL, "%s", o.misorder);
 	return o;
 }
 
-static struct outcome decode(const char *body)
+static struct decoded decode(const char *body)
 {
 	return decode_n(body, 0);
 }
@@ -110,7 +67,7 @@ static struct outcome decode(const char *body)
 START_TEST(test_text_chunks_stream_as_one_text_block_with_pi_s_usage)
 {
 	static const char body[] = CHUNK("{\"text\":\"Hel\"}") CHUNK("{\"text\":\"lo\"}") FINISH("STOP", USAGE);
-	struct outcome o = decode(body);
+	struct decoded o = decode(body);
 
 	ck_assert_str_eq(o.log, "start;text_start;delta(Hel);delta(lo);text_end;");
 	ck_assert_int_eq(o.stop, STOP_STOP);
@@ -128,7 +85,7 @@ END_TEST
 
 START_TEST(test_hostile_usage_counts_are_ignored_or_saturated)
 {
-	struct outcome o = decode(CHUNK("{\"text\":\"x\"}") FINISH("STOP",
+	struct decoded o = decode(CHUNK("{\"text\":\"x\"}") FINISH("STOP",
 		"{\"promptTokenCount\":40,\"cachedContentTokenCount\":-10,\"candidatesTokenCount\":6,"
 		"\"thoughtsTokenCount\":2.5,\"totalTokenCount\":\"51\"}"));
 
@@ -157,7 +114,7 @@ START_TEST(test_the_stream_split_at_every_size_decodes_the_same)
 		FINISH("STOP", USAGE);
 
 	for (size_t n = 1; n < 40; n++) {
-		struct outcome o = decode_n(body, n);
+		struct decoded o = decode_n(body, n);
 
 		ck_assert_msg(strcmp(o.log, "start;text_start;delta(a);delta(\xc3\xa9 b);text_end;") == 0,
 			      "split %zu: %s", n, o.log);
@@ -169,7 +126,7 @@ END_TEST
 
 START_TEST(test_a_stream_without_finish_reason_is_truncated)
 {
-	struct outcome o = decode(CHUNK("{\"text\":\"partial\"}"));
+	struct decoded o = decode(CHUNK("{\"text\":\"partial\"}"));
 
 	ck_assert_str_eq(o.log, "start;text_start;delta(partial);text_end;");
 	ck_assert_int_eq(o.stop, STOP_ERROR);
@@ -198,7 +155,7 @@ START_TEST(test_max_tokens_is_length_and_other_reasons_are_errors)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char body[512];
-		struct outcome o;
+		struct decoded o;
 
 		snprintf(body, sizeof(body), "%s"
 			 "data: {\"candidates\":[{\"content\":{\"parts\":[]},\"finishReason\":\"%s\"}]}\n\n",
@@ -213,7 +170,7 @@ END_TEST
 
 START_TEST(test_a_blocked_prompt_ends_the_answer_as_an_error)
 {
-	struct outcome o = decode("data: {\"promptFeedback\":{\"blockReason\":\"PROHIBITED_CONTENT\"},"
+	struct decoded o = decode("data: {\"promptFeedback\":{\"blockReason\":\"PROHIBITED_CONTENT\"},"
 				  "\"usageMetadata\":{\"promptTokenCount\":7,\"totalTokenCount\":7}}\n\n");
 
 	ck_assert_int_eq(o.stop, STOP_ERROR);
@@ -230,7 +187,7 @@ START_TEST(test_thought_parts_are_a_thinking_block_closed_by_their_signature)
 		CHUNK("{\"text\":\"let me \",\"thought\":true}")
 		CHUNK("{\"text\":\"see\",\"thought\":true,\"thoughtSignature\":\"c2ln\"}")
 		CHUNK("{\"text\":\"Answer\"}") FINISH("STOP", USAGE);
-	struct outcome o = decode(body);
+	struct decoded o = decode(body);
 
 	ck_assert_str_eq(o.log, "start;thinking_start;thinking_delta:let me ;thinking_delta:see;"
 				"thinking_end:c2ln;text_start;delta(Answer);text_end;");
@@ -244,7 +201,7 @@ START_TEST(test_unsigned_thoughts_close_at_the_text_and_a_text_signature_is_drop
 	static const char body[] =
 		CHUNK("{\"text\":\"hmm\",\"thought\":true},{\"text\":\"A\",\"thoughtSignature\":\"c2ln\"}")
 		FINISH("STOP", USAGE);
-	struct outcome o = decode(body);
+	struct decoded o = decode(body);
 
 	ck_assert_str_eq(o.log, "start;thinking_start;thinking_delta:hmm;thinking_end:;"
 				"text_start;delta(A);text_end;");
@@ -257,7 +214,7 @@ START_TEST(test_a_signature_only_part_is_no_content)
 {
 	static const char body[] = CHUNK("{\"text\":\"hmm\",\"thought\":true}")
 		CHUNK("{\"thoughtSignature\":\"c2ln\"}") FINISH("STOP", USAGE);
-	struct outcome o = decode(body);
+	struct decoded o = decode(body);
 
 	ck_assert_str_eq(o.log, "start;thinking_start;thinking_delta:hmm;thinking_end:;");
 	free(o.log);
@@ -274,7 +231,7 @@ START_TEST(test_thoughts_stay_one_block_keeping_the_latest_signature)
 		CHUNK("{\"text\":\"b\",\"thought\":true}")
 		CHUNK("{\"text\":\"c\",\"thought\":true,\"thoughtSignature\":\"czI=\"}")
 		CHUNK("{\"text\":\"Answer\"}") FINISH("STOP", USAGE);
-	struct outcome o = decode(body);
+	struct decoded o = decode(body);
 
 	ck_assert_str_eq(o.log, "start;thinking_start;thinking_delta:a;thinking_delta:b;"
 				"thinking_delta:c;thinking_end:czI=;text_start;delta(Answer);text_end;");
@@ -284,7 +241,7 @@ END_TEST
 
 START_TEST(test_an_error_object_fails_with_code_status_and_message)
 {
-	struct outcome o = decode(CHUNK("{\"text\":\"a\"}")
+	struct decoded o = decode(CHUNK("{\"text\":\"a\"}")
 		"data: {\"error\":{\"code\":429,\"message\":\"Resource exhausted.\",\"status\":"
 		"\"RESOURCE_EXHAUSTED\",\"details\":[{\"@type\":\"type.googleapis.com/google.rpc."
 		"RetryInfo\",\"retryDelay\":\"3s\"}]}}\n\n" CHUNK("{\"text\":\"never\"}"));
@@ -310,7 +267,7 @@ START_TEST(test_error_objects_without_a_code_or_status_still_fail)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char body[256];
-		struct outcome o;
+		struct decoded o;
 
 		snprintf(body, sizeof(body), "data: %s\n\n", cases[i].data);
 		o = decode(body);
@@ -324,7 +281,7 @@ END_TEST
 
 START_TEST(test_malformed_data_fails_and_is_no_error_object)
 {
-	struct outcome o = decode("data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\n\n");
+	struct decoded o = decode("data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\n\n");
 
 	ck_assert_int_eq(o.stop, STOP_ERROR);
 	ck_assert_msg(strncmp(o.error, "malformed stream: ", 18) == 0, "%s", o.error);
@@ -335,7 +292,7 @@ END_TEST
 
 START_TEST(test_parts_after_the_finish_are_ignored)
 {
-	struct outcome o = decode(CHUNK("{\"text\":\"a\"}") FINISH("STOP", USAGE) CHUNK("{\"text\":\"late\"}"));
+	struct decoded o = decode(CHUNK("{\"text\":\"a\"}") FINISH("STOP", USAGE) CHUNK("{\"text\":\"late\"}"));
 
 	ck_assert_str_eq(o.log, "start;text_start;delta(a);text_end;");
 	ck_assert_int_eq(o.stop, STOP_STOP);

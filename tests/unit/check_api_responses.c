@@ -11,70 +11,24 @@
 #include "provider/http/api_formats.h"
 #include "provider/http/api_responses.h"
 #include "provider/http/sse.h"
+#include "support/decoded.h"
 #include "support/recsink.h"
 
 Suite *api_responses_suite(void);
 
 /* ---- a decoding harness ---------------------------------------------------- */
 
-struct outcome {
-	char *log;
-	enum stop_reason stop;
-	bool has_error;
-	char error[API_ERROR_MAX];
-	int64_t input_tokens, output_tokens;
-	int64_t cache_read_tokens, cache_write_tokens, total_tokens;
-};
-
-/* Decodes body cut into chunk-byte reads (0: all at once), each read in a
- * buffer of its exact size. */
-static struct outcome decode_n(const char *body, size_t len, size_t chunk, bool thinking)
+/* The shared harness (support/decoded.h), with the sink's order checked. */
+static struct decoded decode_n(const char *body, size_t len, size_t chunk, bool thinking)
 {
-	struct recsink r;
-	struct provider_sink sink = recsink_sink(&r);
-	struct api_stream st;
-	struct sse_parser p;
-	struct provider_result res;
-	struct outcome o = { 0 };
-	size_t at = 0;
-	int rc = 0;
+	struct decoded o = decoded_run(&api_responses_format, body, len, 0, chunk, thinking);
 
-	recsink_init(&r);
-	if (!thinking)
-		sink.thinking_start = NULL, sink.thinking_delta = NULL, sink.thinking_end = NULL;
-	api_stream_init(&st, &api_responses_format, &sink);
-	sse_init(&p, 1 << 20);
-	if (chunk == 0)
-		chunk = len ? len : 1;
-	while (at < len && rc == 0 && !api_stream_done(&st)) {
-		size_t n = len - at < chunk ? len - at : chunk;
-		char *copy = malloc(n);
-
-		ck_assert_ptr_nonnull(copy);
-		memcpy(copy, body + at, n);
-		rc = sse_feed(&p, copy, n, api_stream_sse_cb, &st);
-		free(copy);
-		at += n;
-	}
-	api_stream_end(&st, &res);
-	sse_release(&p);
-	ck_assert_msg(r.finishes == 0, "the decoder must leave finish() to the provider");
-	ck_assert_msg(r.misorder == NULL, "%s", r.misorder);
-	o.log = recsink_take_log(&r);
-	o.stop = res.stop;
-	o.has_error = res.error_message != NULL;
-	if (res.error_message != NULL)
-		snprintf(o.error, sizeof(o.error), "%s", res.error_message);
-	o.input_tokens = res.input_tokens;
-	o.output_tokens = res.output_tokens;
-	o.cache_read_tokens = res.cache_read_tokens;
-	o.cache_write_tokens = res.cache_write_tokens;
-	o.total_tokens = res.total_tokens;
-	recsink_release(&r);
+	ck_assert_msg(o.finishes == 0, "the decoder must leave finish() to the provider");
+	ck_assert_msg(o.misorder == NULL, "%s", o.misorder);
 	return o;
 }
 
-static struct outcome decode(const char *body)
+static struct decoded decode(const char *body)
 {
 	return decode_n(body, strlen(body), 0, true);
 }
@@ -109,7 +63,7 @@ static const char full[] = TEXT MSG_DONE COMPLETED("completed");
 
 START_TEST(test_responses_stream_gives_text_usage_and_stop)
 {
-	struct outcome o = decode(full);
+	struct decoded o = decode(full);
 
 	ck_assert_str_eq(o.log, "start;text_start;delta(Hello);delta( w\xC3\xB6rld);text_end;");
 	ck_assert_int_eq(o.stop, STOP_STOP);
@@ -130,7 +84,7 @@ END_TEST
 
 START_TEST(test_responses_hostile_usage_counts_are_ignored_or_saturated)
 {
-	struct outcome o = decode(TEXT COMPLETED_USAGE(
+	struct decoded o = decode(TEXT COMPLETED_USAGE(
 		"\"input_tokens\":37,\"input_tokens_details\":{\"cached_tokens\":-12},"
 		"\"output_tokens\":2.5,\"total_tokens\":\"48\""));
 
@@ -155,7 +109,7 @@ END_TEST
 START_TEST(test_responses_stream_split_at_every_byte_gives_the_same_result)
 {
 	for (size_t chunk = 1; chunk <= 64; chunk++) {
-		struct outcome o = decode_n(full, sizeof(full) - 1, chunk, true);
+		struct decoded o = decode_n(full, sizeof(full) - 1, chunk, true);
 
 		ck_assert_msg(strcmp(o.log, "start;text_start;delta(Hello);delta( w\xC3\xB6rld);text_end;") == 0,
 			      "chunk %zu: %s", chunk, o.log);
@@ -171,7 +125,7 @@ START_TEST(test_responses_stream_cut_anywhere_before_completed_is_truncated)
 	size_t end = strlen(TEXT MSG_DONE COMPLETED("completed"));
 
 	for (size_t cut = 0; cut < end; cut++) {
-		struct outcome o = decode_n(full, cut, 0, true);
+		struct decoded o = decode_n(full, cut, 0, true);
 
 		ck_assert_msg(o.stop == STOP_ERROR, "cut at %zu", cut);
 		ck_assert_str_eq(o.error, API_TRUNCATED);
@@ -198,7 +152,7 @@ START_TEST(test_responses_completed_status_maps_like_pi)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char body[2048];
-		struct outcome o;
+		struct decoded o;
 
 		snprintf(body, sizeof(body), "%sdata: {\"type\":\"response.completed\",\"response\":"
 			 "{\"status\":\"%s\",\"output\":[]}}\n\n", TEXT, cases[i].status);
@@ -215,7 +169,7 @@ END_TEST
 
 START_TEST(test_responses_function_call_in_the_output_is_tool_use)
 {
-	struct outcome o = decode(CREATED EV("response.completed", RESP("completed",
+	struct decoded o = decode(CREATED EV("response.completed", RESP("completed",
 		",\"output\":[{\"type\":\"function_call\",\"id\":\"fc_1\",\"call_id\":\"call_1\",\"name\":\"ls\","
 		"\"arguments\":\"{}\",\"status\":\"completed\"}]")));
 
@@ -227,7 +181,7 @@ END_TEST
 
 START_TEST(test_responses_incomplete_for_max_output_tokens_is_length)
 {
-	struct outcome o = decode(TEXT EV("response.incomplete", RESP("incomplete",
+	struct decoded o = decode(TEXT EV("response.incomplete", RESP("incomplete",
 		",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"output\":[]" USAGE)));
 
 	ck_assert_int_eq(o.stop, STOP_LENGTH);
@@ -240,7 +194,7 @@ END_TEST
 
 START_TEST(test_responses_incomplete_for_content_filter_is_a_content_filter_error)
 {
-	struct outcome o = decode(TEXT EV("response.incomplete", RESP("incomplete",
+	struct decoded o = decode(TEXT EV("response.incomplete", RESP("incomplete",
 		",\"incomplete_details\":{\"reason\":\"content_filter\"},\"output\":[]")));
 
 	ck_assert_int_eq(o.stop, STOP_ERROR);
@@ -269,7 +223,7 @@ START_TEST(test_responses_failed_carries_the_error_code_first)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char body[2048];
-		struct outcome o;
+		struct decoded o;
 
 		snprintf(body, sizeof(body), "%sdata: {\"type\":\"response.failed\",\"response\":"
 			 "{\"status\":\"failed\",\"error\":%s,\"output\":[]}}\n\ndata: {\"type\":"
@@ -285,9 +239,9 @@ END_TEST
 
 START_TEST(test_responses_failed_without_error_is_worded_like_pi)
 {
-	struct outcome a = decode("data: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\","
+	struct decoded a = decode("data: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\","
 				  "\"incomplete_details\":{\"reason\":\"max_output_tokens\"}}}\n\n");
-	struct outcome b = decode("data: {\"type\":\"response.failed\",\"response\":{}}\n\n");
+	struct decoded b = decode("data: {\"type\":\"response.failed\",\"response\":{}}\n\n");
 
 	ck_assert_str_eq(a.error, "incomplete: max_output_tokens");
 	ck_assert_str_eq(b.error, "Unknown error (no error details in response)");
@@ -299,10 +253,10 @@ END_TEST
 
 START_TEST(test_responses_error_event_fails_with_code_and_message)
 {
-	struct outcome a = decode(TEXT "event: error\ndata: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\","
+	struct decoded a = decode(TEXT "event: error\ndata: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\","
 				  "\"message\":\"Rate limit reached\",\"param\":null,\"sequence_number\":6}\n\n");
-	struct outcome b = decode("data: {\"type\":\"error\",\"code\":null,\"message\":\"boom\",\"param\":null}\n\n");
-	struct outcome c = decode("data: {\"type\":\"error\"}\n\n");
+	struct decoded b = decode("data: {\"type\":\"error\",\"code\":null,\"message\":\"boom\",\"param\":null}\n\n");
+	struct decoded c = decode("data: {\"type\":\"error\"}\n\n");
 
 	ck_assert_str_eq(a.error, "rate_limit_exceeded: Rate limit reached");
 	ck_assert_str_eq(a.log, "start;text_start;delta(Hello);delta( w\xC3\xB6rld);text_end;");
@@ -317,9 +271,9 @@ END_TEST
 /* The OpenAI SDK throws on any chunk with a top-level "error". */
 START_TEST(test_responses_chunk_with_an_error_object_fails)
 {
-	struct outcome a = decode("data: {\"error\":{\"message\":\"Overloaded\",\"type\":\"server_error\","
+	struct decoded a = decode("data: {\"error\":{\"message\":\"Overloaded\",\"type\":\"server_error\","
 				  "\"code\":null}}\n\n");
-	struct outcome b = decode("data: {\"type\":\"response.output_text.delta\",\"delta\":\"x\","
+	struct decoded b = decode("data: {\"type\":\"response.output_text.delta\",\"delta\":\"x\","
 				  "\"error\":\"gone\"}\n\n");
 
 	ck_assert_str_eq(a.error, "server_error: Overloaded");
@@ -332,7 +286,7 @@ END_TEST
 
 START_TEST(test_responses_malformed_data_fails_as_malformed)
 {
-	struct outcome o = decode(TEXT "data: {\"type\":\"response.output_text.delta\",\"delta\":\n\n");
+	struct decoded o = decode(TEXT "data: {\"type\":\"response.output_text.delta\",\"delta\":\n\n");
 
 	ck_assert_int_eq(o.stop, STOP_ERROR);
 	ck_assert_msg(strncmp(o.error, "malformed stream: ", 18) == 0, "%s", o.error);
@@ -342,7 +296,7 @@ END_TEST
 
 START_TEST(test_responses_events_after_completed_are_ignored)
 {
-	struct outcome o = decode(TEXT MSG_DONE COMPLETED("completed") DELTA(9, "late") "data: {\"type\":\"error\",\"message\":\"x\"}\n\n");
+	struct decoded o = decode(TEXT MSG_DONE COMPLETED("completed") DELTA(9, "late") "data: {\"type\":\"error\",\"message\":\"x\"}\n\n");
 
 	ck_assert_int_eq(o.stop, STOP_STOP);
 	ck_assert(!o.has_error);
@@ -353,8 +307,8 @@ END_TEST
 
 START_TEST(test_responses_done_marker_ends_the_stream_truncated_unless_completed)
 {
-	struct outcome a = decode(TEXT "data: [DONE]\n\n" DELTA(9, "late"));
-	struct outcome b = decode(TEXT MSG_DONE COMPLETED("completed") "data: [DONE]\n\n");
+	struct decoded a = decode(TEXT "data: [DONE]\n\n" DELTA(9, "late"));
+	struct decoded b = decode(TEXT MSG_DONE COMPLETED("completed") "data: [DONE]\n\n");
 
 	ck_assert_str_eq(a.error, API_TRUNCATED);
 	ck_assert_ptr_null(strstr(a.log, "late"));
@@ -367,7 +321,7 @@ END_TEST
 
 START_TEST(test_responses_a_numeric_error_code_leads_the_text)
 {
-	struct outcome o = decode("data: {\"type\":\"error\",\"code\":429,\"message\":\"Too many\"}\n\n");
+	struct decoded o = decode("data: {\"type\":\"error\",\"code\":429,\"message\":\"Too many\"}\n\n");
 
 	ck_assert_str_eq(o.error, "429: Too many");
 	free(o.log);
@@ -376,7 +330,7 @@ END_TEST
 
 START_TEST(test_responses_refusal_delta_is_text)
 {
-	struct outcome o = decode(CREATED EV("response.refusal.delta", "\"delta\":\"I can't\"") COMPLETED("completed"));
+	struct decoded o = decode(CREATED EV("response.refusal.delta", "\"delta\":\"I can't\"") COMPLETED("completed"));
 
 	ck_assert_str_eq(o.log, "start;text_start;delta(I can't);text_end;");
 	free(o.log);
@@ -407,7 +361,7 @@ static const char thinking[] = "data: {\"type\":\"response.created\"}\n\n" RS_IT
  * with the reasoning item as its signature, as pi keeps it. */
 START_TEST(test_responses_reasoning_summary_streams_as_a_thinking_block)
 {
-	struct outcome o = decode(thinking);
+	struct decoded o = decode(thinking);
 
 	ck_assert_str_eq(o.log, "start;thinking_start;thinking_delta:Pl;thinking_delta:an;thinking_delta:\n\n;"
 				"thinking_delta:Check it;thinking_end:" RS_ITEM ";text_start;delta(Hello);text_end;");
@@ -418,7 +372,7 @@ END_TEST
 
 START_TEST(test_responses_reasoning_without_summary_is_an_empty_signed_block)
 {
-	struct outcome o = decode(CREATED RS_ITEM_ADDED EV("response.output_item.done", "\"item\":{\"id\":\"rs_2\","
+	struct decoded o = decode(CREATED RS_ITEM_ADDED EV("response.output_item.done", "\"item\":{\"id\":\"rs_2\","
 		"\"type\":\"reasoning\",\"summary\":[],\"encrypted_content\":\"gAAA\"}") COMPLETED("completed"));
 
 	ck_assert_str_eq(o.log, "start;thinking_start;thinking_end:{\"id\":\"rs_2\",\"type\":\"reasoning\","
@@ -429,7 +383,7 @@ END_TEST
 
 START_TEST(test_responses_reasoning_text_deltas_are_thinking_too)
 {
-	struct outcome o = decode(CREATED RS_ITEM_ADDED EV("response.reasoning_text.delta", "\"delta\":\"raw\"")
+	struct decoded o = decode(CREATED RS_ITEM_ADDED EV("response.reasoning_text.delta", "\"delta\":\"raw\"")
 		EV("response.reasoning_text.delta", "\"delta\":\" cot\"") COMPLETED("completed"));
 
 	ck_assert_str_eq(o.log, "start;thinking_start;thinking_delta:raw;thinking_delta: cot;thinking_end:;");
@@ -439,7 +393,7 @@ END_TEST
 
 START_TEST(test_responses_thinking_is_dropped_for_a_sink_without_it)
 {
-	struct outcome o = decode_n(thinking, sizeof(thinking) - 1, 0, false);
+	struct decoded o = decode_n(thinking, sizeof(thinking) - 1, 0, false);
 
 	ck_assert_str_eq(o.log, "start;text_start;delta(Hello);text_end;");
 	free(o.log);
@@ -448,7 +402,7 @@ END_TEST
 
 START_TEST(test_responses_truncated_reasoning_closes_the_block_unsigned)
 {
-	struct outcome o = decode(CREATED RS_ITEM_ADDED RS_PART_ADDED(0) RS_DELTA(0, "Pl"));
+	struct decoded o = decode(CREATED RS_ITEM_ADDED RS_PART_ADDED(0) RS_DELTA(0, "Pl"));
 
 	ck_assert_str_eq(o.log, "start;thinking_start;thinking_delta:Pl;thinking_end:;");
 	ck_assert_str_eq(o.error, API_TRUNCATED);
