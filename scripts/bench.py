@@ -3,6 +3,12 @@
 
     RETRYD=build/retryd python3 scripts/bench.py [--case NAME]... [--runs 3]
                                                  [--quick] [--no-pi] [--json FILE]
+                                                 [--baseline OLD_BINARY]
+
+--baseline measures every case on another build of retryd too, in the same
+run (the two take turns case by case, each case starting with the other one
+than the last), and adds a table of the rows side by side: a refactoring
+shows there that no row got slower, within this machine's noise.
 
 Every row is measured in the same run, as the median of several runs (each
 run a fresh daemon unless said otherwise), next to what it is compared with:
@@ -64,6 +70,7 @@ other work: expect +-10-20 % between runs; compare within one run.
 """
 
 import argparse
+import re
 import json
 import os
 import platform
@@ -1121,6 +1128,31 @@ def machine():
                                                    platform.release())
 
 
+def leading_number(text):
+    m = re.match(r"\s*([0-9][0-9,]*(?:\.[0-9]+)?)\s*(\S*)", text or "")
+    if not m:
+        return None, ""
+    return float(m.group(1).replace(",", "")), m.group(2)
+
+
+def print_against(new, old, baseline):
+    """The rows of both builds side by side, matched by case, measure and N."""
+    olds = {(r.case, r.measure, r.n): r for r in old.rows}
+    print()
+    print("Against the baseline %s (same run, taking turns case by case):" % baseline)
+    print()
+    print("| case | measure | N | this build | baseline | this / baseline |")
+    print("| --- | --- | ---: | --- | --- | ---: |")
+    for r in new.rows:
+        o = olds.get((r.case, r.measure, r.n))
+        if o is None:
+            continue
+        a, ua = leading_number(r.value)
+        z, uz = leading_number(o.value)
+        ratio = "x%.2f" % (a / z) if a is not None and z and ua == uz else "-"
+        print("| %s | %s | %s | %s | %s | %s |" % (r.case, r.measure, r.n, r.value, o.value, ratio))
+
+
 CASES = ["startup", "get_state", "sim-relay", "timer", "abort", "http-relay"]
 
 
@@ -1133,6 +1165,8 @@ def main():
                     help="1 run each, fewer samples, the largest N of each series left out")
     ap.add_argument("--no-pi", action="store_true", help="leave pi out")
     ap.add_argument("--json", metavar="FILE", help="also write the raw measurements as JSON")
+    ap.add_argument("--baseline", metavar="BINARY",
+                    help="also measure this retryd build, side by side in the same run")
     args = ap.parse_args()
 
     retryd = os.path.abspath(os.environ.get("RETRYD") or os.path.join(ROOT, "build", "retryd"))
@@ -1140,13 +1174,21 @@ def main():
         print("bench: %s is not built (make)" % retryd, file=sys.stderr)
         return 2
     b = Bench(retryd, args.runs, args.quick, args.no_pi)
+    old = None
+    if args.baseline:
+        baseline = os.path.abspath(args.baseline)
+        if not os.access(baseline, os.X_OK):
+            print("bench: baseline %s is not an executable" % baseline, file=sys.stderr)
+            return 2
+        old = Bench(baseline, args.runs, args.quick, True)
     started = time.monotonic()
     print("bench: %s; %s; median of %d run(s)" % (retryd, machine(), 1 if args.quick else args.runs),
           file=sys.stderr)
-    for name in CASES:
-        if args.case and name not in args.case:
-            continue
-        getattr(b, "case_" + name.replace("-", "_"))()
+    for i, name in enumerate(c for c in CASES if not args.case or c in args.case):
+        order = [b, old] if old is None or i % 2 == 0 else [old, b]
+        for each in order:
+            if each is not None:
+                getattr(each, "case_" + name.replace("-", "_"))()
 
     print("Machine: %s. %s." % (machine(), "pi: " + b.pi if b.pi_ok else "pi: not measured"))
     print()
@@ -1160,6 +1202,8 @@ def main():
         print(c.line())
     for note in b.notes:
         print("Note: " + note + ".")
+    if old is not None:
+        print_against(b, old, args.baseline)
     print("Total %.0f s." % (time.monotonic() - started))
     if args.json:
         with open(args.json, "w") as f:

@@ -12,7 +12,14 @@ names its layer ("core/session.h"). Besides the direction:
   - no two modules include each other, and no longer circle either;
   - uv_*() is called only in io/, main.c, client/, retryctl/ and shared/child.c
     (the one child-process module, which the client library shares too);
-    curl_*() and redis*() only in io/.
+    curl_*() and redis*() only in io/;
+  - rooms stay small enough to read: no .c file over MAX_LINES lines, and the
+    rooms that grew before have their own limits (LIMITS);
+  - the retry coordinator sits below the session: core/chain includes no
+    core/session.h, so the dependency points one way;
+  - the classifier's wording is data: no string literal in core/classify.c
+    holds a regular expression (the patterns are rows of
+    core/classify_rules.def).
 Prints one line per violation and exits 1 when there is any.
 Usage: check-layers.py [SRC_DIR]   (default: src)"""
 import os
@@ -28,6 +35,15 @@ CALL = {
     "curl": (re.compile(r"\bcurl_[a-z0-9_]+\s*\("), ("io",)),
     "hiredis": (re.compile(r"\bredis[A-Z][A-Za-z]*\s*\("), ("io",)),
 }
+
+
+MAX_LINES = 1200
+LIMITS = {"core/session.c": 600, "core/classify.c": 600, "main.c": 500}
+# A module and the headers it may not include.
+FORBIDDEN = {"core/chain": ("core/session.h",)}
+PATTERN_FREE = ("core/classify.c",)
+# What makes a string literal a regular expression rather than a word.
+REGEX_SYNTAX = re.compile(r"\\\\[bsdw]|\(\?|\.\*|\.\+|\[\^|\|")
 
 
 def layer_of(rel):
@@ -82,6 +98,20 @@ def main():
             a, b = module_of(rel), module_of(inc)
             if a != b:
                 edges.setdefault(a, set()).add(b)
+        lines = text.count("\n")
+        limit = LIMITS.get(rel, MAX_LINES)
+        if rel.endswith(".c") and lines > limit:
+            problems.append(f"{rel}: {lines} lines, over the {limit} a room may have "
+                            "(split it by noun)")
+        for inc in INCLUDE.findall(text):
+            if inc in FORBIDDEN.get(module_of(rel), ()):
+                problems.append(f"{rel}: #include \"{inc}\": {module_of(rel)} sits below it "
+                                "and reaches it only through its ops table")
+        if rel in PATTERN_FREE:
+            for m in STRING.finditer(COMMENT.sub(" ", text)):
+                if REGEX_SYNTAX.search(m.group(0)):
+                    problems.append(f"{rel}: the pattern {m.group(0)[:40]} belongs in the rule "
+                                    "table, not in the code")
         code = STRING.sub('""', COMMENT.sub(" ", text))
         for what, (pattern, where) in CALL.items():
             if src_layer in where or (what == "uv" and rel == "shared/child.c"):

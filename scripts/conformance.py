@@ -719,8 +719,7 @@ def render(n):
 # documented behaviour and then rewrites one side into what it would have
 # printed without that difference, so the rest can be compared line by line.
 # A rule that finds no evidence changes nothing, and the difference stays.
-# References: protocol/README.md section 17 ("Differences from pi --mode rpc")
-# and issue 4.
+# Reference: protocol/README.md section 17 ("Differences from pi --mode rpc").
 
 TRUNCATED = "connection error: stream ended before completion"
 BUSY = "Agent is already processing"
@@ -836,7 +835,7 @@ def rule_summary_separator(pi, rd, plan):
 
 def rule_truncated_stream(pi, rd, plan):
     """A stream that ends without its terminal marker is a failure and is
-    retried (issue 4); pi takes the partial answer as the whole answer.
+    retried; pi takes the partial answer as the whole answer.
     retryd's chain is folded back into what accepting the partial answer
     would have printed."""
     while True:

@@ -228,9 +228,10 @@ void policy_judge(const struct policy *self, struct classify *daemon_classify,
 	v->usage_limit = cr.verdict == CLASSIFY_USAGE_LIMIT;
 	v->overload = cr.overload;
 	v->retryable = cr.verdict == CLASSIFY_RETRYABLE || v->usage_limit;
-	if (v->retryable && r->no_resume != NULL && enabled) {
+	if (v->retryable && r->next == PROVIDER_NEXT_CANNOT && enabled) {
 		/* Never a blind replay: the failure is final, and says why. */
-		errbuf_set(why, sizeof(why), "not retried: %s", r->no_resume);
+		errbuf_set(why, sizeof(why), "not retried: %s",
+			   r->next_why ? r->next_why : "the provider cannot go on");
 		policy_verdict_stop(v, why);
 	}
 }

@@ -82,8 +82,8 @@ struct policy_verdict {
 
 /* Classifies the attempt's failure (r, borrowed: its error text and the
  * typed facts: status, body, headers) with the snapshot's classifier, else
- * daemon_classify (borrowed). r->no_resume says why a next attempt could
- * not continue the context: with retrying on, a retryable error is then
+ * daemon_classify (borrowed). r->next CANNOT (r->next_why says why) means
+ * no next attempt could go on: with retrying on, a retryable error is then
  * final and its text says why. The wait is the provider's r->hint_ms, else
  * the classifier's (dates against now_ms). Release with
  * policy_verdict_release(). */

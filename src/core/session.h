@@ -1,8 +1,8 @@
 /* session — one conversation and the lifecycle of its prompts.
  *
  * It owns the in-memory context, the queues of steering and follow-up
- * messages, the retry chain and its backoff timer (through the clock seam),
- * and the session file. Everything it has to say goes out through `emit` as
+ * messages, the session file and the thinking level; each turn it hands to
+ * its chain (core/chain.h), which runs the attempts and the retries. Everything it has to say goes out through `emit` as
  * pi-shaped events, in order. It never touches stdin/stdout itself, so the
  * whole lifecycle runs under the fake clock in unit tests.
  *
@@ -25,13 +25,10 @@
 
 #include "base/clock.h"
 #include "base/jsontext.h"
-#include "core/assistant.h"
+#include "core/chain.h"
 #include "core/classify.h"
-#include "core/fallback.h"
 #include "core/fleet.h"
 #include "core/journal.h"
-#include "core/policy.h"
-#include "core/retry.h"
 #include "core/settings.h"
 #include "provider/provider.h"
 
@@ -69,25 +66,6 @@ struct session_config {
 	void *emit_ctx;
 };
 
-/* get_session_stats' "retry": what this session's retries did, counted as
- * it happens (from the start, a resume, or new_session). */
-struct session_retry_stats {
-	int64_t attempts;        /* provider attempts started, retries included */
-	int64_t retries;         /* auto_retry_start events */
-	int64_t succeeded, failed, cancelled; /* chains (auto_retry_end) by outcome */
-	int64_t waited_ms;       /* finished backoffs and fleet holds */
-	int64_t errors[4];       /* failed attempts by enum classify_verdict */
-	bool waiting;            /* a backoff or hold is running since wait_since */
-	uint64_t wait_since;     /* clock_now() */
-};
-
-enum session_phase {
-	SESSION_IDLE,
-	SESSION_ATTEMPT,  /* a provider attempt is running */
-	SESSION_BACKOFF,  /* waiting to retry */
-	SESSION_HOLD,     /* inside a turn: the fleet holds the attempt (fleet_wait) */
-};
-
 struct session {
 	struct session_config cfg;
 	char *fixed_file;      /* owned: --session FILE, or NULL */
@@ -106,32 +84,13 @@ struct session {
 	bool follow_up_all;
 
 	bool busy;             /* from prompt acceptance to agent_end */
-	enum session_phase phase;
-	struct retry_chain chain;
-	struct clock_timer retry_timer;
-	struct clock_timer idle_timer;  /* retry.idleTimeoutMs: no data for that long */
-	/* A provider that could not start is reported from here, on the next
-	 * loop turn (with start_error), so a queue of prompts never recurses. */
-	struct clock_timer start_failed_timer;
-	struct clock_timer hold_timer;  /* the fleet's wait */
-	struct fleet_answer fleet_ans;  /* the last answer: its scope and lease */
-	const char *fleet_cred;         /* the fingerprint the attempt runs with, or NULL */
-	char fleet_fp[17];
-	bool attempt_sent;              /* the provider took the attempt (not a start failure) */
-	enum fleet_reason hold_reason;  /* the attempt's last fleet_wait reason (GO: none yet) */
-	char start_error[512];
-	struct policy policy;   /* the running chain's snapshot (policy.json NULL when none yet) */
-	unsigned auto_retry_gen;  /* bumped by set_auto_retry */
-	struct retry_budget budget; /* shared by every prompt of the daemon */
-	struct session_retry_stats retry_stats;
-
-	struct fallback fallback;   /* the model and credential in use */
+	/* The coordinator of the run's attempts: the retry loop, the policy,
+	 * the model and credential in use, the streamed assistant message. */
+	struct chain chain;
 	/* pi's thinking level (a static string of core/thinking.h), clamped to
 	 * what the model in use allows when it is set; an attempt on another
 	 * model (a fallback) is clamped again. */
 	const char *thinking_level;
-	struct assistant reply;     /* the assistant message being streamed */
-	bool output_paused;
 
 	void (*idle_cb)(void *ctx); /* once, when the daemon may exit (drain) */
 	void *idle_ctx;

@@ -1,9 +1,11 @@
 /* provider — the backend behind one attempt, as a vtable.
  *
  * A provider streams one assistant message per attempt through the sink and
- * ends it with exactly one finish(). It answers only what the retry
- * coordinator cannot know: how the attempt ended (stop reason, error text,
- * an optional server hint). Backoff, counting and events live elsewhere. */
+ * ends it with exactly one finish(). It answers only the two questions the
+ * retry coordinator (core/chain) cannot: how did the attempt end (stop
+ * reason, error text, the typed failure, an optional server hint), and how
+ * can a next attempt go on from there (provider_result.next). Backoff,
+ * counting and events live in the chain. */
 #ifndef RETRYD_PROVIDER_H
 #define RETRYD_PROVIDER_H
 
@@ -23,6 +25,21 @@ enum stop_reason {
 /* "stop", "length", "toolUse", "error", "aborted". */
 const char *stop_reason_name(enum stop_reason reason);
 
+/* How a next attempt can go on after a failed one, as true of the backend
+ * after the failure. */
+enum provider_next {
+	/* The backend's context holds the prompt: the next attempt continues
+	 * it (retry.continuationPrompt where the backend keeps the context). */
+	PROVIDER_NEXT_CONTINUE,
+	/* The backend's context lost the failed turn: resend the prompt in it. */
+	PROVIDER_NEXT_RESEND,
+	/* No resumable context exists yet: start fresh and send the prompt. */
+	PROVIDER_NEXT_FRESH,
+	/* No next attempt can work (next_why says why): a retryable failure
+	 * is final. */
+	PROVIDER_NEXT_CANNOT,
+};
+
 struct provider_result {
 	enum stop_reason stop;
 	const char *error_message; /* borrowed for the call; NULL unless stop is error */
@@ -38,10 +55,12 @@ struct provider_result {
 	 * (Responses' total_tokens, Gemini's totalTokenCount); 0: the sum of
 	 * the four counts above. */
 	int64_t total_tokens;
-	/* NULL, or why a next attempt could not continue in the same context
-	 * (e.g. "claude reported no session id"): a retryable failure is then
-	 * final, and its error says why. Borrowed for the call. */
-	const char *no_resume;
+	/* How a next attempt can go on (CONTINUE unless the provider says
+	 * otherwise), and with CANNOT why not (e.g. "the agent reported no
+	 * session id to resume"; borrowed for the call): a retryable failure
+	 * is then final, and its error says why. */
+	enum provider_next next;
+	const char *next_why;
 	/* The typed failure, as far as the provider knows it; the classifier
 	 * reads these before the text (core/classify.h). All borrowed for the
 	 * call, all optional: */
@@ -83,6 +102,9 @@ struct attempt_ctx {
 	const char *model;       /* borrowed */
 	const char *credential;  /* borrowed; NULL when the provider has none */
 	int attempt;             /* 0: a chain's first attempt; k: its k-th retry */
+	/* With attempt > 0: the failed attempt's answer, how this one goes on
+	 * (CONTINUE on a first attempt). */
+	enum provider_next next;
 	int64_t idle_timeout_ms; /* the chain's retry.idleTimeoutMs (0: off) */
 	const char *continuation_prompt; /* borrowed: retry.continuationPrompt */
 	/* borrowed: pi's thinking level, "off" | "minimal" | "low" | "medium" |

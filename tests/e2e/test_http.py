@@ -731,7 +731,7 @@ class HttpCase(DaemonTestCase):
                          [("credential", "K2_E2E")])
         d.finish()
 
-    # -- typed failures (issue 12): status, the API's error body, headers ------
+    # -- typed failures: status, the API's error body, headers ------
 
     def quota_body(self, message):
         """The API's own error shape for a spent quota, with a neutral message."""

@@ -93,6 +93,39 @@ class LayerCheckTests(unittest.TestCase):
         self.assertIn('client/client.c: #include "base/log.h" points client -> base', out)
         self.assertNotIn("shared/lines.h\" points", out)
 
+    def test_a_room_over_its_line_limit_fails_and_names_the_limit(self):
+        files = dict(self.GOOD)
+        files["core/fleet.c"] = "int x;\n" * 1201
+        files["core/session.c"] = '#include "io/writer.h"\n' + "int y;\n" * 600
+        rc, out = run(self.tree(files))
+        self.assertEqual(rc, 1)
+        self.assertIn("core/fleet.c: 1201 lines, over the 1200 a room may have", out)
+        self.assertIn("core/session.c: 601 lines, over the 600 a room may have", out)
+        files["core/fleet.c"] = "int x;\n" * 1200
+        files["core/session.c"] = "int y;\n" * 600
+        rc, out = run(self.tree(files))
+        self.assertEqual(rc, 0, out)
+
+    def test_the_chain_including_the_session_fails_although_the_layer_allows_it(self):
+        files = dict(self.GOOD)
+        files["core/chain.h"] = ""
+        files["core/chain.c"] = '#include "core/chain.h"\n#include "core/session.h"\n'
+        rc, out = run(self.tree(files))
+        self.assertEqual(rc, 1)
+        self.assertIn('core/chain.c: #include "core/session.h": core/chain sits below it', out)
+
+    def test_a_regular_expression_in_the_classifier_code_fails_but_words_pass(self):
+        files = dict(self.GOOD)
+        files["core/classify.c"] = ('const char *rule = "text:retryablePatterns";\n'
+                                    '/* "\\\\boverloaded\\\\b" in a comment is fine */\n')
+        rc, out = run(self.tree(files))
+        self.assertEqual(rc, 0, out)
+        files["core/classify.c"] += 'const char *p = "\\\\boverloaded\\\\b";\n'
+        rc, out = run(self.tree(files))
+        self.assertEqual(rc, 1)
+        self.assertIn("core/classify.c: the pattern", out)
+        self.assertIn("belongs in the rule table", out)
+
 
 if __name__ == "__main__":
     unittest.main()

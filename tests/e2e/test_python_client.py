@@ -170,9 +170,9 @@ class SyncClientTests(ClientTestCase):
         run = c.prompt_and_wait("q", timeout=WAIT)
         self.assertEqual((run.success, run.retries, run.error_message),
                          (False, 0, "503 Service Unavailable"))
-        # Whether persist:false keeps the settings file untouched is the daemon's side of
-        # issue 15 (today's daemon ignores the field and persists); the client's side, that
-        # the field is sent as given, is test_set_auto_retry_sends_persist_as_given.
+        # Whether persist:false keeps the settings file untouched is the daemon's side
+        # (test_settings_errors); the client's side, that the field is sent as given, is
+        # test_set_auto_retry_sends_persist_as_given.
         self.assertTrue(c.set_auto_retry(True, persist=False) is not None)
         self.assertTrue(c.get_state()["autoRetryEnabled"])
         self.assert_clean_close(c)

@@ -855,7 +855,7 @@ class RetryPolicySchemaTest(DaemonTest):
     def test_overloaded_model_falls_back_then_the_primary_comes_back_after_its_cooldown(self):
         d = self.start("--set", 'retry.fallbackModels=["sim-2"]', "--set", "retry.fallbackAfterConsecutive=2",
                        "--set", "retry.fallbackCooldownMs=0",
-                       # 503 alone is no overload (issue 12): the model must say so.
+                       # 503 alone is no overload: the model must say so.
                        plan=[{"error": "503 Service Unavailable: model overloaded"},
                              {"error": "529 overloaded_error"},
                              {"text": "from fallback"}, {"text": "back"}], base_delay=1)

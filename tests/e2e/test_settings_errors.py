@@ -1,4 +1,4 @@
-"""Settings that say no (issue 15): unknown keys, a missing --settings file,
+"""Settings that say no: unknown keys, a missing --settings file,
 `retryd config` with origins, `config --check`, and retries that are off
 saying so (the start warning, set_auto_retry persist:false, retrySkipped on
 message_end, retryctl's line)."""

@@ -319,7 +319,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	drain(&f);
 	session_abort(&f.session, NULL);
 	clock_fake_settle(&f.clock);
-	FUZZ_CHECK(!f.session.busy && f.session.phase == SESSION_IDLE, "busy after abort");
+	FUZZ_CHECK(!f.session.busy && f.session.chain.phase == CHAIN_IDLE, "busy after abort");
 	FUZZ_CHECK(!f.in_run && !f.chain_open, "a run or chain left open after abort");
 	FUZZ_CHECK(f.agent_starts == f.agent_ends, "%zu agent_start, %zu agent_end",
 		   f.agent_starts, f.agent_ends);

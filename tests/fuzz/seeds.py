@@ -276,7 +276,7 @@ def hint_seeds():
         "400 prompt is too long: 210000 tokens > 200000 maximum",
         "401 Incorrect API key provided: ***.", "stream stall: no data for 500 ms",
         "retry-after: 1.0000000000000000000001", "retry-after-ms: 99999999999999999999999",
-        # issue 12: the reference classifier's grammar
+        # the reference classifier's grammar
         "Please try again in 9m38.016s.", "Your limit will reset after 12h34m16s",
         "Your quota resets in 5 days 22 hours 3 minutes", "Claude AI usage limit reached|1755615600",
         '{"error":{"type":"usage_limit_reached","resets_in_seconds":3600}}',

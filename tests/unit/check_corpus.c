@@ -1,4 +1,4 @@
-/* The classifier scored on real provider errors (issue 12):
+/* The classifier scored on real provider errors:
  * tests/fixtures/errors/corpus.jsonl, read from the repository root where
  * the unit runner runs. Prints the score table; fails below the issue's
  * bars. */

@@ -103,7 +103,8 @@ END_TEST
 static struct provider_result failed(const char *error, const char *no_resume, int64_t hint_ms)
 {
 	struct provider_result r = { .stop = STOP_ERROR, .error_message = error,
-				     .no_resume = no_resume, .hint_ms = hint_ms };
+				     .next = no_resume ? PROVIDER_NEXT_CANNOT : PROVIDER_NEXT_CONTINUE,
+				     .next_why = no_resume, .hint_ms = hint_ms };
 
 	return r;
 }

@@ -207,7 +207,7 @@ START_TEST(test_two_overloads_then_answer_follow_the_contract)
 	ck_assert_str_eq(json_string_value(json_object_get(ev, "errorMessage")), "overloaded_error");
 	ck_assert_str_eq(types(&f), "message_start:assistant,message_end:assistant,turn_end,auto_retry_start");
 	ck_assert(f.s.busy);
-	ck_assert_int_eq(f.s.phase, SESSION_BACKOFF);
+	ck_assert_int_eq(f.s.chain.phase, CHAIN_BACKOFF);
 
 	/* The backoff is exactly 100 ms on the clock. */
 	ck_assert_int_eq(clock_fake_next_in(&f.clock), 100);
@@ -256,7 +256,7 @@ START_TEST(test_max_exceeded_closes_chain_after_last_turn_then_agent_end)
 				     "message_end:assistant,turn_end,auto_retry_end,agent_end"));
 	/* The last failure stays in the context, like pi. */
 	ck_assert_int_eq(json_array_size(f.s.messages), 2);
-	ck_assert_int_eq(f.s.chain.attempt, 0);
+	ck_assert_int_eq(f.s.chain.retry.attempt, 0);
 	fx_release(&f);
 }
 END_TEST
@@ -300,7 +300,7 @@ START_TEST(test_abort_retry_cancels_backoff_at_once)
 	prompt(&f, "hi");
 	clock_fake_settle(&f.clock);
 	types(&f);
-	ck_assert_int_eq(f.s.phase, SESSION_BACKOFF);
+	ck_assert_int_eq(f.s.chain.phase, CHAIN_BACKOFF);
 	session_abort_retry(&f.s);
 	ev = find(&f, "auto_retry_end");
 	ck_assert_str_eq(json_string_value(json_object_get(ev, "finalError")), "Retry cancelled");
@@ -360,7 +360,7 @@ START_TEST(test_stats_count_attempts_chains_error_classes_and_time_waited_on_the
 
 	prompt(&f, "three");
 	clock_fake_settle(&f.clock);
-	ck_assert_int_eq(f.s.phase, SESSION_BACKOFF);
+	ck_assert_int_eq(f.s.chain.phase, CHAIN_BACKOFF);
 	clock_fake_advance(&f.clock, 50);
 	session_abort_retry(&f.s);
 	clock_fake_advance(&f.clock, 1000);
@@ -432,7 +432,7 @@ START_TEST(test_busy_prompt_is_refused_mentioning_streaming_behavior)
 	fx_init(&f, "[{\"error\":\"503\"}]", NULL);
 	prompt(&f, "hi");
 	clock_fake_settle(&f.clock);
-	ck_assert_int_eq(f.s.phase, SESSION_BACKOFF);
+	ck_assert_int_eq(f.s.chain.phase, CHAIN_BACKOFF);
 	ck_assert_int_eq(submit(&f, "again", BEHAVIOR_NONE, NULL, err, sizeof(err)), -1);
 	ck_assert_ptr_nonnull(strstr(err, "streamingBehavior"));
 	fx_release(&f);
@@ -583,9 +583,9 @@ START_TEST(test_usage_limit_switches_credential_with_zero_delay)
 	ck_assert_str_eq(types(&f), "message_start:assistant,message_end:assistant,turn_end,"
 			 "retry_fallback_applied,auto_retry_start");
 	/* "a" stays exhausted until the hint (2 h) runs out. */
-	ck_assert_int_eq(f.s.fallback.auth.exhausted_until[0], clock_wall_ms(&f.clock) + 2 * 3600 * 1000);
+	ck_assert_int_eq(f.s.chain.fallback.auth.exhausted_until[0], clock_wall_ms(&f.clock) + 2 * 3600 * 1000);
 	clock_fake_settle(&f.clock);
-	ck_assert_str_eq(authstore_current(&f.s.fallback.auth), "b");
+	ck_assert_str_eq(authstore_current(&f.s.chain.fallback.auth), "b");
 	fx_release(&f);
 }
 END_TEST
@@ -1068,7 +1068,8 @@ static struct stub *stub_new(bool owns_idle_timeout)
 static void stub_fail(struct stub *st, const char *error, const char *no_resume)
 {
 	struct provider_result r = { .stop = STOP_ERROR, .error_message = error, .hint_ms = -1,
-				     .no_resume = no_resume };
+				     .next = no_resume ? PROVIDER_NEXT_CANNOT : PROVIDER_NEXT_CONTINUE,
+				     .next_why = no_resume };
 
 	st->sink.finish(st->sink.ctx, &r);
 }
@@ -1381,8 +1382,8 @@ static char *run_output(bool fast)
 	fx_init(&f, "[{\"error\":\"503\"},{\"text\":\"plain \\\"quoted\\\" back\\\\slash "
 		"\\u0001\\u001f\\t tab \\u00e9 \\u2028 \\ud83d\\ude42 </end>\"}]", sets);
 	if (fast) {
-		f.s.reply.out.line_buf = line_buf;
-		f.s.reply.out.line_done = line_done;
+		f.s.chain.reply.out.line_buf = line_buf;
+		f.s.chain.reply.out.line_done = line_done;
 	}
 	prompt(&f, "go");
 	clock_fake_advance(&f.clock, 10);

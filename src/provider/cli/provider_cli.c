@@ -340,10 +340,13 @@ static void build_result(struct cli_run *r)
 		return;
 	secret_mask_str(r->error);
 	res->error_message = r->error;
-	if (self->profile->resume_argv == NULL)
-		res->no_resume = "the profile has no resumeArgv";
-	else if (self->session_id == NULL)
-		res->no_resume = "the agent reported no session id to resume";
+	if (self->profile->resume_argv == NULL) {
+		res->next = PROVIDER_NEXT_CANNOT;
+		res->next_why = "the profile has no resumeArgv";
+	} else if (self->session_id == NULL) {
+		res->next = PROVIDER_NEXT_CANNOT;
+		res->next_why = "the agent reported no session id to resume";
+	}
 }
 
 /* Exit and EOF on both pipes: the outcome is known; close, then finish. */

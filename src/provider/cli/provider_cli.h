@@ -14,8 +14,8 @@
  * resumeArgv with the kept session id and retry.continuationPrompt (plus the
  * text of any steering delivered during the backoff); a later prompt of the
  * same conversation resumes it with its own text. A failed attempt with no
- * session id to resume sets provider_result.no_resume, so it is never
- * replayed blindly.
+ * session id to resume answers provider_result.next CANNOT, so it is
+ * never replayed blindly.
  *
  * Time: attempt_ctx.idle_timeout_ms without any output (stdout or stderr)
  * and the profile's timeoutMs (wall clock) end the attempt as a retryable
