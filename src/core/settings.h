@@ -3,13 +3,18 @@
  * file < --set overrides (this process only). Keys are dotted paths into
  * nested objects: "retry.maxRetries" is {"retry":{"maxRetries":...}}.
  *
- * Every known key is one row of the table in settings.c: its type, range and
- * default. Loading, --set, the error sentences and the defaults all come from
- * that row. A name that is no row is an error ("unknown setting
- * \"retry.jiter\" (did you mean retry.jitter?)"), so a typo never passes
- * silently; only the open sections hold names of their own: "providers"
- * (provider entries, checked when one is chosen) and "fleet.providerScopes"
- * (provider name -> scope). */
+ * Every known key is one row of the table in core/settings_table.c: its
+ * type, range and default. Loading, --set, the error sentences and the
+ * defaults all come from that row. A name that is no row is an error
+ * ("unknown setting \"retry.jiter\" (did you mean retry.jitter?)"), so a
+ * typo never passes silently; only the open sections hold names of their
+ * own: "providers" (provider entries, checked when one is chosen) and
+ * "fleet.providerScopes" (provider name -> scope).
+ *
+ * This header is the whole module's face. Behind it, private to
+ * core/settings*.c: settings_table.h (the rows and the checks),
+ * settings_key.h (dotted keys in nested objects) and settings_file.h (the
+ * file read whole and written atomically). */
 #ifndef RETRYD_SETTINGS_H
 #define RETRYD_SETTINGS_H
 

@@ -213,8 +213,9 @@ START_TEST(test_defaults_include_classify_pattern_lists)
 	char err[256];
 
 	load(&s, NULL);
-	/* Empty: the built-in patterns are the classifier's own; these only
-	 * extend them (issue 12). */
+	/* Empty: the built-in patterns are the classifier's own, not settings;
+	 * a list given here only extends its step of the decision table (checked
+	 * first), so the default adds nothing. */
 	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
 		json_t *v = settings_get(&s, lists[i]);
 
