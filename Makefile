@@ -52,7 +52,8 @@ CTL_CFLAGS = -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) $(SANFLAGS) \
 # The daemon's layers (docs/layout.md): shared/ is compiled into both the
 # daemon and the client library.
 SHARED_SRCS := $(wildcard src/shared/*.c)
-SRCS     := src/main.c src/rpc.c $(wildcard src/core/*.c src/provider/*.c src/provider/*/*.c \
+SRCS     := src/main.c src/rpc.c src/options.c src/config.c src/resume.c src/membership.c \
+            $(wildcard src/core/*.c src/provider/*.c src/provider/*/*.c \
             src/io/*.c src/proto/*.c src/base/*.c) $(SHARED_SRCS)
 LIB_SRCS := $(filter-out src/main.c,$(SRCS))
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)

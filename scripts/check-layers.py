@@ -26,7 +26,8 @@ import os
 import re
 import sys
 
-RANK = {"shared": 0, "base": 1, "io": 2, "proto": 2, "provider": 3, "core": 4, "rpc": 5, "main": 6}
+RANK = {"shared": 0, "base": 1, "io": 2, "proto": 2, "provider": 3, "core": 4, "rpc": 5,
+        "options": 5, "config": 5, "resume": 5, "membership": 5, "main": 6}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')

@@ -1,4 +1,5 @@
-/* retryd — entry point: options, settings, the loop, and orderly shutdown. */
+/* retryd — entry point: the daemon wired from its options and settings, the
+ * loop, signals and orderly shutdown. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -6,17 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
 #include "base/errbuf.h"
-#include "base/random.h"
 #include "core/fleet.h"
-#include "io/redis.h"
-#include "core/builtins.h"
 #include "core/classify.h"
 #include "provider/cli/cli_profile.h"
 #include "io/clock_uv.h"
@@ -29,7 +24,10 @@
 #include "provider/http/provider_http.h"
 #include "provider/provider_sim.h"
 #include "io/reader.h"
-#include "retryd/protocol.h"
+#include "config.h"
+#include "membership.h"
+#include "options.h"
+#include "resume.h"
 #include "rpc.h"
 #include "core/session.h"
 #include "core/settings.h"
@@ -37,21 +35,6 @@
 
 /* How long SIGTERM waits for output to drain before leaving anyway. */
 #define SHUTDOWN_GRACE_MS 800
-
-struct options {
-	const char *provider;
-	const char *model;
-	const char *settings_path;
-	const char *session_file;
-	const char *session_dir;   /* --session-dir */
-	const char *resume_file;   /* --resume */
-	bool continue_newest;      /* --continue */
-	bool no_session;
-	const char *sim_plan;
-	const char *classify_text; /* --classify: judge this text and exit */
-	const char **sets;
-	size_t nsets;
-};
 
 struct daemon {
 	uv_loop_t *loop;
@@ -61,9 +44,7 @@ struct daemon {
 	struct provider *provider;
 	struct http_client *http;   /* NULL with the sim provider */
 	struct fleet *fleet;        /* what this daemon shares with the others */
-	char *resume_path;          /* --continue's or --resume's file, or NULL */
-	json_t *resume_messages;    /* what it holds (journal_load) */
-	char resume_id[40];
+	struct resume resume;       /* --continue's or --resume's session */
 	struct session session;
 	struct rpc rpc;
 	struct retryd_lines framer;
@@ -77,416 +58,7 @@ struct daemon {
 	bool handles_ready; /* signals and grace timer initialized */
 };
 
-static const char usage_text[] =
-	"usage: retryd [--mode rpc] [--provider NAME] [--model ID] [--settings FILE]\n"
-	"              [--set KEY=VALUE]... [--session FILE | --no-session]\n"
-	"              [--session-dir DIR] [--continue | --resume FILE]\n"
-	"              [--sim-plan JSON] [--help] [--version]\n"
-	"       retryd [--settings FILE] [--set KEY=VALUE]... --classify TEXT\n"
-	"       retryd config [--settings FILE] [--set KEY=VALUE]...\n"
-	"       retryd config --check FILE\n"
-	"\n"
-	"Speaks the pi RPC protocol (one JSON object per line) on stdin/stdout and\n"
-	"retries failed attempts with backoff, reporting auto_retry_start/end events.\n"
-	"\n"
-	"  --mode rpc         accepted for pi clients; rpc is the only mode\n"
-	"  --provider NAME    the backend: sim (built in, scripted), an HTTP API (openai,\n"
-	"                     anthropic, google, openrouter, ollama) or an agent CLI\n"
-	"                     (claude, codex, gemini, pi), or any providers.NAME in the\n"
-	"                     settings\n"
-	"  --model ID         the model to use\n"
-	"  --settings FILE    settings JSON (default $XDG_CONFIG_HOME/retryd/settings.json,\n"
-	"                     which may be absent; a FILE named here must exist)\n"
-	"  --set KEY=VALUE    override one setting for this process, e.g. retry.baseDelayMs=50;\n"
-	"                     an unknown KEY, here or in the file, is an error\n"
-	"  --session FILE     append the session to FILE (JSONL)\n"
-	"  --no-session       keep no session file\n"
-	"  --session-dir DIR  where session files go (default $XDG_STATE_HOME/retryd/sessions,\n"
-	"                     else ~/.local/state/retryd/sessions)\n"
-	"  --continue         resume the newest session file in the session directory\n"
-	"  --resume FILE      resume the session in FILE: its messages are the context,\n"
-	"                     and the session goes on in that file\n"
-	"  --sim-plan JSON    the sim provider's steps, e.g. '[{\"error\":\"503\"},{\"text\":\"hi\"}]'\n"
-	"  --classify TEXT    print how the retry classifier, with these settings, judges an\n"
-	"                     error text ({\"errorClass\",\"overload\",\"hintMs\",\"rule\"}) and exit\n"
-	"  config             print the effective settings, one per line, as\n"
-	"                     ORIGIN<TAB>KEY=JSON; ORIGIN is default, built-in, file:PATH\n"
-	"                     (by hand or persisted by set_auto_retry/set_retry_policy)\n"
-	"                     or --set\n"
-	"  config --check FILE  check a settings file: \"FILE: ok\" (exit 0), else every\n"
-	"                     unknown key and wrong value, one per line (exit 1)\n"
-	"\n"
-	"Logs go to stderr; RETRYD_LOG=error|warn|info|debug sets how much.\n";
-
-static int usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "retryd: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry 'retryd --help'.\n");
-	return 2;
-}
-
-/* Returns -1 to continue, else an exit status. */
-static int parse_options(int argc, char **argv, struct options *o)
-{
-	static const char *const with_value[] = {
-		"--mode", "--provider", "--model", "--settings", "--set", "--session", "--sim-plan",
-		"--classify", "--session-dir", "--resume", NULL,
-	};
-
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i], *val = NULL, *eq;
-		char name[32];
-		size_t k;
-
-		if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-			fputs(usage_text, stdout);
-			return 0;
-		}
-		if (strcmp(arg, "--version") == 0) {
-			printf("retryd %s\n", RETRYD_VERSION);
-			return 0;
-		}
-		if (strcmp(arg, "--no-session") == 0) {
-			o->no_session = true;
-			continue;
-		}
-		if (strcmp(arg, "--continue") == 0) {
-			o->continue_newest = true;
-			continue;
-		}
-		eq = strchr(arg, '=');
-		snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
-		for (k = 0; with_value[k] != NULL && strcmp(with_value[k], name) != 0; k++)
-			;
-		if (with_value[k] == NULL)
-			return usage_error("unknown option '%s'", arg);
-		if (eq != NULL)
-			val = eq + 1;
-		else if (i + 1 < argc)
-			val = argv[++i];
-		else
-			return usage_error("option '%s' needs a value", arg);
-
-		if (strcmp(name, "--mode") == 0) {
-			if (strcmp(val, "rpc") != 0)
-				return usage_error("unsupported mode '%s' (only rpc)", val);
-		} else if (strcmp(name, "--provider") == 0) {
-			o->provider = val;
-		} else if (strcmp(name, "--model") == 0) {
-			o->model = val;
-		} else if (strcmp(name, "--settings") == 0) {
-			o->settings_path = val;
-		} else if (strcmp(name, "--session") == 0) {
-			o->session_file = val;
-		} else if (strcmp(name, "--session-dir") == 0) {
-			o->session_dir = val;
-		} else if (strcmp(name, "--resume") == 0) {
-			o->resume_file = val;
-		} else if (strcmp(name, "--sim-plan") == 0) {
-			o->sim_plan = val;
-		} else if (strcmp(name, "--classify") == 0) {
-			o->classify_text = val;
-		} else {
-			o->sets[o->nsets++] = val;
-		}
-	}
-	if (o->session_file != NULL && o->no_session)
-		return usage_error("%s", "--session and --no-session exclude each other");
-	if (o->continue_newest && o->resume_file != NULL)
-		return usage_error("%s", "--continue and --resume exclude each other");
-	if ((o->continue_newest || o->resume_file != NULL) &&
-	    (o->session_file != NULL || o->no_session))
-		return usage_error("%s", o->continue_newest
-				   ? "--continue goes on in the resumed file: it excludes --session "
-				     "and --no-session"
-				   : "--resume goes on in the resumed file: it excludes --session "
-				     "and --no-session");
-	if (o->session_dir != NULL && (o->session_file != NULL || o->no_session))
-		return usage_error("%s", "--session-dir is for new session files: it excludes "
-				   "--session and --no-session");
-	return -1;
-}
-
-/* An explicit --settings must name a file (a typo there would otherwise
- * run on the defaults and persist into a new file); the default path may be
- * absent. Returns 0, or 1 having said why. */
-static int check_settings_path(const char *path)
-{
-	struct stat st;
-
-	if (path == NULL || stat(path, &st) == 0 || errno != ENOENT)
-		return 0;
-	fprintf(stderr, "retryd: settings file %s: no such file (--settings names a file that "
-		"must exist; leave --settings out to use the default path)\n", path);
-	return 1;
-}
-
-/* Settings, --set, --sim-plan, and everything compiled from them. */
-static int configure(struct daemon *d, const struct options *o)
-{
-	char err[1024];
-	json_t *builtins;
-	int rc;
-
-	if (check_settings_path(o->settings_path) != 0)
-		return 1;
-	builtins = builtins_settings();
-	if (builtins == NULL) {
-		fprintf(stderr, "retryd: settings: out of memory\n");
-		return 1;
-	}
-	rc = settings_load(&d->settings, builtins, o->settings_path, err, sizeof(err));
-	json_decref(builtins);
-	if (rc != 0) {
-		fprintf(stderr, "retryd: %s\n", err);
-		return 1;
-	}
-	for (size_t i = 0; i < o->nsets; i++) {
-		if (settings_override(&d->settings, o->sets[i], err, sizeof(err)) != 0) {
-			fprintf(stderr, "retryd: %s\n", err);
-			return 1;
-		}
-	}
-	if (o->sim_plan != NULL) {
-		json_error_t jerr;
-		json_t *plan = json_loads(o->sim_plan, 0, &jerr);
-
-		if (plan == NULL) {
-			fprintf(stderr, "retryd: --sim-plan: not valid JSON: %s (at character %d)\n",
-				jerr.text, jerr.position);
-			return 1;
-		}
-		if (settings_override_value(&d->settings, "sim.plan", plan, err, sizeof(err)) != 0) {
-			fprintf(stderr, "retryd: --sim-plan: %s\n", err);
-			return 1;
-		}
-	}
-	if (provider_sim_check_plan(settings_get(&d->settings, "sim.plan"), err, sizeof(err)) != 0) {
-		fprintf(stderr, "retryd: %s\n", err);
-		return 1;
-	}
-	d->classify = classify_new(settings_get(&d->settings, "retry"), err, sizeof(err));
-	if (d->classify == NULL) {
-		fprintf(stderr, "retryd: %s\n", err);
-		return 1;
-	}
-	return 0;
-}
-
 static void close_all(struct daemon *d);
-
-/* --classify: the classifier's verdict on one text, as classify_error gives
- * it, on stdout. */
-static int classify_and_print(struct daemon *d, const char *text)
-{
-	struct timespec ts;
-	struct classify_input in = { .text = text, .len = strlen(text) };
-	struct classify_result r;
-	json_t *out;
-	char *line;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	in.now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	classify_decide(d->classify, &in, &r);
-	out = classify_result_json(&r);
-	line = out ? json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-	json_decref(out);
-	if (line == NULL) {
-		fprintf(stderr, "retryd: --classify: out of memory\n");
-		return 1;
-	}
-	puts(line);
-	free(line);
-	return fflush(stdout) == 0 ? 0 : 1;
-}
-
-/* `retryd config`: whether a member named `name` holds a secret string:
- * apiKey, a password, or an environment variable or header with a secret's
- * name (OPENAI_API_KEY, X-Api-Key). A camelCase field path such as
- * inputTokens or apiKeyEnv names where a value is, not a secret. */
-static bool secret_key(const char *name)
-{
-	size_t n = strlen(name);
-	bool lower = false;
-
-	if (strcasecmp(name, "apiKey") == 0 || strcasecmp(name, "password") == 0)
-		return true;
-	for (size_t i = 0; i < n; i++)
-		lower = lower || (name[i] >= 'a' && name[i] <= 'z');
-	return secret_name(name, n) && (strpbrk(name, "_-") != NULL || !lower);
-}
-
-/* "scheme://user:password@host" loses what stands before the '@'. */
-static void mask_userinfo(json_t *v)
-{
-	const char *s = json_string_value(v), *start, *at;
-	char *masked;
-	size_t n;
-
-	start = s != NULL ? strstr(s, "://") : NULL;
-	if (start == NULL)
-		return;
-	start += 3;
-	at = strchr(start, '@');
-	if (at == NULL || memchr(start, '/', (size_t)(at - start)) != NULL)
-		return;
-	n = (size_t)(start - s) + strlen(SECRET_MASK) + strlen(at) + 1;
-	masked = malloc(n);
-	if (masked == NULL)
-		return;
-	snprintf(masked, n, "%.*s%s%s", (int)(start - s), s, SECRET_MASK, at);
-	json_string_set(v, masked);
-	free(masked);
-}
-
-/* Masks, in place, every string that a secret's name holds (name: the
- * member's own name, or NULL) and every key-shaped token. */
-static void mask_config_value(json_t *v, const char *name)
-{
-	const char *member;
-	json_t *child;
-	size_t i;
-
-	if (json_is_string(v)) {
-		if (name != NULL && secret_key(name))
-			json_string_set(v, SECRET_MASK);
-		else
-			mask_userinfo(v);
-	} else if (json_is_object(v)) {
-		json_object_foreach(v, member, child)
-			mask_config_value(child, member);
-	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, child)
-			mask_config_value(child, name);
-	}
-}
-
-/* One line of `retryd config`: ORIGIN<TAB>KEY=JSON. */
-static void print_setting(void *ctx, const char *key, const json_t *value,
-			  enum settings_origin origin)
-{
-	const struct settings *s = ctx;
-	const char *dot = strrchr(key, '.');
-	json_t *copy = json_deep_copy(value);
-	char *text;
-
-	if (copy == NULL)
-		return;
-	mask_config_value(copy, dot != NULL ? dot + 1 : key);
-	secret_mask_json(copy);
-	text = json_dumps(copy, JSON_ENCODE_ANY | JSON_COMPACT | JSON_PRESERVE_ORDER |
-			  JSON_REAL_PRECISION(15));
-	json_decref(copy);
-	if (text == NULL)
-		return;
-	if (origin == SETTINGS_ORIGIN_FILE)
-		printf("file:%s\t%s=%s\n", s->path, key, text);
-	else
-		printf("%s\t%s=%s\n", settings_origin_name(origin), key, text);
-	free(text);
-}
-
-/* `retryd config --check FILE`: every problem on stderr, one per line. */
-static int config_check(const char *path)
-{
-	json_t *problems = settings_check_file(path), *builtins, *p;
-	struct settings s;
-	char err[1024];
-	size_t i;
-
-	if (problems == NULL) {
-		fprintf(stderr, "retryd: out of memory\n");
-		return 1;
-	}
-	/* What the table cannot say: the plan's steps, the patterns compile. */
-	builtins = json_array_size(problems) == 0 ? builtins_settings() : NULL;
-	if (builtins != NULL && settings_load(&s, builtins, path, err, sizeof(err)) == 0) {
-		struct classify *c;
-
-		if (provider_sim_check_plan(settings_get(&s, "sim.plan"), err, sizeof(err)) != 0)
-			json_array_append_new(problems, json_string(err));
-		c = classify_new(settings_get(&s, "retry"), err, sizeof(err));
-		if (c == NULL)
-			json_array_append_new(problems, json_string(err));
-		classify_free(c);
-		settings_release(&s);
-	}
-	json_decref(builtins);
-	if (json_array_size(problems) == 0)
-		printf("%s: ok\n", path);
-	json_array_foreach(problems, i, p)
-		fprintf(stderr, "%s: %s\n", path, json_string_value(p));
-	i = json_array_size(problems);
-	json_decref(problems);
-	return i == 0 && fflush(stdout) == 0 ? 0 : 1;
-}
-
-static const char config_usage[] =
-	"usage: retryd config [--settings FILE] [--set KEY=VALUE]...\n"
-	"       retryd config --check FILE\n"
-	"\n"
-	"Prints the effective settings, one leaf key per line in the order of the\n"
-	"settings table, as ORIGIN<TAB>KEY=JSON, ORIGIN being default, built-in,\n"
-	"file:PATH (written by hand or persisted by set_auto_retry/set_retry_policy;\n"
-	"the file cannot tell which) or --set. Secrets show as ***.\n"
-	"--check checks a settings file: \"FILE: ok\" on stdout and exit 0, else each\n"
-	"unknown key and wrong value on stderr, one per line, and exit 1.\n";
-
-/* `retryd config ...` (argv[0] is "config"): an exit status. */
-static int config_main(int argc, char **argv)
-{
-	const char *path = NULL, *check = NULL;
-	struct settings s;
-	json_t *builtins;
-	char err[1024];
-	int rc = 0;
-
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i], *val;
-
-		if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-			fputs(config_usage, stdout);
-			return 0;
-		}
-		if (strcmp(arg, "--settings") != 0 && strcmp(arg, "--set") != 0 &&
-		    strcmp(arg, "--check") != 0)
-			return usage_error("config: unknown option '%s'", arg);
-		if (i + 1 >= argc)
-			return usage_error("config: option '%s' needs a value", arg);
-		val = argv[++i];
-		if (strcmp(arg, "--settings") == 0)
-			path = val;
-		else if (strcmp(arg, "--check") == 0)
-			check = val;
-	}
-	if (check != NULL)
-		return config_check(check);
-	if (check_settings_path(path) != 0)
-		return 1;
-	builtins = builtins_settings();
-	if (builtins == NULL || settings_load(&s, builtins, path, err, sizeof(err)) != 0) {
-		fprintf(stderr, "retryd: %s\n", builtins != NULL ? err : "out of memory");
-		json_decref(builtins);
-		return 1;
-	}
-	json_decref(builtins);
-	for (int i = 1; i < argc && rc == 0; i += 2) {
-		if (strcmp(argv[i], "--set") == 0 &&
-		    settings_override(&s, argv[i + 1], err, sizeof(err)) != 0) {
-			fprintf(stderr, "retryd: %s\n", err);
-			rc = 1;
-		}
-	}
-	if (rc == 0 && settings_foreach(&s, print_setting, &s) != 0) {
-		fprintf(stderr, "retryd: out of memory\n");
-		rc = 1;
-	}
-	settings_release(&s);
-	if (rc == 0 && fflush(stdout) != 0)
-		rc = 1;
-	return rc;
-}
 
 static void on_grace(uv_timer_t *t)
 {
@@ -683,123 +255,11 @@ static void unknown_provider(const json_t *providers, const char *name, char *er
 	errbuf_set(err, errlen, "unknown provider '%s' (available: %s)", name, list);
 }
 
-static void on_first_ping(void *ctx, enum redis_status st, const struct redis_value *v)
-{
-	(void)ctx;
-	(void)v;
-	if (st != REDIS_OK && st != REDIS_CLOSED)
-		LOG_INFO("fleet: redis not reachable yet; deciding locally until it is");
-}
-
-/* The fleet of fleet.mode; in Redis mode the connection starts now, so the
- * first prompt finds it up. Returns 0, or -1 with err. */
-static int start_fleet(struct daemon *d, char *err, size_t errlen)
-{
-	struct fleet_config cfg;
-	uint64_t member = 0;
-
-	if (fleet_config_from_settings(&cfg, &d->settings, d->provider->name, err, errlen) != 0)
-		return -1;
-	random_bytes(&member, sizeof(member));
-	cfg.member = (int64_t)(member >> 12) + 1; /* > 0, exact in a Lua number */
-	cfg.clock = &d->clock.clock;
-	if (cfg.mode == FLEET_MODE_REDIS) {
-		struct redis_options ro = {
-			.url = settings_get_string(&d->settings, "fleet.redis.url"),
-			.password = settings_string(&d->settings, "fleet.redis.password", NULL),
-			.timeout_ms = (int)settings_get_int(&d->settings, "fleet.redis.timeoutMs"),
-		};
-		const char *ping[] = { "PING" };
-
-		if (ro.password != NULL)
-			secret_register(ro.password);
-		cfg.redis = redis_new(d->loop, &ro, err, errlen);
-		if (cfg.redis == NULL)
-			return -1;
-		redis_command(cfg.redis, 1, ping, on_first_ping, d);
-	}
-	d->fleet = fleet_new(&cfg, err, errlen);
-	if (d->fleet == NULL && cfg.mode == FLEET_MODE_USER &&
-	    (cfg.dir == NULL || cfg.dir[0] == '\0')) {
-		/* The default folder is not usable (another user owns
-		 * /tmp/retryd-$UID, say): that must not stop the daemon, only its
-		 * sharing. A fleet.dir given on purpose does stop it. */
-		LOG_WARN("fleet: %s; this daemon shares nothing (as fleet.mode \"process\")", err);
-		cfg.mode = FLEET_MODE_PROCESS;
-		cfg.params.open_after = 0;
-		cfg.params.budget_max = 0;
-		d->fleet = fleet_new(&cfg, err, errlen);
-	}
-	if (d->fleet == NULL) {
-		if (cfg.redis != NULL)
-			redis_close(cfg.redis, NULL, NULL);
-		return -1;
-	}
-	LOG_DEBUG("fleet: mode %s", fleet_mode_name(cfg.mode));
-	return 0;
-}
-
-/* Retries that are off say so at the start: a set_auto_retry false persists
- * in the shared settings file and would otherwise silently stop every later
- * daemon on the machine from retrying. */
-static void warn_if_retries_off(const struct settings *s)
-{
-	if (settings_get_bool(s, "retry.enabled"))
-		return;
-	if (settings_origin(s, "retry.enabled") == SETTINGS_ORIGIN_OVERRIDE)
-		LOG_WARN("retries are off: --set retry.enabled=false; leave that --set out to turn "
-			 "them back on");
-	else
-		LOG_WARN("retries are off: retry.enabled is false in %s (written by set_auto_retry "
-			 "or by hand); turn them back on with {\"type\":\"set_auto_retry\","
-			 "\"enabled\":true}, --set retry.enabled=true, or by removing the key from that "
-			 "file", s->path);
-}
-
 static char *session_dir(const struct options *o)
 {
 	if (o->no_session || o->session_file != NULL)
 		return NULL;
 	return o->session_dir != NULL ? strdup(o->session_dir) : journal_default_dir();
-}
-
-/* --continue and --resume: which file, and what it holds, before anything
- * starts. Returns 0, or 1 having said why. */
-static int load_resume(struct daemon *d, const struct options *o)
-{
-	char err[1024];
-	char *dir;
-
-	if (o->resume_file != NULL) {
-		d->resume_path = strdup(o->resume_file);
-	} else if (o->continue_newest) {
-		dir = session_dir(o);
-		if (dir == NULL) {
-			fprintf(stderr, "retryd: --continue: no session directory (neither "
-				"XDG_STATE_HOME nor HOME is set; name one with --session-dir)\n");
-			return 1;
-		}
-		d->resume_path = journal_newest(dir, err, sizeof(err));
-		free(dir);
-		if (d->resume_path == NULL) {
-			fprintf(stderr, "retryd: --continue: %s\n", err);
-			return 1;
-		}
-	} else {
-		return 0;
-	}
-	if (d->resume_path == NULL) {
-		fprintf(stderr, "retryd: out of memory\n");
-		return 1;
-	}
-	if (journal_load(d->resume_path, d->resume_id, &d->resume_messages, err,
-			 sizeof(err)) != 0) {
-		fprintf(stderr, "retryd: %s\n", err);
-		return 1;
-	}
-	LOG_INFO("resuming session %s from %s (%zu messages)", d->resume_id, d->resume_path,
-		 json_array_size(d->resume_messages));
-	return 0;
 }
 
 static int run(struct daemon *d, const struct options *o)
@@ -814,9 +274,9 @@ static int run(struct daemon *d, const struct options *o)
 		.model = o->model,
 		.session_file = o->session_file,
 		.session_dir = dir,
-		.resume_file = d->resume_path,
-		.resume_id = d->resume_id,
-		.resume_messages = d->resume_messages,
+		.resume_file = d->resume.path,
+		.resume_id = d->resume.id,
+		.resume_messages = d->resume.messages,
 		.emit = emit_cb,
 		.line_buf = line_buf_cb,
 		.line_done = line_done_cb,
@@ -874,7 +334,9 @@ static int run(struct daemon *d, const struct options *o)
 	if (o->model == NULL && json_array_size(d->provider->models) > 0)
 		scfg.model = json_string_value(json_object_get(json_array_get(d->provider->models, 0), "id"));
 	scfg.provider = d->provider;
-	if (start_fleet(d, err, sizeof(err)) != 0) {
+	d->fleet = membership_start(d->loop, &d->settings, d->provider->name, &d->clock.clock, err,
+				    sizeof(err));
+	if (d->fleet == NULL) {
 		fprintf(stderr, "retryd: %s\n", err);
 		free(dir);
 		return 1;
@@ -908,7 +370,7 @@ static int run(struct daemon *d, const struct options *o)
 	 * close_all(), never because a hung attempt holds no handle. */
 	d->handles_ready = true;
 
-	warn_if_retries_off(&d->settings);
+	config_warn_if_retries_off(&d->settings);
 	emit_cb(d, json_pack("{s:s}", "type", "ready"));
 	reader_start(d->reader);
 	uv_run(d->loop, UV_RUN_DEFAULT);
@@ -966,21 +428,28 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	log_init_from_env();
 	if (argc > 1 && strcmp(argv[1], "config") == 0) {
-		rc = config_main(argc - 1, argv + 1);
+		rc = options_parse_config(argc - 1, argv + 1, &o);
+		if (rc < 0)
+			rc = o.check_file != NULL ? config_check(o.check_file)
+						  : config_print(o.settings_path, o.sets, o.nsets);
 		secret_reset();
 		free(sets);
 		return rc;
 	}
-	rc = parse_options(argc, argv, &o);
+	rc = options_parse(argc, argv, &o);
 	if (rc >= 0) {
 		free(sets);
 		return rc;
 	}
-	rc = configure(&d, &o);
-	if (rc == 0 && o.classify_text != NULL)
-		rc = classify_and_print(&d, o.classify_text);
-	else if (rc == 0)
-		rc = load_resume(&d, &o);
+	rc = config_load(&d.settings, &d.classify, o.settings_path, o.sets, o.nsets, o.sim_plan);
+	if (rc == 0 && o.classify_text != NULL) {
+		rc = config_classify(d.classify, o.classify_text);
+	} else if (rc == 0) {
+		char *dir = session_dir(&o);
+
+		rc = resume_load(&d.resume, o.resume_file, o.continue_newest, dir);
+		free(dir);
+	}
 	if (rc == 0 && o.classify_text == NULL)
 		rc = run(&d, &o);
 	if (d.loop != NULL) {
@@ -996,8 +465,7 @@ int main(int argc, char **argv)
 	if (d.provider != NULL)
 		d.provider->ops->free(d.provider);
 	retryd_lines_release(&d.framer);
-	free(d.resume_path);
-	json_decref(d.resume_messages);
+	resume_release(&d.resume);
 	classify_free(d.classify);
 	settings_release(&d.settings);
 	secret_reset();	/* wipes the registered keys' copies */
