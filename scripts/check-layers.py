@@ -3,9 +3,11 @@
 
 Folders are layers, and an include may point only downward:
 
-    main.c > rpc.c > core/ > provider/ > io/, proto/ > base/ > shared/
+    main.c > rpc.c, options.c, config.c, resume.c, membership.c > core/
+           > provider/ > io/, proto/ > base/ > shared/
 
-io/ and proto/ stand side by side and include neither each other. client/
+io/ and proto/ stand side by side and include neither each other, and so do
+the modules of rpc.c's rank. client/
 (libretryd-client) may include only shared/ and its own headers; retryctl/ only
 its own and the public include/retryd/. Every include of a project header
 names its layer ("core/session.h"). Besides the direction:
