@@ -86,7 +86,8 @@ MANPAGES   := man/retryd.1 man/retryctl.1
 SCHEMAS    := $(wildcard protocol/schemas/*.json)
 HEADERS    := include/retryd/client.h include/retryd/protocol.h
 
-.PHONY: all deps layers check unit e2e demo bench bench-fleet conformance interop install uninstall clean FORCE \
+.PHONY: all deps layers check unit e2e demo bench bench-fleet conformance interop real-clis \
+	install uninstall clean FORCE \
 	fuzz fuzz-build fuzz-replay check-valgrind
 all: $(BIN) $(CTL) $(CLIENT_A) $(CLIENT_SO) $(CLIENT_PC)
 
@@ -307,6 +308,16 @@ conformance: deps
 interop: deps
 	@$(MAKE) --no-print-directory $(BIN)
 	RETRYD=$(abspath $(BIN)) scripts/interop.sh
+
+# The real agent CLIs from npm, driven by retryd against the fake LLM server
+# with faults at the API (scripts/real-clis.sh, tests/real_clis/,
+# docs/agent-clis.md). One variable pins them; "real-clis: SKIPPED: <why>"
+# and success when npm cannot be reached.
+REAL_CLIS ?= @anthropic-ai/claude-code@2.1.332 @openai/codex@0.171.0 \
+	     @google/gemini-cli@0.61.0 @earendil-works/pi-coding-agent@1.6.0
+real-clis: deps
+	@$(MAKE) --no-print-directory $(BIN)
+	RETRYD=$(abspath $(BIN)) REAL_CLIS="$(REAL_CLIS)" scripts/real-clis.sh $(REAL_CLIS_TESTS)
 
 # The npm package of clients/js, where `npm install -g` would put it, and its
 # launcher on PATH.

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Runs the end-to-end suite: every tests/e2e/test_*.py, with unittest.
 
-    RETRYD=build/retryd python3 tests/e2e/run.py [-q] [-j N] [NAME...]
+    RETRYD=build/retryd python3 tests/e2e/run.py [-q] [-j N] [--dir DIR] [NAME...]
 
 RETRYD is the binary (default build/retryd, relative to the repo root).
 NAME filters tests: a module (test_retry), a class or a method id
 (test_retry.RetryChainTests.test_x), or any substring of a test id.
--j N runs the modules in N parallel processes (default 1).
+-j N runs the modules in N parallel processes (default 1). --dir DIR runs
+the test_*.py of another folder with the same harness (tests/real_clis).
 The last line printed is exactly "N passed, N failed" (", N skipped" when
 any were skipped); the exit status is 1 when anything failed.
 """
@@ -55,9 +56,12 @@ def iter_tests(suite):
             yield t
 
 
+TEST_DIR = HERE
+
+
 def load(names):
     loader = unittest.TestLoader()
-    suite = loader.discover(HERE, pattern="test_*.py", top_level_dir=HERE)
+    suite = loader.discover(TEST_DIR, pattern="test_*.py", top_level_dir=TEST_DIR)
     tests = list(iter_tests(suite))
     if names:
         tests = [t for t in tests if any(n in t.id() for n in names)]
@@ -99,7 +103,8 @@ def run_parallel(names, jobs, verbosity):
     while pending or started:
         while pending and len(started) < jobs:
             mod = pending.pop(0)
-            args = [sys.executable, os.path.abspath(__file__), "-j", "1", "--module", mod,
+            args = [sys.executable, os.path.abspath(__file__), "-j", "1", "--dir", TEST_DIR,
+                    "--module", mod,
                     "-v" if verbosity > 1 else "-q"] + list(names)
             started[mod] = subprocess.Popen(args, stdout=subprocess.PIPE,
                                             stderr=subprocess.STDOUT)
@@ -131,7 +136,12 @@ def main():
     ap.add_argument("-q", "--quiet", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--module", help=argparse.SUPPRESS)
+    ap.add_argument("--dir", help="the folder of the test_*.py files (default: tests/e2e)")
     opts = ap.parse_args()
+    if opts.dir:
+        global TEST_DIR
+        TEST_DIR = os.path.abspath(opts.dir)
+        sys.path.insert(0, TEST_DIR)
     verbosity = 1 if opts.quiet else 2
 
     binary = harness.binary_path()
