@@ -10,7 +10,8 @@ io/ and proto/ stand side by side and include neither each other, and so do
 the modules of rpc.c's rank. client/
 (libretryd-client) may include only shared/ and its own headers; retryctl/ only
 its own and the public include/retryd/. Every include of a project header
-names its layer ("core/session.h"). Besides the direction:
+names its layer ("core/session.h"); an X-macro table (.def) is included like a
+header and belongs to the layer of its folder. Besides the direction:
   - no two modules include each other, and no longer circle either;
   - uv_*() is called only in io/, main.c, client/, retryctl/ and shared/child.c
     (the one child-process module, which the client library shares too);
@@ -80,7 +81,7 @@ def main():
     files = []
     for root, _, names in os.walk(top):
         for n in sorted(names):
-            if n.endswith((".c", ".h")):
+            if n.endswith((".c", ".h", ".def")):
                 files.append(os.path.relpath(os.path.join(root, n), top))
     known = set(files)
     for rel in sorted(files):

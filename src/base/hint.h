@@ -1,7 +1,9 @@
 /* hint — the wait a server stated, in its headers or in its error text.
  *
- * Pure; the grammar of issue 12's reference classifier (RULES.md §4). All
- * names and words are matched case-insensitively (ASCII).
+ * Pure. Only the forms below are read: the ones servers and their SDKs
+ * write when they state a wait, so that a number that is no wait (a count,
+ * a port, a client's own countdown) never holds a retry back. All names and
+ * words are matched case-insensitively (ASCII).
  *
  * Headers (hint_in_headers), first that yields wins:
  *   1. retry-after-ms: N                          → N ms

@@ -3,8 +3,11 @@
  *
  * Pure: compiled PCRE2 patterns and the typed facts a provider knows (HTTP
  * status, the error body, the response headers) in, a verdict with the rule
- * that decided it out. The decision table (issue 12; docs of the reference
- * classifier, RULES.md), first rule that holds wins:
+ * that decided it out. The decision table, first rule that holds wins; a
+ * step's typed evidence (a status, a typed value) comes before its wordings,
+ * because a provider's typed answer says what it means where words only
+ * suggest it, and the steps run from the verdicts a retry cannot mend
+ * (overflow, a spent quota, a refusal) to the one it can:
  *   1. context overflow: status 413; a typed overflow value
  *      (`context_length_exceeded`, `request_too_large`, ...); the overflow
  *      wordings;
@@ -40,8 +43,10 @@
  * a retryable verdict when the model or a shared pool is saturated (529, a
  * typed overload, the overload wordings); 503 alone is not.
  *
- * The patterns are built in. The five `retry` settings lists extend them: each
- * is checked first within its step, its rule "settings:<list>[i]":
+ * The typed values and wordings are built in, one row each in
+ * core/classify_rules.def (which says how to add one); this module keeps the
+ * order the steps read them in. The five `retry` settings lists extend them:
+ * each is checked first within its step, its rule "settings:<list>[i]":
  * contextOverflowPatterns (step 1), usageLimitPatterns (2),
  * nonRetryablePatterns (3), retryablePatterns and then overloadPatterns (4;
  * an overload pattern also sets `overload`). All are compiled caseless and

@@ -1,7 +1,7 @@
 /* Fuzz target "hint": server error text, as the retry coordinator sees it —
  * the retry-hint grammar (src/base/hint.c), the normal form both read
  * (src/base/errtext.c) and the PCRE2 classifier with its built-in patterns
- * (src/core/classify.c).
+ * (src/core/classify.c, its rows in src/core/classify_rules.def).
  *
  * Input: the error text, raw bytes (not NUL-terminated). The same bytes are
  * also split into a message and a body at a point the first byte picks, with

@@ -1,7 +1,7 @@
 /* Fuzz target "settings": the settings loader (src/core/settings.c, with the
  * daemon's built-in layer) on a real file, --set overrides, and what the
  * daemon compiles from the result at start-up: the sim plan check, the
- * classifier's pattern lists (src/core/classify.c), the resolved retry policy
+ * classifier's pattern lists (src/core/classify_patterns.c), the resolved retry policy
  * (src/core/policy.c) and every configured HTTP provider's entry
  * (provider_http_new builds it without touching the network).
  *
