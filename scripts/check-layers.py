@@ -20,6 +20,8 @@ header and belongs to the layer of its folder. Besides the direction:
     rooms that grew before have their own limits (LIMITS);
   - the retry coordinator sits below the session: core/chain includes no
     core/session.h, so the dependency points one way;
+  - comments say why in the project's own words: none cites an issue number
+    (the history is git log's);
   - the classifier's wording is data: no string literal in core/classify.c
     holds a regular expression (the patterns are rows of
     core/classify_rules.def).
@@ -46,6 +48,7 @@ LIMITS = {"core/session.c": 600, "core/classify.c": 600, "main.c": 500}
 # A module and the headers it may not include.
 FORBIDDEN = {"core/chain": ("core/session.h",)}
 PATTERN_FREE = ("core/classify.c",)
+ISSUE_CITE = re.compile(r"\bissues?\s+#?[0-9]+\b", re.I)
 # What makes a string literal a regular expression rather than a word.
 REGEX_SYNTAX = re.compile(r"\\\\[bsdw]|\(\?|\.\*|\.\+|\[\^|\|")
 
@@ -111,6 +114,12 @@ def main():
             if inc in FORBIDDEN.get(module_of(rel), ()):
                 problems.append(f"{rel}: #include \"{inc}\": {module_of(rel)} sits below it "
                                 "and reaches it only through its ops table")
+        for m in COMMENT.finditer(text):
+            c = ISSUE_CITE.search(m.group(0))
+            if c:
+                line = text[:m.start() + c.start()].count("\n") + 1
+                problems.append(f"{rel}:{line}: a comment cites \"{c.group(0)}\": say why in "
+                                "the project's words (the history is in git log)")
         if rel in PATTERN_FREE:
             for m in STRING.finditer(COMMENT.sub(" ", text)):
                 if REGEX_SYNTAX.search(m.group(0)):

@@ -126,6 +126,16 @@ class LayerCheckTests(unittest.TestCase):
         self.assertIn("core/classify.c: the pattern", out)
         self.assertIn("belongs in the rule table", out)
 
+    def test_a_comment_citing_an_issue_number_fails_with_its_line(self):
+        files = dict(self.GOOD)
+        files["base/log.c"] = '#include "base/log.h"\n\n/* as issue 12 wanted */\nint x;\n'
+        rc, out = run(self.tree(files))
+        self.assertEqual(rc, 1)
+        self.assertIn('base/log.c:3: a comment cites "issue 12"', out)
+        files["base/log.c"] = '#include "base/log.h"\n/* pi\'s RpcClient (see its tracker) */\n'
+        rc, out = run(self.tree(files))
+        self.assertEqual(rc, 0, out)
+
 
 if __name__ == "__main__":
     unittest.main()

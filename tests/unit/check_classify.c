@@ -28,7 +28,7 @@ static void teardown(void)
 }
 
 /* One failure as a provider reports it, and the decision it must get (the
- * reference classifier's, tests/fixtures/errors and RULES.md). */
+ * one tests/fixtures/errors/corpus.jsonl records for it). */
 struct row {
 	const char *name;
 	const char *text;
