@@ -41,6 +41,12 @@ bool assistant_is_open(const struct assistant *self)
 	return self->partial != NULL;
 }
 
+bool assistant_has_content(const struct assistant *self)
+{
+	return self->partial != NULL &&
+	       json_array_size(json_object_get(self->partial, "content")) > 0;
+}
+
 void assistant_open(struct assistant *self, const char *api, const char *provider,
 		    const char *model, int64_t timestamp_ms)
 {

@@ -53,6 +53,8 @@ void assistant_init(struct assistant *self, const struct assistant_output *out);
 void assistant_release(struct assistant *self);
 
 bool assistant_is_open(const struct assistant *self);
+/* The open message has a block (text, thinking), streamed or streaming. */
+bool assistant_has_content(const struct assistant *self);
 /* Opens the message and emits message_start, unless it is open already.
  * Strings: borrowed (copied). */
 void assistant_open(struct assistant *self, const char *api, const char *provider,

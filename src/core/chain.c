@@ -229,11 +229,61 @@ static void sink_thinking_end(void *ctx, const char *signature, size_t len, bool
 	assistant_thinking_end(&self->reply, signature, len, redacted);
 }
 
+/* The backend's own retry inside the attempt: what it streamed of the
+ * failed try is closed as a failed message is before a retry of ours, and
+ * kept out of the context, so the answer holds the last try only. */
+static void reset_reply(struct chain *self, const char *why)
+{
+	json_t *msg;
+
+	if (!assistant_has_content(&self->reply))
+		return;
+	msg = assistant_close(&self->reply, stop_reason_name(STOP_ERROR), why, NULL, NULL);
+	json_decref(msg);
+	open_reply(self);
+}
+
+/* Whether a retry notice names a failure that no retry mends (a 401, a
+ * spent quota, an overflow): the backend is then stopped rather than left to
+ * retry it. Words the classifier does not know leave the backend alone. */
+static bool notice_is_final(struct chain *self, const char *text, char *rule, size_t rulelen)
+{
+	struct classify_input in = { .text = text, .len = strlen(text), .now_ms = wall_ms(self) };
+	struct classify_result r;
+
+	classify_decide(policy_classifier(&self->policy, self->cfg.classify), &in, &r);
+	snprintf(rule, rulelen, "%s", r.rule);
+	return r.verdict != CLASSIFY_RETRYABLE && strcmp(r.rule, "default") != 0;
+}
+
+static void on_start_failed(struct clock_timer *timer, void *ctx);
+
 static void sink_event(void *ctx, json_t *event)
 {
-	touch(ctx);
-	open_reply(ctx);
-	emit(ctx, event);
+	struct chain *self = ctx;
+	const char *type = json_string_value(json_object_get(event, "type"));
+	const char *text;
+	char rule[96];
+
+	touch(self);
+	open_reply(self);
+	if (type == NULL || strcmp(type, "provider_retry") != 0) {
+		emit(self, event);
+		return;
+	}
+	text = json_string_value(json_object_get(event, "errorMessage"));
+	snprintf(self->deferred_error, sizeof(self->deferred_error), "%s", text ? text : "retrying");
+	reset_reply(self, self->deferred_error);
+	emit(self, event);
+	if (self->phase != CHAIN_ATTEMPT || !notice_is_final(self, self->deferred_error, rule,
+							       sizeof(rule)))
+		return;
+	/* Reported on the next loop turn, as a start failure is: the provider
+	 * is inside its own callback now. */
+	LOG_INFO("%s: its own retry of a final failure (%s): attempt ended", self->cfg.provider->name,
+		 rule);
+	stop_attempt(self);
+	clock_timer_start(self->cfg.clock, &self->start_failed_timer, 0, on_start_failed, self);
 }
 
 /* The end of an attempt. */
@@ -442,7 +492,7 @@ static void on_idle_timeout(struct clock_timer *timer, void *ctx)
 static void on_start_failed(struct clock_timer *timer, void *ctx)
 {
 	struct chain *self = ctx;
-	struct provider_result r = { .stop = STOP_ERROR, .error_message = self->start_error,
+	struct provider_result r = { .stop = STOP_ERROR, .error_message = self->deferred_error,
 				     .hint_ms = -1 };
 
 	(void)timer;
@@ -487,7 +537,7 @@ static void send_attempt(struct chain *self)
 	touch(self);
 	self->attempt_sent = false;
 	self->stats.attempts++;
-	if (p->ops->start(p, &actx, &sink, self->start_error, sizeof(self->start_error)) != 0) {
+	if (p->ops->start(p, &actx, &sink, self->deferred_error, sizeof(self->deferred_error)) != 0) {
 		clock_timer_start(self->cfg.clock, &self->start_failed_timer, 0, on_start_failed,
 				  self);
 		return;
@@ -588,7 +638,7 @@ static void on_fleet_answer(void *ctx, const struct fleet_answer *a)
 		/* Every credential is spent, as the fleet knows: the answer a
 		 * request would get, without sending it. */
 		hint_format(a->cred_until - wall_ms(self), left, sizeof(left));
-		errbuf_set(self->start_error, sizeof(self->start_error),
+		errbuf_set(self->deferred_error, sizeof(self->deferred_error),
 			   "Usage limit reached for every credential of %s (shared by the fleet; "
 			   "resets in %s)", self->cfg.provider->name, left);
 		self->phase = CHAIN_ATTEMPT;

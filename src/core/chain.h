@@ -116,10 +116,12 @@ struct chain {
 	/* One timer for every wait: a backoff (CHAIN_BACKOFF) or a hold. */
 	struct clock_timer wait_timer;
 	struct clock_timer idle_timer;  /* retry.idleTimeoutMs: no data for that long */
-	/* A provider that could not start is reported from here, on the next
-	 * loop turn (with start_error), so a queue of prompts never recurses. */
+	/* A failure the chain reports itself — a provider that could not
+	 * start, every credential spent, a retry notice of a final failure —
+	 * is reported from here, on the next loop turn (with deferred_error),
+	 * so a queue of prompts never recurses. */
 	struct clock_timer start_failed_timer;
-	char start_error[512];
+	char deferred_error[512];
 	bool attempt_sent;              /* the provider took the attempt (not a start failure) */
 
 	struct fleet_answer fleet_ans;  /* the last answer: its scope and lease */

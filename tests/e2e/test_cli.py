@@ -117,7 +117,8 @@ CLIS = {
         "retry": "claude-overloaded.jsonl", "retry_exit": 1, "sid": "S1", "notices": 2,
         "retry_error": "API Error: 529",
         "fatal": "claude-auth.jsonl", "fatal_exit": 1,
-        "fatal_error": "401 Invalid API key · Fix external API key",
+        # Its retry notice names the 401 first: the attempt ends on it.
+        "fatal_error": "401 authentication_failed",
         "fresh": lambda p: ["-p", p, "--output-format", "stream-json", "--verbose"],
         "resume": lambda sid, p: ["-p", "--resume", sid, p, "--output-format", "stream-json",
                                   "--verbose"],
@@ -460,17 +461,45 @@ class OutcomeTests(CliCase):
         self.assertEqual(text_of(final), "done")
         d.finish()
 
-    def test_failure_without_a_session_id_is_final_and_says_why(self):
+    def test_a_first_turn_failure_without_a_session_id_starts_fresh_with_the_prompt(self):
+        # Nothing to resume yet: the retry is a fresh run of the same prompt.
+        d = self.start("gemini", [{"stderr": ["fetch failed: connection reset"], "exit": 1},
+                                  {"fixture": "gemini-success.jsonl"}])
+        msgs = self.prompt(d, "What is in the repo?")
+        self.assertEqual(len(self.calls()), 2)
+        self.assertEqual(self.calls()[1]["argv"][:2], ["-p", "What is in the repo?"])
+        self.assertNotIn("--resume", self.calls()[1]["argv"])
+        failed, final = self.assistant_ends(msgs)
+        self.assertIn("fetch failed", failed["errorMessage"])
+        self.assertIsNone(final.get("errorMessage"))
+        d.finish()
+
+    def test_a_setup_error_ends_the_prompt_at_once_with_the_profiles_sentence(self):
         # Gemini without auth: no JSON at all, a message on stderr, exit 41.
         d = self.start("gemini", [{"stderr": ["Please set an Auth method in your settings.json"],
-                                   "exit": 41}])
+                                   "exit": 41}],
+                       sets={"providers.gemini.setupErrors": [
+                           {"match": "Please set an Auth method",
+                            "why": "gemini has no auth method: set security.auth.selectedType"}]})
         msgs = self.prompt(d)
         self.assertEqual(len(self.calls()), 1)
         [final] = self.assistant_ends(msgs)
         self.assertEqual(final["errorMessage"],
-                         "agent exited without a result (exit 41): Please set an Auth method in your "
-                         "settings.json (not retried: the agent reported no session id to resume)")
+                         "gemini has no auth method: set security.auth.selectedType")
         self.assertNotIn("auto_retry_start", signature(msgs))
+        d.finish()
+
+    def test_a_tool_run_without_a_session_id_is_final_rather_than_run_twice(self):
+        d = self.start("gemini", [{"lines": [json.dumps({"type": "tool_use", "tool_name": "ls",
+                                                         "tool_id": "t1", "parameters": {}}),
+                                             json.dumps({"type": "tool_result", "tool_id": "t1",
+                                                         "status": "success", "output": "a"})],
+                                   "stderr": ["fetch failed: connection reset"], "exit": 1},
+                                  {"fixture": "gemini-success.jsonl"}])
+        msgs = self.prompt(d)
+        self.assertEqual(len(self.calls()), 1)
+        [final] = self.assistant_ends(msgs)
+        self.assertIn("a fresh run would run it again", final["errorMessage"])
         d.finish()
 
     def test_exhausted_retries_end_the_chain_with_the_cli_error(self):

@@ -388,6 +388,77 @@ START_TEST(test_steering_delivered_by_the_owner_after_a_backoff_joins_the_retry_
 }
 END_TEST
 
+static void notice(struct fx *f, const char *text)
+{
+	f->stub.sink.event(f->stub.sink.ctx, json_pack("{s:s, s:s}", "type", "provider_retry",
+							"errorMessage", text));
+}
+
+START_TEST(test_a_retry_notice_of_a_final_failure_ends_the_attempt_at_once_with_its_class)
+{
+	struct fx f;
+	const json_t *last;
+
+	fx_init(&f, NULL);
+	turn(&f, "hi");
+	taken(&f);
+	notice(&f, "401 Invalid API key");
+	ck_assert_int_eq(f.stub.aborts, 1);
+	ck_assert_str_eq(taken(&f), "message_start,provider_retry");
+	clock_fake_advance(&f.clock, 0);
+	ck_assert_str_eq(taken(&f), "message_end,append,journal,turn_end,turn_over");
+	last = json_array_get(f.context, 1);
+	ck_assert_str_eq(json_string_value(json_object_get(last, "errorMessage")),
+			 "401 Invalid API key");
+	ck_assert_int_eq(f.c.stats.errors[CLASSIFY_NOT_RETRYABLE], 1);
+	ck_assert_int_eq(f.stub.starts, 1);
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_a_retry_notice_of_a_transient_or_unknown_failure_leaves_the_backend_retrying)
+{
+	struct fx f;
+
+	fx_init(&f, NULL);
+	turn(&f, "hi");
+	taken(&f);
+	notice(&f, "529 overloaded");
+	notice(&f, "retrying");
+	ck_assert_int_eq(f.stub.aborts, 0);
+	ck_assert_int_eq(clock_fake_next_in(&f.clock), -1);
+	ck_assert_str_eq(taken(&f), "message_start,provider_retry,provider_retry");
+	answer(&f, "ok");
+	ck_assert_int_eq(f.turn_overs, 1);
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_text_streamed_before_the_backends_own_retry_is_closed_and_not_kept_twice)
+{
+	struct fx f;
+	const json_t *content;
+
+	fx_init(&f, NULL);
+	turn(&f, "hi");
+	taken(&f);
+	f.stub.sink.text_start(f.stub.sink.ctx);
+	f.stub.sink.text_delta(f.stub.sink.ctx, "ANSWER-OK: this is", 18);
+	notice(&f, "terminated");
+	/* The failed try ends as a message of its own (as a stall would end
+	 * it: no text_end), then the notice. */
+	ck_assert_str_eq(taken(&f), "message_start,message_update,message_update,"
+			 "message_end,message_start,provider_retry");
+	answer(&f, "ANSWER-OK: this is the complete answer");
+	content = json_object_get(json_array_get(f.context, 1), "content");
+	ck_assert_int_eq(json_array_size(content), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(content, 0), "text")),
+			 "ANSWER-OK: this is the complete answer");
+	ck_assert_int_eq(json_array_size(f.context), 2);
+	fx_release(&f);
+}
+END_TEST
+
 START_TEST(test_retries_exhausted_end_the_chain_after_the_last_turn)
 {
 	struct fx f;
@@ -421,6 +492,9 @@ Suite *chain_suite(void)
 	tcase_add_test(tc, test_a_stalled_attempt_is_ended_by_the_idle_timer_and_retried);
 	tcase_add_test(tc, test_steering_delivered_by_the_owner_after_a_backoff_joins_the_retry_turn);
 	tcase_add_test(tc, test_retries_exhausted_end_the_chain_after_the_last_turn);
+	tcase_add_test(tc, test_a_retry_notice_of_a_final_failure_ends_the_attempt_at_once_with_its_class);
+	tcase_add_test(tc, test_a_retry_notice_of_a_transient_or_unknown_failure_leaves_the_backend_retrying);
+	tcase_add_test(tc, test_text_streamed_before_the_backends_own_retry_is_closed_and_not_kept_twice);
 	suite_add_tcase(s, tc);
 	return s;
 }

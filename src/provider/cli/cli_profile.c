@@ -10,6 +10,7 @@
 #include "base/errbuf.h"
 #include "base/jsontext.h"
 #include "provider/cli/cli_builtin.h"
+#include "provider/cli/cli_texts.h"
 #include "provider/provider.h"
 
 #define DAY_MS (24LL * 60 * 60 * 1000)
@@ -141,34 +142,6 @@ static bool type_selected(const json_t *types, const json_t *line)
 	return false;
 }
 
-/* Named groups of a successful match, into captures. */
-static void capture_names(const pcre2_code *re, pcre2_match_data *md, const char *subject,
-			  json_t *captures)
-{
-	uint32_t count = 0, size = 0;
-	PCRE2_SPTR table;
-	PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-
-	pcre2_pattern_info(re, PCRE2_INFO_NAMECOUNT, &count);
-	pcre2_pattern_info(re, PCRE2_INFO_NAMEENTRYSIZE, &size);
-	pcre2_pattern_info(re, PCRE2_INFO_NAMETABLE, &table);
-	for (uint32_t i = 0; i < count; i++, table += size) {
-		unsigned group = (unsigned)(table[0] << 8 | table[1]);
-		const char *name = (const char *)table + 2;
-		PCRE2_SIZE from = ov[2 * group], to = ov[2 * group + 1];
-		size_t n;
-
-		if (from == PCRE2_UNSET || to < from)
-			continue;
-		n = to - from;
-		if (n > 0 && n < 16 && strspn(subject + from, "0123456789") >= n)
-			json_object_set_new(captures, name,
-					    json_integer((json_int_t)strtoll(subject + from, NULL, 10)));
-		else
-			json_object_set_new(captures, name, json_stringn(subject + from, n));
-	}
-}
-
 bool cli_profile_selects(const struct cli_profile_rule *rule, const json_t *line, json_t *captures)
 {
 	if (!type_selected(rule->types, line))
@@ -187,7 +160,7 @@ bool cli_profile_selects(const struct cli_profile_rule *rule, const json_t *line
 		if (rc < 0)
 			return false;
 		if (captures != NULL)
-			capture_names(m->re, m->md, json_string_value(v), captures);
+			cli_texts_captures(m->re, m->md, json_string_value(v), captures);
 	}
 	return true;
 }
@@ -212,9 +185,10 @@ static void buf_add(struct buf *b, const char *s, size_t n)
 
 /* Expands one template element into a new string, or NULL with err (an
  * unknown placeholder, or memory). Values are copied as they are. */
-static char *expand(const char *tmpl, const struct cli_profile_vars *vars, char *err, size_t errlen)
+char *cli_profile_expand(const char *tmpl, const struct cli_profile_vars *vars, char *err,
+			 size_t errlen)
 {
-	static const char *const names[] = { "{prompt}", "{sessionId}", "{model}" };
+	static const char *const names[] = { "{prompt}", "{sessionId}", "{model}", "{retrydDir}" };
 	struct buf b = { 0 };
 	const char *p = tmpl;
 
@@ -233,19 +207,20 @@ static char *expand(const char *tmpl, const struct cli_profile_vars *vars, char 
 			p = open + 2;
 			continue;
 		}
-		for (k = 0; k < 3 && strncmp(open, names[k], strlen(names[k])) != 0; k++)
+		for (k = 0; k < 4 && strncmp(open, names[k], strlen(names[k])) != 0; k++)
 			;
-		if (k == 3) {
+		if (k == 4) {
 			const char *close = strchr(open, '}');
 
 			errbuf_set(err, errlen, "unknown placeholder %.*s (known: {prompt}, {sessionId}, "
-			           "{model}, {args}; \"{{\" is a literal \"{\")",
+			           "{model}, {retrydDir}, {args}; \"{{\" is a literal \"{\")",
 			           close ? (int)(close - open + 1) : (int)strlen(open), open);
 			free(b.b.data);
 			return NULL;
 		}
 		{
-			const char *v = k == 0 ? vars->prompt : k == 1 ? vars->session_id : vars->model;
+			const char *v = k == 0 ? vars->prompt : k == 1 ? vars->session_id
+				      : k == 2 ? vars->model : vars->retryd_dir;
 
 			if (v != NULL)
 				buf_add(&b, v, strlen(v));
@@ -276,6 +251,7 @@ char **cli_profile_argv(const struct cli_profile *self, const struct cli_profile
 	bool with_model = vars->model != NULL && vars->model[0] != '\0' &&
 			  strcmp(vars->model, "default") != 0 && self->model_args != NULL;
 	size_t cap = json_array_size(tmpl) + json_array_size(self->args) +
+		     json_array_size(self->texts.quiet_args) +
 		     (with_model ? json_array_size(self->model_args) : 0) + 1;
 	char **argv = calloc(cap, sizeof(*argv));
 	size_t n = 0, i, k;
@@ -290,18 +266,21 @@ char **cli_profile_argv(const struct cli_profile *self, const struct cli_profile
 		goto oom;
 	json_array_foreach(tmpl, i, t) {
 		if (strcmp(json_string_value(t), "{args}") != 0) {
-			if ((argv[n++] = expand(json_string_value(t), vars, err, errlen)) == NULL)
+			if ((argv[n++] = cli_profile_expand(json_string_value(t), vars, err, errlen)) == NULL)
 				goto fail;
 			continue;
 		}
 		if (with_model) {
 			json_array_foreach(self->model_args, k, a)
-				if ((argv[n++] = expand(json_string_value(a), vars, err, errlen)) == NULL)
+				if ((argv[n++] = cli_profile_expand(json_string_value(a), vars, err, errlen)) == NULL)
 					goto fail;
 		}
 		json_array_foreach(self->args, k, a)
 			if ((argv[n++] = strdup(json_string_value(a))) == NULL)
 				goto oom;
+		json_array_foreach(self->texts.quiet_args, k, a)
+			if ((argv[n++] = cli_profile_expand(json_string_value(a), vars, err, errlen)) == NULL)
+				goto fail;
 	}
 	if (self->command != NULL && n > 0) {
 		free(argv[0]);
@@ -344,7 +323,8 @@ static const struct kind_info kinds[CLI_RULE_KINDS] = {
 static const char *const top_keys[] = {
 	"type", "argv", "resumeArgv", "promptVia", "sessionId", "text", "thinking", "toolStart",
 	"toolEnd", "retryNotice", "terminal", "command", "args", "env", "models", "modelArgs",
-	"timeoutMs", "killGraceMs", "maxLineBytes", NULL,
+	"timeoutMs", "killGraceMs", "maxLineBytes", "setupErrors", "resumeFailed",
+	"lostTurnOnError", "ownRetriesOff", "keepOwnRetries", NULL,
 };
 
 static bool listed(const char *const *list, const char *key)
@@ -418,6 +398,12 @@ static int compile_rule(enum cli_profile_rule_kind kind, const json_t *spec, con
 	json_object_foreach((json_t *)spec, key, v) {
 		if (listed(selector_keys, key) || listed(info->fields, key))
 			continue;
+		if (kind == CLI_RULE_RETRY && strcmp(key, "stream") == 0) {
+			if (json_is_string(v) && strcmp(json_string_value(v), "stdout") == 0)
+				continue;
+			return errbuf_set(err, errlen, "%s.stream must be \"stdout\" or \"stderr\"",
+					  where);
+		}
 		{
 			char known[200] = "";
 
@@ -504,13 +490,17 @@ static int compile_kind(struct cli_profile *self, enum cli_profile_rule_kind kin
 	if (self->rules[kind] == NULL)
 		return errbuf_set(err, errlen, "out of memory");
 	for (size_t i = 0; i < n; i++) {
+		const json_t *spec = json_is_array(v) ? json_array_get(v, i) : v;
+
+		/* A notice on stderr is a line of text: cli_texts reads it. */
+		if (kind == CLI_RULE_RETRY && cli_texts_is_stderr_rule(spec))
+			continue;
 		if (json_is_array(v))
 			snprintf(where, sizeof(where), "providers.%s.%s[%zu]", self->name, key, i);
 		else
 			snprintf(where, sizeof(where), "providers.%s.%s", self->name, key);
-		self->nrules[kind]++;
-		if (compile_rule(kind, json_is_array(v) ? json_array_get(v, i) : v, where,
-				 &self->rules[kind][i], err, errlen) != 0)
+		if (compile_rule(kind, spec, where, &self->rules[kind][self->nrules[kind]++], err,
+				 errlen) != 0)
 			return -1;
 	}
 	return 0;
@@ -520,7 +510,7 @@ static int compile_kind(struct cli_profile *self, enum cli_profile_rule_kind kin
 static int check_placeholders(struct cli_profile *self, const char *key, const json_t *t,
 			      char *err, size_t errlen)
 {
-	struct cli_profile_vars probe = { "", "", "" };
+	struct cli_profile_vars probe = { "", "", "", "" };
 	size_t i;
 	json_t *s;
 
@@ -530,7 +520,7 @@ static int check_placeholders(struct cli_profile *self, const char *key, const j
 
 		if (strcmp(json_string_value(s), "{args}") == 0)
 			continue;
-		x = expand(json_string_value(s), &probe, why, sizeof(why));
+		x = cli_profile_expand(json_string_value(s), &probe, why, sizeof(why));
 		if (x == NULL)
 			return errbuf_set(err, errlen, "providers.%s.%s[%zu]: %s", self->name, key, i, why);
 		free(x);
@@ -685,7 +675,11 @@ struct cli_profile *cli_profile_new(const char *name, const json_t *cfg, char *e
 		errbuf_set(err, errlen, "providers.%s must be an object", name);
 		goto fail;
 	}
-	if (check_top(self, err, errlen) != 0)
+	if (check_top(self, err, errlen) != 0 ||
+	    cli_texts_init(&self->texts, self->name, self->cfg, err, errlen) != 0 ||
+	    (self->texts.quiet_args != NULL &&
+	     check_placeholders(self, "ownRetriesOff.args", self->texts.quiet_args, err,
+				errlen) != 0))
 		goto fail;
 	for (int k = 0; k < CLI_RULE_KINDS; k++)
 		if (compile_kind(self, (enum cli_profile_rule_kind)k, err, errlen) != 0)
@@ -725,6 +719,7 @@ void cli_profile_free(struct cli_profile *self)
 		}
 		free(self->rules[k]);
 	}
+	cli_texts_release(&self->texts);
 	json_decref(self->models);
 	json_decref(self->cfg);
 	free(self->name);

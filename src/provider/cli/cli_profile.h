@@ -21,7 +21,9 @@
  *    "terminal":   RULE + {"failed"?, "message"?, "status"?, "inputTokens"?, "outputTokens"?,
  *                  "cacheReadTokens"?, "cacheWriteTokens"?},
  *    "command"?, "args"?, "env"?, "models"?, "modelArgs"?, "timeoutMs"?,
- *    "killGraceMs"?, "maxLineBytes"?}
+ *    "killGraceMs"?, "maxLineBytes"?,
+ *    "setupErrors"?, "resumeFailed"?, "lostTurnOnError"?, "ownRetriesOff"?,
+ *    "keepOwnRetries"?}   (the last five: see cli_texts.h)
  *
  * Each rule key takes one RULE object or a list of them (the first whose
  * selector matches a line is used). A RULE selects lines:
@@ -41,10 +43,12 @@
  * "isError" are true, false, or a condition in the form of "when";
  * "isError" may also be a PATH to a boolean.
  *
- * argv templates: "{prompt}", "{sessionId}" and "{model}" are replaced
+ * argv templates: "{prompt}", "{sessionId}", "{model}" and "{retrydDir}"
+ * (the daemon's own directory for this CLI: cli_texts.h) are replaced
  * inside elements (once, left to right: a value is never expanded again;
  * "{{" is a literal "{"); an element that is exactly "{args}" becomes
- * modelArgs (when the model is not "default") followed by args. */
+ * modelArgs (when the model is not "default") followed by args, then the
+ * args of ownRetriesOff (unless keepOwnRetries), with {retrydDir} expanded. */
 #ifndef RETRYD_CLI_PROFILE_H
 #define RETRYD_CLI_PROFILE_H
 
@@ -52,6 +56,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "provider/cli/cli_texts.h"
 
 enum cli_profile_rule_kind {
 	CLI_RULE_SESSION,
@@ -93,6 +99,7 @@ struct cli_profile {
 	int64_t max_line_bytes;
 	struct cli_profile_rule *rules[CLI_RULE_KINDS];
 	size_t nrules[CLI_RULE_KINDS];
+	struct cli_texts texts;     /* setup errors, resume failures, stderr notices, own retries */
 };
 
 /* The built-in profiles claude, codex, gemini and pi, as a new reference, for
@@ -113,6 +120,7 @@ struct cli_profile_vars {
 	const char *prompt;     /* borrowed */
 	const char *session_id; /* borrowed; NULL: a fresh run, else resumeArgv */
 	const char *model;      /* borrowed; NULL or "default": no modelArgs */
+	const char *retryd_dir; /* borrowed: the daemon's own directory for this CLI, or NULL */
 };
 
 /* The argv of one run, a new NULL-terminated array of new strings (free with
@@ -120,6 +128,10 @@ struct cli_profile_vars {
 char **cli_profile_argv(const struct cli_profile *self, const struct cli_profile_vars *vars,
 			char *err, size_t errlen);
 void cli_profile_argv_free(char **argv);
+/* One template element with its placeholders replaced: a new string, or
+ * NULL with err (an unknown placeholder, or memory). */
+char *cli_profile_expand(const char *tmpl, const struct cli_profile_vars *vars, char *err,
+			 size_t errlen);
 
 /* The value at a dotted path under root (borrowed), or NULL. A list of paths
  * gives the first one that is present and not null. */

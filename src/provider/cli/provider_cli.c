@@ -1,11 +1,15 @@
 #include "provider/cli/provider_cli.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "provider/cli/cli_parser.h"
+#include "provider/cli/cli_prompt.h"
 #include "provider/cli/cli_profile.h"
 #include "base/errbuf.h"
 #include "base/jsontext.h"
@@ -44,6 +48,17 @@ struct cli_run {
 	char err_line[ERR_LINE_MAX];      /* masked, then cut */
 	size_t err_len;
 	char last_err[ERR_LINE_MAX];
+	/* What the CLI said outside its JSON lines (stderr, other stdout), the
+	 * newest last, for its setup errors and failed resumes. */
+	char said[2048];
+	size_t said_len;
+	bool resuming;              /* this run resumes a session */
+	bool tools_ran;             /* a tool call ended: a fresh rerun would repeat it */
+	/* A resume that turns out impossible falls back once, inside the
+	 * attempt, to a fresh run of this prompt (owned), when nothing was
+	 * streamed yet; NULL: no fallback. */
+	char *fresh_prompt;
+	char *model;                /* owned: the attempt's model, for that fresh run */
 	struct provider_result result;
 	char error[2048];
 };
@@ -55,6 +70,7 @@ struct cli_provider {
 	struct cli_profile *profile;
 	char **env;           /* owned: "NAME=value", NULL-terminated */
 	char *session_id;     /* owned: the newest the CLI reported, or NULL */
+	char *dir;            /* owned: this daemon's directory for the CLI ({retrydDir}), or NULL */
 	size_t prev_messages; /* context size when the last attempt started */
 	struct cli_run *run;  /* the running attempt, or NULL */
 };
@@ -154,6 +170,8 @@ static void stop_timers(struct cli_run *r)
 
 static void free_run(struct cli_run *r)
 {
+	free(r->fresh_prompt);
+	free(r->model);
 	secret_stream_release(&r->text_masker);
 	secret_stream_release(&r->thinking_masker);
 	secret_stream_release(&r->err_masker);
@@ -279,6 +297,9 @@ static void deliver(void *ctx, const struct cli_parser_outcome *o)
 		secret_mask_json(ev);
 		if (strcmp(json_string_value(json_object_get(ev, "type")), "provider_retry") == 0)
 			json_object_set_new(ev, "provider", json_string(self->base.name));
+		else if (strcmp(json_string_value(json_object_get(ev, "type")),
+				"tool_execution_end") == 0)
+			r->tools_ran = true;
 		r->sink.event(r->sink.ctx, ev);
 		break;
 	case CLI_OUT_TERMINAL:
@@ -286,6 +307,8 @@ static void deliver(void *ctx, const struct cli_parser_outcome *o)
 		break;
 	}
 }
+
+static void remember(struct cli_run *r, const char *text, size_t n);
 
 static bool on_line(void *ctx, enum retryd_lines_kind kind, const char *line, size_t len)
 {
@@ -298,8 +321,53 @@ static bool on_line(void *ctx, enum retryd_lines_kind kind, const char *line, si
 			 r->framer.max_line);
 		return true;
 	}
-	cli_parser_feed(&r->parser, line, len, deliver, r);
+	if (cli_parser_feed(&r->parser, line, len, deliver, r) == 0 && (len == 0 || line[0] != '{')) {
+		char shown[ERR_LINE_MAX];
+		size_t n = secret_copy(shown, sizeof(shown), line, len);
+
+		remember(r, shown, n);
+	}
 	return true;
+}
+
+/* How a next attempt can go on after this failed run, as true of the CLI. */
+static void answer_next(struct cli_provider *self, struct cli_run *r, struct provider_result *res)
+{
+	const struct cli_texts *t = &self->profile->texts;
+	const char *setup = NULL;
+
+	if (!r->parser.terminal || r->parser.failed) {
+		setup = cli_texts_setup_error(t, r->said, r->said_len);
+		if (setup == NULL)
+			setup = cli_texts_setup_error(t, r->error, strlen(r->error));
+	}
+	if (setup != NULL) {
+		/* The CLI's own setup, not the request: retrying cannot help. */
+		LOG_INFO("%s: setup error: %s", self->base.name, setup);
+		snprintf(r->error, sizeof(r->error), "%s", setup);
+		res->next = PROVIDER_NEXT_CANNOT;
+		res->next_why = "the agent cannot run as set up";
+	} else if (self->profile->resume_argv == NULL) {
+		res->next = PROVIDER_NEXT_CANNOT;
+		res->next_why = "the profile has no resumeArgv";
+	} else if (r->resuming && cli_texts_resume_failed(t, r->said, r->said_len)) {
+		/* A dead session id is never tried again. */
+		free(self->session_id);
+		self->session_id = NULL;
+		res->next = PROVIDER_NEXT_FRESH;
+		strncat(r->error, " (the session could not be resumed)",
+			sizeof(r->error) - strlen(r->error) - 1);
+	} else if (self->session_id == NULL) {
+		if (r->tools_ran) {
+			res->next = PROVIDER_NEXT_CANNOT;
+			res->next_why = "the agent ran a tool but reported no session id: a fresh run "
+					"would run it again";
+		} else {
+			res->next = PROVIDER_NEXT_FRESH;
+		}
+	} else if (t->lost_turn_on_error && r->parser.terminal && r->parser.failed) {
+		res->next = PROVIDER_NEXT_RESEND;
+	}
 }
 
 static void build_result(struct cli_run *r)
@@ -340,14 +408,10 @@ static void build_result(struct cli_run *r)
 		return;
 	secret_mask_str(r->error);
 	res->error_message = r->error;
-	if (self->profile->resume_argv == NULL) {
-		res->next = PROVIDER_NEXT_CANNOT;
-		res->next_why = "the profile has no resumeArgv";
-	} else if (self->session_id == NULL) {
-		res->next = PROVIDER_NEXT_CANNOT;
-		res->next_why = "the agent reported no session id to resume";
-	}
+	answer_next(self, r, res);
 }
+
+static bool resume_fresh(struct cli_run *r);
 
 /* Exit and EOF on both pipes: the outcome is known; close, then finish. */
 static void on_child_done(struct retryd_child *child, const struct retryd_child_exit *exit,
@@ -371,7 +435,7 @@ static void on_child_done(struct retryd_child *child, const struct retryd_child_
 			 retryd_child_pid(child));
 	stop_timers(r);
 	retryd_lines_finish(&r->framer, on_line, r);
-	if (r->owner != NULL)
+	if (!resume_fresh(r) && r->owner != NULL)
 		cli_parser_finish(&r->parser, deliver, r);
 	/* What was delivered may have aborted the run (e.g. stdout failed). */
 	if (r->owner != NULL)
@@ -424,6 +488,29 @@ static void on_wall_timer(struct clock_timer *t, void *ctx)
 	terminate(r, why);
 }
 
+/* Keeps the newest of what the CLI said outside its JSON lines (masked). */
+static void remember(struct cli_run *r, const char *text, size_t n)
+{
+	size_t room = sizeof(r->said) - 1;
+
+	if (n + 1 > room) {
+		text += n + 1 - room;
+		n = room - 1;
+	}
+	if (r->said_len + n + 1 > room) {
+		size_t drop = r->said_len + n + 1 - room;
+
+		memmove(r->said, r->said + drop, r->said_len - drop);
+		r->said_len -= drop;
+	}
+	memcpy(r->said + r->said_len, text, n);
+	r->said_len += n;
+	r->said[r->said_len++] = '\n';
+	r->said[r->said_len] = '\0';
+}
+
+static void deliver(void *ctx, const struct cli_parser_outcome *o);
+
 /* A stderr line is masked as it comes, and cut at ERR_LINE_MAX after. */
 static void append_err(void *ctx, const char *text, size_t len)
 {
@@ -451,6 +538,17 @@ static void err_line_done(struct cli_run *r)
 		return;
 	memcpy(r->last_err, r->err_line, sizeof(r->last_err));
 	LOG_DEBUG("%s stderr: %s", r->owner ? r->owner->base.name : "cli", r->last_err);
+	remember(r, r->last_err, n);
+	if (r->owner != NULL) {
+		json_t *ev = cli_texts_notice(&r->owner->profile->texts, r->last_err, n);
+
+		if (ev != NULL) {
+			struct cli_parser_outcome o = { .kind = CLI_OUT_EVENT, .event = ev };
+
+			deliver(r, &o);
+			json_decref(ev);
+		}
+	}
 }
 
 static void on_child_data(struct retryd_child *child, int fd, const char *data, size_t len,
@@ -526,91 +624,51 @@ static int spawn(struct cli_run *r, struct cli_provider *self, char **argv, char
 
 /* Prompts. */
 
-static void append(char **out, const char *text)
-{
-	size_t a = *out ? strlen(*out) : 0, b = strlen(text);
-	char *p;
-
-	if (b == 0)
-		return;
-	p = realloc(*out, a + b + 3);
-	if (p == NULL)
-		return;
-	if (a > 0)
-		memcpy(p + a, "\n\n", 2), a += 2;
-	memcpy(p + a, text, b + 1);
-	*out = p;
-}
-
-/* The text of the user messages from index `from` on, joined; new or NULL. */
-static char *user_text(const json_t *messages, size_t from)
-{
-	char *out = NULL;
-
-	for (size_t i = from; i < json_array_size(messages); i++) {
-		json_t *m = json_array_get(messages, i);
-		const char *role = json_string_value(json_object_get(m, "role"));
-		size_t k;
-		json_t *part;
-
-		if (role == NULL || strcmp(role, "user") != 0)
-			continue;
-		json_array_foreach(json_object_get(m, "content"), k, part)
-			if (json_is_string(json_object_get(part, "text")))
-				append(&out, json_string_value(json_object_get(part, "text")));
-	}
-	return out;
-}
-
-/* Index just past the last assistant message (0 when there is none). */
-static size_t after_last_assistant(const json_t *messages)
-{
-	size_t i = json_array_size(messages);
-
-	while (i-- > 0) {
-		const char *role = json_string_value(json_object_get(json_array_get(messages, i), "role"));
-
-		if (role != NULL && strcmp(role, "assistant") == 0)
-			return i + 1;
-	}
-	return 0;
-}
-
-/* What this attempt sends, and whether it resumes. New string, or NULL with err. */
+/* What this attempt sends, and whether it resumes. New string, or NULL with
+ * err. ctx->next is how the last failed attempt said this one goes on. */
 static char *attempt_prompt(struct cli_provider *self, const struct attempt_ctx *ctx,
 			    bool *resume, char *err, size_t errlen)
 {
 	size_t n = json_array_size(ctx->messages);
-	size_t from = after_last_assistant(ctx->messages);
+	size_t from = cli_prompt_turn_start(ctx->messages);
+	bool can_resume = self->session_id != NULL && self->profile->resume_argv != NULL;
 	char *prompt = NULL, *steering;
 
 	*resume = false;
-	if (ctx->attempt > 0) {
-		if (self->session_id == NULL || self->profile->resume_argv == NULL) {
+	if (ctx->attempt > 0 && ctx->next == PROVIDER_NEXT_FRESH) {
+		free(self->session_id);
+		self->session_id = NULL;
+		prompt = cli_prompt_fresh(ctx->messages, from);
+	} else if (ctx->attempt > 0 && ctx->next == PROVIDER_NEXT_RESEND && can_resume) {
+		/* The session lost the failed turn: it is sent again, whole. */
+		*resume = true;
+		prompt = cli_prompt_user_text(ctx->messages, from);
+	} else if (ctx->attempt > 0) {
+		if (!can_resume) {
 			errbuf_set(err, errlen, "%s: cannot continue in the same context: no session id",
 				   self->base.name);
 			return NULL;
 		}
 		*resume = true;
-		append(&prompt, ctx->continuation_prompt ? ctx->continuation_prompt
+		cli_prompt_append(&prompt, ctx->continuation_prompt ? ctx->continuation_prompt
 							 : "Continue from where you left off.");
 		/* Steering delivered during the backoff comes after the continuation. */
-		steering = self->prev_messages < n ? user_text(ctx->messages, self->prev_messages) : NULL;
+		steering = self->prev_messages < n ? cli_prompt_user_text(ctx->messages, self->prev_messages) : NULL;
 		if (steering != NULL)
-			append(&prompt, steering);
+			cli_prompt_append(&prompt, steering);
 		free(steering);
+	} else if (from > 0 && can_resume) {
+		*resume = true;
+		prompt = cli_prompt_user_text(ctx->messages, from);
 	} else {
-		if (from > 0 && self->session_id != NULL && self->profile->resume_argv != NULL) {
-			*resume = true;
-		} else {
-			/* A new conversation, or one whose CLI session is unknown. */
-			if (from > 0)
-				LOG_WARN("%s: no session to resume; this prompt starts a fresh one",
-					 self->base.name);
-			free(self->session_id);
-			self->session_id = NULL;
-		}
-		prompt = user_text(ctx->messages, from);
+		/* A new conversation, or one whose CLI session is unknown: the
+		 * earlier turns go along as text, so none is lost. */
+		if (from > 0)
+			LOG_WARN("%s: no session to resume; this prompt starts a fresh one with the "
+				 "conversation replayed", self->base.name);
+		free(self->session_id);
+		self->session_id = NULL;
+		prompt = cli_prompt_fresh(ctx->messages, from);
 	}
 	if (prompt == NULL)
 		prompt = strdup("");
@@ -621,33 +679,35 @@ static char *attempt_prompt(struct cli_provider *self, const struct attempt_ctx 
 
 /* The provider. */
 
-static int cli_start(struct provider *base, const struct attempt_ctx *ctx,
-		     const struct provider_sink *sink, char *err, size_t errlen)
+/* Starts one run of the CLI: prompt (borrowed), resuming the kept session
+ * or not; fresh (taken, may be NULL) is the prompt a fresh run would send
+ * if the resume turns out impossible. Returns the run, or NULL with err. */
+static struct cli_run *launch(struct cli_provider *self, const struct provider_sink *sink,
+			      int64_t idle_ms, const char *model, const char *prompt, bool resume,
+			      char *fresh, char *err, size_t errlen)
 {
-	struct cli_provider *self = (struct cli_provider *)base;
-	struct cli_run *r;
-	struct cli_profile_vars vars = { 0 };
-	char **argv = NULL;
-	bool resume;
-	char *prompt, *input;
-	int rc = -1;
+	struct cli_profile_vars vars = {
+		.prompt = self->profile->prompt_stdin ? "" : prompt,
+		.session_id = resume ? self->session_id : NULL,
+		.model = model,
+		.retryd_dir = self->dir,
+	};
+	char **argv = cli_profile_argv(self->profile, &vars, err, errlen);
+	struct cli_run *r = calloc(1, sizeof(*r));
+	char *input = NULL;
 
-	if (self->run != NULL)
-		base->ops->abort(base);
-	prompt = attempt_prompt(self, ctx, &resume, err, errlen);
-	if (prompt == NULL)
-		return -1;
-	self->prev_messages = json_array_size(ctx->messages);
-	vars.prompt = self->profile->prompt_stdin ? "" : prompt;
-	vars.session_id = resume ? self->session_id : NULL;
-	vars.model = ctx->model;
-	argv = cli_profile_argv(self->profile, &vars, err, errlen);
-	r = calloc(1, sizeof(*r));
-	if (argv == NULL || r == NULL) {
+	if (argv == NULL || r == NULL || (self->profile->prompt_stdin &&
+					  (input = strdup(prompt)) == NULL) ||
+	    (model != NULL && (r->model = strdup(model)) == NULL)) {
 		if (argv != NULL)
 			errbuf_set(err, errlen, "out of memory");
+		cli_profile_argv_free(argv);
+		free(input);
+		free(fresh);
+		if (r != NULL)
+			free(r->model);
 		free(r);
-		goto out;
+		return NULL;
 	}
 	r->owner = self;
 	r->clock = self->clock;
@@ -655,37 +715,94 @@ static int cli_start(struct provider *base, const struct attempt_ctx *ctx,
 	secret_stream_init(&r->thinking_masker);
 	secret_stream_init(&r->err_masker);
 	r->sink = *sink;
-	r->idle_ms = ctx->idle_timeout_ms;
+	r->idle_ms = idle_ms;
+	r->resuming = resume;
+	r->fresh_prompt = resume ? fresh : (free(fresh), NULL);
 	retryd_lines_init(&r->framer, (size_t)self->profile->max_line_bytes);
 	cli_parser_init(&r->parser, self->profile);
-	input = self->profile->prompt_stdin ? prompt : NULL;
-	if (input != NULL)
-		prompt = NULL;
 	if (spawn(r, self, argv, input, err, errlen) != 0) {
 		free_run(r);
-		goto out;
+		cli_profile_argv_free(argv);
+		return NULL;
 	}
 	self->run = r;
-	LOG_INFO("%s: pid %d started%s", base->name, retryd_child_pid(r->child),
+	LOG_INFO("%s: pid %d started%s", self->base.name, retryd_child_pid(r->child),
 		 resume ? ", resuming its session" : "");
-	log_spawn(base->name, retryd_child_pid(r->child), argv, resume ? self->session_id : NULL);
+	log_spawn(self->base.name, retryd_child_pid(r->child), argv,
+		  resume ? self->session_id : NULL);
 	if (resume && log_level >= LOG_LEVEL_DEBUG) {
 		char shown[3 * SESSION_ID_SHOWN + 8];
 
 		short_id(self->session_id, shown, sizeof(shown));
-		LOG_DEBUG("%s: resuming session %s", base->name, shown);
+		LOG_DEBUG("%s: resuming session %s", self->base.name, shown);
 	}
 	start_idle(r);
 	if (self->profile->timeout_ms > 0)
 		clock_timer_start(r->clock, &r->wall, (uint64_t)self->profile->timeout_ms, on_wall_timer,
 				  r);
-	rc = 0;
-out:
-	if (rc != 0)
-		secret_mask_str(err);
 	cli_profile_argv_free(argv);
+	return r;
+}
+
+/* A resume that cannot work, before anything reached the sink: the
+ * attempt goes on as a fresh run of the same prompt, once, and the dead
+ * session id is forgotten. Returns whether it did. */
+static bool resume_fresh(struct cli_run *r)
+{
+	struct cli_provider *self = r->owner;
+	char err[512];
+	char *fresh;
+
+	if (self == NULL || !r->resuming || r->started || r->fresh_prompt == NULL ||
+	    (r->parser.terminal && !r->parser.failed) ||
+	    !cli_texts_resume_failed(&self->profile->texts, r->said, r->said_len))
+		return false;
+	LOG_INFO("%s: its session could not be resumed; starting a fresh one with this prompt",
+		 self->base.name);
+	free(self->session_id);
+	self->session_id = NULL;
+	fresh = r->fresh_prompt;
+	r->fresh_prompt = NULL;
+	self->run = NULL;
+	if (launch(self, &r->sink, r->idle_ms, r->model, fresh, false, NULL, err,
+		   sizeof(err)) == NULL) {
+		LOG_WARN("%s: %s", self->base.name, err);
+		free(fresh);
+		self->run = r;
+		return false;
+	}
+	free(fresh);
+	/* This run closes without a word: the fresh one reports. */
+	r->owner = NULL;
+	return true;
+}
+
+static int cli_start(struct provider *base, const struct attempt_ctx *ctx,
+		     const struct provider_sink *sink, char *err, size_t errlen)
+{
+	struct cli_provider *self = (struct cli_provider *)base;
+	bool resume;
+	char *prompt, *fresh = NULL;
+	struct cli_run *r;
+
+	if (self->run != NULL)
+		base->ops->abort(base);
+	prompt = attempt_prompt(self, ctx, &resume, err, errlen);
+	if (prompt == NULL) {
+		secret_mask_str(err);
+		return -1;
+	}
+	self->prev_messages = json_array_size(ctx->messages);
+	if (resume)
+		fresh = cli_prompt_fresh(ctx->messages, cli_prompt_turn_start(ctx->messages));
+	r = launch(self, sink, ctx->idle_timeout_ms, ctx->model, prompt, resume, fresh, err,
+		   errlen);
 	free(prompt);
-	return rc;
+	if (r == NULL) {
+		secret_mask_str(err);
+		return -1;
+	}
+	return 0;
 }
 
 static void cli_abort(struct provider *base)
@@ -726,6 +843,8 @@ static void free_strings(char **v)
 	free(v);
 }
 
+static void remove_dir(struct cli_provider *self);
+
 static void cli_free(struct provider *base)
 {
 	struct cli_provider *self = (struct cli_provider *)base;
@@ -734,6 +853,7 @@ static void cli_free(struct provider *base)
 	 * belongs to the loop now and never reaches us. */
 	if (self->run != NULL)
 		self->run->owner = NULL;
+	remove_dir(self);
 	cli_profile_free(self->profile);
 	free_strings(self->env);
 	free(self->session_id);
@@ -777,10 +897,13 @@ static char *env_entry(const char *name, const char *value)
 	return s;
 }
 
-/* The daemon's environment with the profile's env over it (null removes). */
+/* The daemon's environment, then what turns the CLI's own retries down,
+ * then the profile's env over both (null removes). */
 static int build_env(struct cli_provider *self)
 {
 	const json_t *env = self->profile->env;
+	const json_t *quiet = self->profile->texts.quiet_env;
+	struct cli_profile_vars vars = { .retryd_dir = self->dir };
 	size_t ne = 0;
 	const char *name;
 	json_t *v;
@@ -792,11 +915,27 @@ static int build_env(struct cli_provider *self)
 		const char *eq = strchr(*e, '=');
 		size_t n = eq ? (size_t)(eq - *e) : strlen(*e);
 
-		if (eq == NULL || json_object_getn(env, *e, n) != NULL)
+		if (eq == NULL || json_object_getn(env, *e, n) != NULL ||
+		    json_object_getn(quiet, *e, n) != NULL)
 			continue;
 		if (push(&self->env, &ne, strdup(*e)) != 0)
 			return -1;
 		if (secret_name(*e, n) && secret_register(eq + 1) != 0)
+			return -1;
+	}
+	json_object_foreach((json_t *)quiet, name, v) {
+		char err[256], *value;
+		int rc;
+
+		if (json_object_get(env, name) != NULL)
+			continue;
+		value = cli_profile_expand(json_string_value(v), &vars, err, sizeof(err));
+		if (value == NULL)
+			return -1;
+		/* Configuration, not a secret: not registered. */
+		rc = push(&self->env, &ne, env_entry(name, value));
+		free(value);
+		if (rc != 0)
 			return -1;
 	}
 	json_object_foreach((json_t *)env, name, v) {
@@ -808,6 +947,87 @@ static int build_env(struct cli_provider *self)
 		if (secret_register(json_string_value(v)) != 0)
 			return -1;
 	}
+	return 0;
+}
+
+/* Writes text into dir/name, making the folders between (0700). */
+static int write_file(const char *dir, const char *name, const char *text, char *err,
+		      size_t errlen)
+{
+	char path[4096];
+	FILE *f;
+	size_t n = strlen(text);
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+		return errbuf_set(err, errlen, "%s/%s: the path is too long", dir, name);
+	for (char *p = path + strlen(dir) + 1; (p = strchr(p, '/')) != NULL; p++) {
+		*p = '\0';
+		if (mkdir(path, 0700) != 0 && errno != EEXIST)
+			return errbuf_set(err, errlen, "cannot make %s: %s", path, strerror(errno));
+		*p = '/';
+	}
+	f = fopen(path, "wx");
+	if (f == NULL)
+		return errbuf_set(err, errlen, "cannot write %s: %s", path, strerror(errno));
+	if (fwrite(text, 1, n, f) != n || fclose(f) != 0)
+		return errbuf_set(err, errlen, "cannot write %s: %s", path, strerror(errno));
+	return 0;
+}
+
+/* Removes the files ownRetriesOff wrote, their folders, and the directory. */
+static void remove_dir(struct cli_provider *self)
+{
+	const json_t *files = self->profile ? self->profile->texts.quiet_files : NULL;
+	const char *name;
+	json_t *v;
+	char path[4096];
+
+	if (self->dir == NULL)
+		return;
+	json_object_foreach((json_t *)files, name, v) {
+		snprintf(path, sizeof(path), "%s/%s", self->dir, name);
+		unlink(path);
+		for (char *slash; (slash = strrchr(path, '/')) != NULL &&
+				  slash > path + strlen(self->dir);) {
+			*slash = '\0';
+			rmdir(path);
+		}
+	}
+	rmdir(self->dir);
+	free(self->dir);
+	self->dir = NULL;
+}
+
+/* The daemon's own directory for this CLI ({retrydDir}), made when the
+ * profile uses one: under $XDG_RUNTIME_DIR, else /tmp, private (0700),
+ * with the files of ownRetriesOff in it. */
+static int make_dir(struct cli_provider *self, char *err, size_t errlen)
+{
+	const struct cli_texts *t = &self->profile->texts;
+	char *cfg = json_dumps(self->profile->cfg, JSON_COMPACT);
+	bool used = t->quiet_files != NULL || (cfg != NULL && strstr(cfg, "{retrydDir}") != NULL);
+	const char *base = getenv("XDG_RUNTIME_DIR");
+	char tmpl[4096];
+	const char *name;
+	json_t *v;
+
+	free(cfg);
+	if (!used)
+		return 0;
+	if (base == NULL || base[0] != '/')
+		base = "/tmp";
+	snprintf(tmpl, sizeof(tmpl), "%s/retryd-%s-XXXXXX", base, self->base.name);
+	if (mkdtemp(tmpl) == NULL)
+		return errbuf_set(err, errlen, "providers.%s: cannot make a directory in %s: %s",
+				  self->base.name, base, strerror(errno));
+	self->dir = strdup(tmpl);
+	if (self->dir == NULL) {
+		rmdir(tmpl);
+		return errbuf_set(err, errlen, "out of memory");
+	}
+	json_object_foreach((json_t *)t->quiet_files, name, v)
+		if (write_file(self->dir, name, json_string_value(v), err, errlen) != 0)
+			return -1;
 	return 0;
 }
 
@@ -832,7 +1052,13 @@ struct provider *provider_cli_new(uv_loop_t *loop, struct clock *clock, const ch
 	self->base.models = self->profile->models;
 	self->base.credentials = json_array();
 	self->base.owns_idle_timeout = true;
-	if (self->base.credentials == NULL || build_env(self) != 0) {
+	if (self->base.credentials == NULL) {
+		errbuf_set(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (make_dir(self, err, errlen) != 0)
+		goto fail;
+	if (build_env(self) != 0) {
 		errbuf_set(err, errlen, "out of memory");
 		goto fail;
 	}

@@ -1,0 +1,80 @@
+/* cli_texts — what an agent CLI says outside its JSON lines, and how to
+ * quiet its own retries: the parts of a profile that are not line rules.
+ *
+ *   "setupErrors":   [{"match": REGEX, "why": SENTENCE}, ...]
+ *       A run that ends without a result and whose stderr (or stdout that
+ *       is not JSON) matches is a setup error of the CLI itself (not a git
+ *       repository, an untrusted folder, a wrong auth method, an unknown
+ *       flag): the prompt ends at once with SENTENCE, which names the cause
+ *       and the fix. Never retried.
+ *   "resumeFailed":  REGEX or [REGEX...]
+ *       The words of a resume that cannot work (the session is gone or was
+ *       never saved): the next attempt starts fresh and sends the prompt.
+ *   "lostTurnOnError": true
+ *       After an API error the CLI's saved session no longer holds the
+ *       failed user turn: a retry resends the prompt instead of a
+ *       continuation.
+ *   "ownRetriesOff": {"env": {NAME: VALUE}, "args": [ARG...],
+ *                     "files": {NAME: TEXT}}
+ *       What turns the CLI's own retries down, applied to every run unless
+ *       "keepOwnRetries" is true: env over the daemon's environment, args
+ *       after the profile's args, files written into a directory of this
+ *       daemon's own ({retrydDir} in env values, args and argv templates).
+ *   "retryNotice" rules with "stream": "stderr" and "match": REGEX
+ *       A stderr line matching REGEX is the CLI's retry notice; the named
+ *       groups attempt, maxAttempts, delayMs, status and message feed the
+ *       provider_retry event (message: the whole line when there is none).
+ *
+ * Pure: compiles patterns, matches text; no I/O. */
+#ifndef RETRYD_CLI_TEXTS_H
+#define RETRYD_CLI_TEXTS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct cli_texts_pattern {
+	void *re;         /* owned: pcre2_code */
+	void *md;         /* owned: pcre2_match_data, made once */
+	const char *why;  /* borrowed from the profile's config, or NULL */
+};
+
+struct cli_texts {
+	struct cli_texts_pattern *setup;
+	size_t nsetup;
+	struct cli_texts_pattern *resume_failed;
+	size_t nresume;
+	struct cli_texts_pattern *notices;   /* stderr retry notices */
+	size_t nnotices;
+	bool lost_turn_on_error;
+	bool keep_own_retries;
+	/* Borrowed from the profile's config; all NULL with keepOwnRetries. */
+	const json_t *quiet_env;    /* {NAME: string} */
+	const json_t *quiet_args;   /* [string] */
+	const json_t *quiet_files;  /* {NAME: string} */
+};
+
+/* Reads providers.NAME (cfg: borrowed, must outlive self). Returns 0, or
+ * -1 with err naming the key ("providers.x.setupErrors[1].why must be a
+ * sentence"). */
+int cli_texts_init(struct cli_texts *self, const char *name, const json_t *cfg, char *err,
+		   size_t errlen);
+void cli_texts_release(struct cli_texts *self);
+
+/* The named groups of a successful match of re (a pcre2_code) over
+ * subject, into captures: digits as integers, the rest as strings. */
+void cli_texts_captures(const void *re, void *md, const char *subject, json_t *captures);
+
+/* Whether a retryNotice rule (borrowed) is one of ours (stream stderr). */
+bool cli_texts_is_stderr_rule(const json_t *rule);
+
+/* The sentence of the first setup error that text (len bytes) matches, or
+ * NULL (borrowed from the config). */
+const char *cli_texts_setup_error(const struct cli_texts *self, const char *text, size_t len);
+/* Whether text (len bytes) says a resume is impossible. */
+bool cli_texts_resume_failed(const struct cli_texts *self, const char *text, size_t len);
+/* A stderr line (len bytes) as a provider_retry event (new reference), or
+ * NULL when no stderr notice matches. */
+json_t *cli_texts_notice(const struct cli_texts *self, const char *line, size_t len);
+
+#endif
