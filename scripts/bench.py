@@ -174,8 +174,13 @@ def relay_plan(n):
 def base_env(home):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PI_", "OPENAI", "ANTHROPIC", "RETRYD_"))}
+    # A runtime dir of its own: the fleet records of one row (a scripted
+    # failure's block, a circuit opened by two builds' failures) must not
+    # hold the daemons of the next.
+    run = os.path.join(home, ".run")
+    os.makedirs(run, mode=0o700, exist_ok=True)
     env.update(HOME=home, XDG_CONFIG_HOME=os.path.join(home, ".config"),
-               XDG_STATE_HOME=os.path.join(home, ".state"), NO_COLOR="1")
+               XDG_STATE_HOME=os.path.join(home, ".state"), XDG_RUNTIME_DIR=run, NO_COLOR="1")
     return env
 
 
