@@ -84,16 +84,45 @@ static const char gemini_json[] =
 
 static const char pi_json[] =
 	"{\"type\": \"exec\","
-	" \"argv\": [\"pi\", \"-p\", \"--mode\", \"json\", \"{prompt}\", \"{args}\"],"
+	/* The prompt goes on stdin: pi's argv parser takes a leading "-" for an
+	 * option and a leading "@" for a file to include, even after "--". */
+	" \"argv\": [\"pi\", \"-p\", \"--mode\", \"json\", \"{args}\"],"
 	" \"resumeArgv\": [\"pi\", \"-p\", \"--mode\", \"json\", \"--session\", \"{sessionId}\","
-	"                 \"{prompt}\", \"{args}\"],"
+	"                 \"{args}\"],"
+	" \"promptVia\": \"stdin\","
 	" \"modelArgs\": [\"--model\", \"{model}\"],"
+	" \"env\": {\"PI_SKIP_VERSION_CHECK\": \"1\"},"
+	/* pi has no flag or variable for its settings, and a private agent dir
+	 * would hide the user's models.json and auth.json: an extension ends a
+	 * run whose last answer failed before pi retries it (4 requests, 14 s
+	 * per run otherwise) or compacts and retries an overflow. */
+	" \"ownRetriesOff\": {\"args\": [\"-e\", \"{retrydDir}/pi-no-retry.mjs\"],"
+	"                   \"files\": {\"pi-no-retry.mjs\": \"export default p=>p.on('agent_end',"
+	"(e,c)=>{const a=e.messages.filter(m=>m.role==='assistant').pop();"
+	"if(a&&a.stopReason==='error')c.abort()})\"}},"
+	" \"resumeFailed\": \"(?m)^No session found matching '\","
+	" \"setupErrors\": ["
+	"  {\"match\": \"Model \\\"[^\\\"]*\\\" not found|Unknown provider \\\"\","
+	"   \"why\": \"pi does not know this model or provider: use one that `pi --list-models`"
+	" shows, or add it to ~/.pi/agent/models.json\"},"
+	"  {\"match\": \"No API key found for\","
+	"   \"why\": \"pi has no API key for the model's provider: set its key variable (e.g."
+	" OPENAI_API_KEY), an apiKey in ~/.pi/agent/models.json, or run `pi auth login`\"},"
+	"  {\"match\": \"Unknown option: |cannot be combined with|File not found: \","
+	"   \"why\": \"pi rejected an argument in providers.pi.args (retryd passes -p, --mode,"
+	" --session and --model itself): see `pi --help`\"},"
+	"  {\"match\": \"Failed to load extension\","
+	"   \"why\": \"pi could not load an extension (providers.pi.args or"
+	" ~/.pi/agent/settings.json): fix or remove it\"},"
+	"  {\"match\": \"(?m)^Node\\\\.js v(?:1?[0-9]|2[01]|22\\\\.(?:[0-9]|1[0-8]))\\\\.\","
+	"   \"why\": \"pi needs Node.js 22.19 or newer and an older node is first on retryd's"
+	" PATH: put a newer node first\"}],"
 	" \"sessionId\": {\"type\": \"session\", \"field\": \"id\"},"
 	" \"text\": {\"type\": \"message_update\","
 	"          \"when\": {\"assistantMessageEvent.type\": \"text_delta\"},"
 	"          \"field\": \"assistantMessageEvent.delta\", \"delta\": true},"
-	/* The signature is on the block in the partial message at thinking_end:
-	 * the last thinking block there is the one ending. */
+	/* pi 1.6 drops the partial message from message_update lines: this
+	 * signature rule finds nothing there (the signature is in message_end). */
 	" \"thinking\": [{\"type\": \"message_update\","
 	"               \"when\": {\"assistantMessageEvent.type\": \"thinking_delta\"},"
 	"               \"field\": \"assistantMessageEvent.delta\", \"delta\": true},"
@@ -105,6 +134,7 @@ static const char pi_json[] =
 	"               \"name\": \"toolName\", \"args\": \"args\"},"
 	" \"toolEnd\": {\"type\": \"tool_execution_end\", \"id\": \"toolCallId\", \"name\": \"toolName\","
 	"             \"result\": \"result\", \"isError\": \"isError\"},"
+	/* Only with keepOwnRetries: pi's own retry of the whole request. */
 	" \"retryNotice\": {\"type\": \"auto_retry_start\", \"attempt\": \"attempt\","
 	"                 \"maxAttempts\": \"maxAttempts\", \"delayMs\": \"delayMs\","
 	"                 \"message\": \"errorMessage\"},"
