@@ -150,10 +150,23 @@ CLIS = {
         "sid": "7d1c0e52-88a1-4f5e-b0c4-2f5e9a6b3c10", "notices": 1,
         "retry_error": "529 {\"type\":\"error\"",
         "fatal": "pi-auth.jsonl", "fatal_exit": 0, "fatal_error": "401 {\"type\":\"error\"",
-        "fresh": lambda p: ["-p", "--mode", "json", p],
-        "resume": lambda sid, p: ["-p", "--mode", "json", "--session", sid, p],
+        # The prompt goes on stdin; -e loads the extension in the daemon's
+        # own directory that turns pi's own retries off.
+        "fresh": lambda p: ["-p", "--mode", "json", "-e", PI_EXTENSION, ("stdin", p)],
+        "resume": lambda sid, p: ["-p", "--mode", "json", "--session", sid, "-e", PI_EXTENSION,
+                                  ("stdin", p)],
     },
 }
+PI_EXTENSION = "<retrydDir>/pi-no-retry.mjs"
+
+
+def run_of(call):
+    """A recorded call as the specs above write it: the extension's private
+    path as <retrydDir>/..., the prompt read from stdin as ("stdin", text)."""
+    argv = [re.sub(r"^/.*/retryd-pi-[^/]+/", "<retrydDir>/", a) for a in call["argv"]]
+    if call.get("stdin"):
+        argv.append(("stdin", call["stdin"]))
+    return argv
 
 
 class BuiltinCli:
@@ -169,7 +182,7 @@ class BuiltinCli:
         d = self.start(self.cli, [{"fixture": self.spec["ok"]}])
         msgs = self.prompt(d, "List files")
         [call] = self.calls()
-        self.assertEqual(call["argv"], self.spec["fresh"]("List files"))
+        self.assertEqual(run_of(call), self.spec["fresh"]("List files"))
         self.assertEqual(call["argv0"], FAKE)
         starts = self.of_type(msgs, "tool_execution_start")
         ends = self.of_type(msgs, "tool_execution_end")
@@ -193,9 +206,9 @@ class BuiltinCli:
                                   {"fixture": self.spec["ok"]}])
         msgs = self.prompt(d, "Fix the tests")
         first, second = self.calls()
-        self.assertEqual(first["argv"], self.spec["fresh"]("Fix the tests"))
+        self.assertEqual(run_of(first), self.spec["fresh"]("Fix the tests"))
         # The exact argv of the resumed attempt.
-        self.assertEqual(second["argv"], self.spec["resume"](self.spec["sid"], CONTINUE))
+        self.assertEqual(run_of(second), self.spec["resume"](self.spec["sid"], CONTINUE))
         notices = self.of_type(msgs, "provider_retry")
         self.assertEqual(len(notices), self.spec["notices"])
         for n in notices:
@@ -593,7 +606,7 @@ class TimeTests(CliCase):
         # The tool call the kill interrupted is closed as failed.
         ends = self.of_type(msgs, "tool_execution_end")
         self.assertEqual([(e["toolCallId"], e["isError"]) for e in ends], [("c1", True)])
-        self.assertEqual(self.calls()[1]["argv"], ["-p", "--mode", "json", "--session", "P9", CONTINUE])
+        self.assertEqual(run_of(self.calls()[1]), CLIS["pi"]["resume"]("P9", CONTINUE))
         self.assertEqual(final["stopReason"], "stop")
         d.finish()
 

@@ -99,9 +99,9 @@ class RealCliCase(harness.DaemonTestCase):
 
     def daemon(self, sets=None, env=None, args=()):
         """retryd with the CLI's built-in profile, run in the work dir."""
-        s = {"provider": self.CLI, "providers.%s.command" % self.CLI: self.bin,
-             "retry.baseDelayMs": 50}
+        s = {"providers.%s.command" % self.CLI: self.bin, "retry.baseDelayMs": 50}
         s.update(sets or {})
         e = self.base_env()
         e.update(env or {})
-        return self.spawn(args=("--no-session",) + tuple(args), sets=s, env=e, cwd=self.work)
+        return self.spawn(args=("--no-session", "--provider", self.CLI) + tuple(args), sets=s,
+                          env=e, cwd=self.work)
