@@ -1139,22 +1139,38 @@ def leading_number(text):
     return float(m.group(1).replace(",", "")), m.group(2)
 
 
+def speed_ratio(this, base):
+    """How much faster this build is than the baseline on one row (> 1:
+    faster), from the leading number of each value: a time (ms, s) is
+    better lower, a rate (/s) or a share (%) better higher; None when the
+    two are not comparable."""
+    a, ua = leading_number(this)
+    z, uz = leading_number(base)
+    if a is None or z is None or ua != uz or a == 0 or z == 0:
+        return None
+    if ua in ("ms", "s", "s,"):
+        return z / a
+    if ua.endswith("/s") or ua == "%":
+        return a / z
+    return None
+
+
 def print_against(new, old, baseline):
     """The rows of both builds side by side, matched by case, measure and N."""
     olds = {(r.case, r.measure, r.n): r for r in old.rows}
     print()
-    print("Against the baseline %s (same run, taking turns case by case):" % baseline)
+    print("Against the baseline %s (same run, taking turns case by case; speed > 1: this "
+          "build is faster, < 1: slower):" % baseline)
     print()
-    print("| case | measure | N | this build | baseline | this / baseline |")
+    print("| case | measure | N | this build | baseline | speed |")
     print("| --- | --- | ---: | --- | --- | ---: |")
     for r in new.rows:
         o = olds.get((r.case, r.measure, r.n))
         if o is None:
             continue
-        a, ua = leading_number(r.value)
-        z, uz = leading_number(o.value)
-        ratio = "x%.2f" % (a / z) if a is not None and z and ua == uz else "-"
-        print("| %s | %s | %s | %s | %s | %s |" % (r.case, r.measure, r.n, r.value, o.value, ratio))
+        sp = speed_ratio(r.value, o.value)
+        print("| %s | %s | %s | %s | %s | %s |" % (r.case, r.measure, r.n, r.value, o.value,
+                                                   "x%.2f" % sp if sp else "-"))
 
 
 CASES = ["startup", "get_state", "sim-relay", "timer", "abort", "http-relay"]
