@@ -16,6 +16,7 @@ Every run is bounded: claude's own retries, when not turned off, take up to
 190 s, so the waits here are short and a test fails rather than waits.
 """
 import glob
+import hashlib
 import os
 import signal
 import time
@@ -210,7 +211,7 @@ class Basics(ClaudeCase):
         [req] = self.api()
         self.assertIs(req["body"]["stream"], True)
         self.assertEqual(req["secretHashes"]["x-api-key"][:4],
-                         __import__("hashlib").sha256(FAKE_KEY.encode()).hexdigest()[:4])
+                         hashlib.sha256(FAKE_KEY.encode()).hexdigest()[:4])
         self.check_carries(req, PROMPT)
         self.assertEqual(self.of_type(msgs, "auto_retry_start"), [])
         self.assertEqual(self.of_type(msgs, "provider_retry"), [])
