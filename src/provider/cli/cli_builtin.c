@@ -13,6 +13,31 @@ static const char claude_json[] =
 	" \"resumeArgv\": [\"claude\", \"-p\", \"--resume\", \"{sessionId}\", \"{prompt}\","
 	"                 \"--output-format\", \"stream-json\", \"--verbose\", \"{args}\"],"
 	" \"modelArgs\": [\"--model\", \"{model}\"],"
+	/* Claude Code 2.1.332 retries 10 times by itself (a 401 too, 184 s),
+	 * 3 times on an overloaded_error, and answers a cut stream with a
+	 * plain (non-streamed) resend; the retry watchdog retries a 429/529
+	 * forever whatever the count says. 0 is the least it allows. */
+	" \"ownRetriesOff\": {\"env\": {\"CLAUDE_CODE_MAX_RETRIES\": \"0\","
+	"                   \"CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK\": \"1\","
+	"                   \"CLAUDE_CODE_RETRY_WATCHDOG\": \"0\"}},"
+	/* Set, --resume of an interrupted turn first re-runs that turn by
+	 * itself: two answers, two result lines, in one run. */
+	" \"env\": {\"CLAUDE_CODE_RESUME_INTERRUPTED_TURN\": null},"
+	" \"setupErrors\": ["
+	"  {\"match\": \"cannot be used with root/sudo privileges\", \"why\": \"Claude Code refuses"
+	" --dangerously-skip-permissions (bypassPermissions) as root: run retryd as another user,"
+	" set IS_SANDBOX=1 in providers.claude.env on a sandbox, or allow tools with --allowedTools"
+	" or --permission-mode acceptEdits in providers.claude.args\"},"
+	"  {\"match\": \"error: (unknown option|option '[^']*' argument)\", \"why\": \"claude rejected"
+	" an option: fix providers.claude.args (or argv), or update Claude Code\"},"
+	"  {\"match\": \"requires --verbose\", \"why\": \"claude -p with --output-format stream-json"
+	" needs --verbose: keep it in providers.claude.argv and resumeArgv\"},"
+	"  {\"match\": \"Settings file not found\", \"why\": \"the --settings file in"
+	" providers.claude.args does not exist: fix the path\"},"
+	"  {\"match\": \"Input must be provided either through stdin or as a prompt\", \"why\":"
+	" \"claude got an empty prompt: send a prompt with text\"}],"
+	/* Said on stderr (and in the result line's errors[]); exit 1, no request. */
+	" \"resumeFailed\": \"No conversation found with session ID|--resume requires a valid session\","
 	/* Every line carries session_id; the newest wins. */
 	" \"sessionId\": {\"field\": \"session_id\"},"
 	/* A synthetic assistant line (top-level "error") repeats the failure. */
