@@ -544,6 +544,27 @@ static const struct row step4_retry[] = {
 		.rule = "text:transientPatterns[4]",
 	},
 	{
+		.name = "retry claude code connection lost",
+		.text = "API Error: Connection to the API was lost (StreamTruncated)",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "text:transientPatterns[3]",
+	},
+	{
+		.name = "retry gemini cli terminated",
+		.text = "[API Error: terminated]",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "text:transientPatterns[4]",
+	},
+	{
+		.name = "retry stream ended without its end",
+		.text = "Error: Stream ended without finish_reason",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "text:transientPatterns[6]",
+	},
+	{
 		.name = "retry codex reconnecting",
 		.text = "Reconnecting... 2/5",
 		.verdict = CLASSIFY_RETRYABLE,
