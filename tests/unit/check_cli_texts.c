@@ -156,7 +156,7 @@ START_TEST(test_mistakes_in_the_new_keys_are_refused_naming_the_key)
 		{ "\"ownRetriesOff\":{\"envs\":{}}",
 		  "providers.x.ownRetriesOff.envs is not a key (env, args, files)" },
 		{ "\"ownRetriesOff\":{\"env\":{\"A\":1}}",
-		  "providers.x.ownRetriesOff.env must be an object {NAME: string}" },
+		  "providers.x.ownRetriesOff.env must be an object {NAME: string or null}" },
 		{ "\"ownRetriesOff\":{\"files\":{\"../etc/x\":\"\"}}",
 		  "providers.x.ownRetriesOff.files.../etc/x: a file name must be relative" },
 		{ "\"ownRetriesOff\":{\"files\":{\"/abs\":\"\"}}",

@@ -172,7 +172,8 @@ static int read_notices(struct cli_texts *self, const char *name, const json_t *
 	return 0;
 }
 
-static bool is_string_map(const json_t *v)
+/* {NAME: string} (null too, with nulls) */
+static bool is_string_map(const json_t *v, bool nulls)
 {
 	const char *key;
 	json_t *x;
@@ -180,7 +181,7 @@ static bool is_string_map(const json_t *v)
 	if (!json_is_object(v))
 		return false;
 	json_object_foreach((json_t *)v, key, x)
-		if (key[0] == '\0' || !json_is_string(x))
+		if (key[0] == '\0' || !(json_is_string(x) || (nulls && json_is_null(x))))
 			return false;
 	return true;
 }
@@ -225,9 +226,9 @@ static int read_quiet(struct cli_texts *self, const char *name, const json_t *cf
 			return errbuf_set(err, errlen, "providers.%s.ownRetriesOff.%.40s is not a key "
 					  "(env, args, files)", name, key);
 	x = json_object_get(q, "env");
-	if (x != NULL && !is_string_map(x))
+	if (x != NULL && !is_string_map(x, true))
 		return errbuf_set(err, errlen, "providers.%s.ownRetriesOff.env must be an object "
-				  "{NAME: string}", name);
+				  "{NAME: string or null}", name);
 	json_object_foreach(x, key, x)
 		if (strchr(key, '=') != NULL)
 			return errbuf_set(err, errlen, "providers.%s.ownRetriesOff.env.%.40s: a name "
@@ -246,7 +247,7 @@ static int read_quiet(struct cli_texts *self, const char *name, const json_t *cf
 						  "list of strings", name);
 	}
 	x = json_object_get(q, "files");
-	if (x != NULL && !is_string_map(x))
+	if (x != NULL && !is_string_map(x, false))
 		return errbuf_set(err, errlen, "providers.%s.ownRetriesOff.files must be an object "
 				  "{NAME: text}", name);
 	json_object_foreach(x, key, x)

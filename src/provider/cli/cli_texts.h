@@ -14,7 +14,7 @@
  *       After an API error the CLI's saved session no longer holds the
  *       failed user turn: a retry resends the prompt instead of a
  *       continuation.
- *   "ownRetriesOff": {"env": {NAME: VALUE}, "args": [ARG...],
+ *   "ownRetriesOff": {"env": {NAME: VALUE or null}, "args": [ARG...],
  *                     "files": {NAME: TEXT}}
  *       What turns the CLI's own retries down, applied to every run unless
  *       "keepOwnRetries" is true: env over the daemon's environment, args
@@ -49,7 +49,7 @@ struct cli_texts {
 	bool lost_turn_on_error;
 	bool keep_own_retries;
 	/* Borrowed from the profile's config; all NULL with keepOwnRetries. */
-	const json_t *quiet_env;    /* {NAME: string} */
+	const json_t *quiet_env;    /* {NAME: string, or null: unset} */
 	const json_t *quiet_args;   /* [string] */
 	const json_t *quiet_files;  /* {NAME: string} */
 };

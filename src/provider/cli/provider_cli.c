@@ -927,7 +927,7 @@ static int build_env(struct cli_provider *self)
 		char err[256], *value;
 		int rc;
 
-		if (json_object_get(env, name) != NULL)
+		if (json_object_get(env, name) != NULL || json_is_null(v))
 			continue;
 		value = cli_profile_expand(json_string_value(v), &vars, err, sizeof(err));
 		if (value == NULL)
