@@ -63,11 +63,18 @@ static const char claude_json[] =
 	"              \"cacheReadTokens\": \"usage.cache_read_input_tokens\","
 	"              \"cacheWriteTokens\": \"usage.cache_creation_input_tokens\"}}";
 
+/* Codex 0.171 (docs/agent-clis/codex.md). The prompt goes on stdin ("-"):
+ * in argv one that starts with "-" is taken for a flag ("-h ..." prints the
+ * help and exits 0), and a replayed conversation can pass the kernel's
+ * 128 KiB limit on one argument. --skip-git-repo-check: else nothing runs
+ * outside a Git repository. `exec resume` takes no -s/-C/--add-dir, so
+ * {args} must suit both argvs. */
 static const char codex_json[] =
 	"{\"type\": \"exec\","
-	" \"argv\": [\"codex\", \"exec\", \"--json\", \"{prompt}\", \"{args}\"],"
-	" \"resumeArgv\": [\"codex\", \"exec\", \"--json\", \"resume\", \"{sessionId}\", \"{prompt}\","
-	"                 \"{args}\"],"
+	" \"argv\": [\"codex\", \"exec\", \"--json\", \"--skip-git-repo-check\", \"{args}\", \"-\"],"
+	" \"resumeArgv\": [\"codex\", \"exec\", \"--json\", \"resume\", \"--skip-git-repo-check\","
+	"                 \"{args}\", \"--\", \"{sessionId}\", \"-\"],"
+	" \"promptVia\": \"stdin\","
 	" \"modelArgs\": [\"-m\", \"{model}\"],"
 	" \"sessionId\": {\"type\": \"thread.started\", \"field\": \"thread_id\"},"
 	" \"text\": {\"type\": \"item.completed\", \"when\": {\"item.type\": \"agent_message\"},"
@@ -82,13 +89,38 @@ static const char codex_json[] =
 	"             \"id\": \"item.id\", \"name\": \"item.type\","
 	"             \"result\": [\"item.aggregated_output\", \"item.changes\", \"item.result\"],"
 	"             \"isError\": {\"item.status\": [\"failed\", \"declined\"]}},"
-	/* exec --json drops will_retry: the text is all there is. */
+	/* exec --json drops will_retry: the text is all there is ("Reconnecting...
+	 * n/5 (...)", "Reconnecting... waiting for network (...)"). Not the
+	 * WebSocket handshakes of the built-in provider ("url: ws://..."): it
+	 * falls back to HTTPS after them, so a 404 there is no failure. */
 	" \"retryNotice\": {\"type\": \"error\", \"match\": {\"message\":"
-	"                 \"^Reconnecting\\\\.\\\\.\\\\.(?: (?<attempt>\\\\d+)/(?<maxAttempts>\\\\d+))?\"},"
+	"                 \"^Reconnecting\\\\.\\\\.\\\\.(?: (?<attempt>\\\\d+)/(?<maxAttempts>\\\\d+))?"
+	"(?!.*\\\\burl: wss?://)\"},"
 	"                 \"message\": \"message\"},"
 	" \"terminal\": [{\"type\": \"turn.completed\", \"inputTokens\": \"usage.input_tokens\","
 	"               \"outputTokens\": \"usage.output_tokens\"},"
-	"              {\"type\": \"turn.failed\", \"failed\": true, \"message\": \"error.message\"}]}";
+	"              {\"type\": \"turn.failed\", \"failed\": true, \"message\": \"error.message\"}],"
+	/* request_max_retries and stream_max_retries are per provider id (the
+	 * user's; the built-in "openai" is not overridable): not here. Bounded
+	 * connection retries instead of "waiting for network" forever. */
+	" \"ownRetriesOff\": {\"args\": [\"-c\", \"features.unbounded_connection_retries=false\"]},"
+	" \"resumeFailed\": \"no rollout found for thread id\","
+	" \"setupErrors\": ["
+	"  {\"match\": \"Not inside a trusted directory and --skip-git-repo-check\","
+	"   \"why\": \"Codex runs only inside a Git repository unless its argv has"
+	" --skip-git-repo-check: keep it in providers.codex.argv and resumeArgv, or run retryd in a"
+	" Git repository\"},"
+	"  {\"match\": \"(?m)^error: (unexpected argument|unrecognized subcommand|invalid value|"
+	"a value is required|the argument)\","
+	"   \"why\": \"Codex rejected an argument of providers.codex.args (they go to both"
+	" `codex exec` and `codex exec resume`, which takes no -s, -C or --add-dir: use -c"
+	" sandbox_mode=... instead)\"},"
+	"  {\"match\": \"Error loading config\\\\.toml\","
+	"   \"why\": \"Codex could not load its configuration: a value in ~/.codex/config.toml or"
+	" in a -c of providers.codex.args is wrong (`codex exec -` in this folder says which)\"},"
+	"  {\"match\": \"Model provider `[^`]*` not found\","
+	"   \"why\": \"Codex's model_provider names no [model_providers.ID] table of its"
+	" config.toml: define it, or fix model_provider\"}]}";
 
 static const char gemini_json[] =
 	"{\"type\": \"exec\","
