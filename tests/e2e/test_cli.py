@@ -130,8 +130,11 @@ CLIS = {
         "sid": "019e49d4-05e3-7111-9bef-5f4f48c36e88", "notices": 2,
         "retry_error": "stream disconnected before completion",
         "fatal": "codex-auth.jsonl", "fatal_exit": 1, "fatal_error": "unexpected status 401 Unauthorized",
-        "fresh": lambda p: ["exec", "--json", p],
-        "resume": lambda sid, p: ["exec", "--json", "resume", sid, p],
+        "fresh": lambda p: ["exec", "--json", "--skip-git-repo-check", "-c",
+                            "features.unbounded_connection_retries=false", "-", ("stdin", p)],
+        "resume": lambda sid, p: ["exec", "--json", "resume", "--skip-git-repo-check", "-c",
+                                  "features.unbounded_connection_retries=false", "--", sid, "-",
+                                  ("stdin", p)],
     },
     "gemini": {
         "ok": "gemini-success.jsonl", "ok_text": "There is one file: README.md.",

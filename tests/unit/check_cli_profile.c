@@ -57,8 +57,11 @@ START_TEST(test_builtins_compile_and_run_their_documented_argv)
 		   "claude|-p|--resume|S1|go on|--output-format|stream-json|--verbose");
 	cli_profile_free(p);
 	p = builtin("codex");
-	check_argv(p, "hi", NULL, NULL, "codex|exec|--json|hi");
-	check_argv(p, "go on", "T1", NULL, "codex|exec|--json|resume|T1|go on");
+	/* The prompt on stdin ("-"): codex reads a leading "-" in argv as a flag. */
+	check_argv(p, "hi", NULL, NULL, "codex|exec|--json|--skip-git-repo-check|-c|"
+		   "features.unbounded_connection_retries=false|-");
+	check_argv(p, "go on", "T1", NULL, "codex|exec|--json|resume|--skip-git-repo-check|-c|"
+		   "features.unbounded_connection_retries=false|--|T1|-");
 	cli_profile_free(p);
 	p = builtin("gemini");
 	check_argv(p, "hi", NULL, NULL, "gemini|-p|hi|--output-format|stream-json");
