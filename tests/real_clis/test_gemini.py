@@ -336,6 +336,22 @@ class GeminiRetryTests(GeminiCase):
         self.assert_no_doubled_text(msgs)
         d.finish()
 
+    def test_an_empty_answer_is_retried(self):
+        # finishReason STOP and no text: an error line "The model returned an
+        # empty response with no text or thoughts. This may be a transient API
+        # issue; please try again." (Gemini CLI's own retry re-asks with a
+        # nudge), then a result with no message, exit 0.
+        d, srv = self.start([{"text": ""}, {"text": ANSWER}])
+        msgs = self.prompt(d, "Say the answer")
+        reqs = chat_requests(srv)
+        self.assertEqual(len(reqs), 2)
+        self.assert_once(reqs[1], "Say the answer")
+        [start] = of_type(msgs, "auto_retry_start")
+        self.assertEqual(start["errorClass"], "retryable")
+        self.assertIn("empty response", start["errorMessage"])
+        self.assert_no_doubled_text(msgs)
+        d.finish()
+
     def test_a_rate_limit_with_retry_after_is_retried_by_retryd(self):
         d, srv = self.start([{"status": 429, "headers": {"retry-after": "1"}, "retryDelay": "1s",
                               "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"},
