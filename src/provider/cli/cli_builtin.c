@@ -124,20 +124,77 @@ static const char codex_json[] =
 
 static const char gemini_json[] =
 	"{\"type\": \"exec\","
-	" \"argv\": [\"gemini\", \"-p\", \"{prompt}\", \"--output-format\", \"stream-json\", \"{args}\"],"
-	" \"resumeArgv\": [\"gemini\", \"--resume\", \"{sessionId}\", \"-p\", \"{prompt}\","
-	"                 \"--output-format\", \"stream-json\", \"{args}\"],"
+	/* --prompt=: a prompt that starts with "-" is the option's value, not an
+	 * option. --skip-trust: a headless run in an untrusted folder exits 55. */
+	" \"argv\": [\"gemini\", \"--prompt={prompt}\", \"--output-format\", "
+	"\"stream-json\", \"--skip-trust\", \"{args}\"],"
+	" \"resumeArgv\": [\"gemini\", \"--resume\", \"{sessionId}\", "
+	"\"--prompt={prompt}\", \"--output-format\", \"stream-json\", "
+	"\"--skip-trust\", \"{args}\"],"
 	" \"modelArgs\": [\"-m\", \"{model}\"],"
+	/* Gemini CLI reads general.maxAttempts only from a settings file, and a
+	 * system settings file must be root's: so the user-level one, in a private
+	 * GEMINI_CLI_HOME. One attempt (none of its 10, nor its mid-stream re-stream
+	 * that repeats the answer unmarked); a model, so that the "auto" router's
+	 * call (5 attempts of its own) is not made; the api-key auth type, which a
+	 * base URL turns into one 0.61 rejects; no usage statistics (the one other
+	 * host it contacts), no update check. */
+	" \"ownRetriesOff\": {\"env\": {\"GEMINI_CLI_HOME\": \"{retrydDir}\"}, "
+	"\"files\": {\".gemini/settings.json\": "
+	"\"{\\\"general\\\":{\\\"maxAttempts\\\":1,\\\"enableAutoUpdate\\\":false,\\\"e"
+	"nableAutoUpdateNotification\\\":false},\\\"model\\\":{\\\"name\\\":\\\"pro\\\""
+	"},\\\"security\\\":{\\\"auth\\\":{\\\"selectedType\\\":\\\"gemini-api-key\\\"}"
+	"},\\\"privacy\\\":{\\\"usageStatisticsEnabled\\\":false},\\\"telemetry\\\":{\\"
+	"\"enabled\\\":false}}\"}},"
+	/* After an API error the saved session drops the failed user turn (not
+	 * after a tool ran in that run, nor after a kill); a failed first turn
+	 * leaves no session to resume. */
+	" \"lostTurnOnError\": true,"
+	" \"resumeFailed\": \"Error resuming session: \","
+	" \"setupErrors\": [{\"match\": \"Unknown arguments?: \", \"why\": \"Gemini "
+	"CLI rejected an argument in providers.gemini.args (retryd passes --prompt, "
+	"--output-format, --skip-trust, --resume and -m itself): see `gemini "
+	"--help`\"}, {\"match\": \"not running in a trusted directory\", \"why\": "
+	"\"Gemini CLI does not trust this directory: keep --skip-trust in the argv, or "
+	"set GEMINI_CLI_TRUST_WORKSPACE=true\"}, {\"match\": \"Invalid auth method "
+	"selected\", \"why\": \"Gemini CLI 0.61 rejects the auth type it infers from "
+	"GOOGLE_GEMINI_BASE_URL: set security.auth.selectedType to "
+	"\\\"gemini-api-key\\\" in ~/.gemini/settings.json (retryd's own settings do, "
+	"unless keepOwnRetries is true)\"}, {\"match\": \"you must specify the "
+	"GEMINI_API_KEY|Please set an Auth method|When using Vertex AI, you must\", "
+	"\"why\": \"Gemini CLI has no credentials: set GEMINI_API_KEY (retryd runs it "
+	"in a private GEMINI_CLI_HOME, where a `gemini` login is not seen; set "
+	"providers.gemini.keepOwnRetries to true to use ~/.gemini)\"}, {\"match\": "
+	"\"Invalid custom base URL\", \"why\": \"GOOGLE_GEMINI_BASE_URL is not a URL: "
+	"give the gateway's full URL, e.g. https://gateway.example\"}, {\"match\": "
+	"\"Error in \\\\S*settings\\\\.json|enforced authentication type|auth type "
+	"'\", \"why\": \"Gemini CLI refused its settings (the file and the reason are "
+	"in the message): fix that settings.json\"}],"
 	" \"sessionId\": {\"type\": \"init\", \"field\": \"session_id\"},"
-	" \"text\": {\"type\": \"message\", \"when\": {\"role\": \"assistant\"}, \"field\": \"content\","
-	"          \"delta\": true},"
-	" \"toolStart\": {\"type\": \"tool_use\", \"id\": \"tool_id\", \"name\": \"tool_name\","
-	"               \"args\": \"parameters\"},"
-	" \"toolEnd\": {\"type\": \"tool_result\", \"id\": \"tool_id\","
-	"             \"result\": [\"output\", \"error.message\"], \"isError\": {\"status\": \"error\"}},"
-	" \"terminal\": {\"type\": \"result\", \"failed\": {\"status\": \"error\"},"
-	"              \"message\": [\"error.message\", \"error.type\"],"
-	"              \"inputTokens\": \"stats.input_tokens\", \"outputTokens\": \"stats.output_tokens\"}}";
+	" \"text\": {\"type\": \"message\", \"when\": {\"role\": \"assistant\"}, "
+	"\"field\": \"content\", \"delta\": true},"
+	" \"toolStart\": {\"type\": \"tool_use\", \"id\": \"tool_id\", \"name\": "
+	"\"tool_name\", \"args\": \"parameters\"},"
+	" \"toolEnd\": {\"type\": \"tool_result\", \"id\": \"tool_id\", \"result\": "
+	"[\"output\", \"error.message\"], \"isError\": {\"status\": \"error\"}},"
+	/* Only where one attempt is not the CLI's last (keepOwnRetries, the "auto"
+	 * router, gemini-3-flash-preview's own policy): console.warn on stderr. */
+	" \"retryNotice\": [{\"stream\": \"stderr\", \"match\": \"^Attempt "
+	"(?<attempt>\\\\d+) failed(?: with status (?<status>\\\\d+)| with [^.]*)?\\\\. "
+	"Retrying with backoff\\\\.\\\\.\\\\.\\\\s*(?<message>.*)\"}, {\"stream\": "
+	"\"stderr\", \"match\": \"^(?:Attempt (?<attempt>\\\\d+) failed: "
+	")?(?<message>.*?)\\\\.? Retrying after "
+	"(?<delayMs>\\\\d+)ms\\\\.\\\\.\\\\.$\"}],"
+	/* A cut or early-ended stream: an error line with the reason, then a
+	 * result line with status "error" and no message, which no rule takes. */
+	" \"terminal\": [{\"type\": \"result\", \"when\": {\"status\": \"success\"}, "
+	"\"failed\": false, \"inputTokens\": \"stats.input\", \"outputTokens\": "
+	"\"stats.output_tokens\", \"cacheReadTokens\": \"stats.cached\"}, {\"type\": "
+	"\"result\", \"when\": {\"status\": \"error\"}, \"match\": {\"error.message\": "
+	"\"\\\\S\"}, \"failed\": true, \"message\": \"error.message\", "
+	"\"inputTokens\": \"stats.input\", \"outputTokens\": \"stats.output_tokens\", "
+	"\"cacheReadTokens\": \"stats.cached\"}, {\"type\": \"error\", \"when\": "
+	"{\"severity\": \"error\"}, \"failed\": true, \"message\": \"message\"}]}";
 
 static const char pi_json[] =
 	"{\"type\": \"exec\","
