@@ -64,8 +64,10 @@ START_TEST(test_builtins_compile_and_run_their_documented_argv)
 		   "features.unbounded_connection_retries=false|--|T1|-");
 	cli_profile_free(p);
 	p = builtin("gemini");
-	check_argv(p, "hi", NULL, NULL, "gemini|-p|hi|--output-format|stream-json");
-	check_argv(p, "go on", "G1", NULL, "gemini|--resume|G1|-p|go on|--output-format|stream-json");
+	/* --prompt=: a prompt starting with "-" stays the prompt. */
+	check_argv(p, "hi", NULL, NULL, "gemini|--prompt=hi|--output-format|stream-json|--skip-trust");
+	check_argv(p, "go on", "G1", NULL,
+		   "gemini|--resume|G1|--prompt=go on|--output-format|stream-json|--skip-trust");
 	cli_profile_free(p);
 	p = builtin("pi");
 	/* The prompt on stdin (pi reads a leading "-" or "@" in argv as a flag

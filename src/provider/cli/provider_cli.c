@@ -1,5 +1,6 @@
 #include "provider/cli/provider_cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -52,6 +53,10 @@ struct cli_run {
 	 * newest last, for its setup errors and failed resumes. */
 	char said[2048];
 	size_t said_len;
+	/* ... and the first of it: a CLI names a bad flag first, then prints
+	 * pages of help. */
+	char said_first[2048];
+	size_t said_first_len;
 	bool resuming;              /* this run resumes a session */
 	bool tools_ran;             /* a tool call ended: a fresh rerun would repeat it */
 	/* A resume that turns out impossible falls back once, inside the
@@ -337,7 +342,9 @@ static void answer_next(struct cli_provider *self, struct cli_run *r, struct pro
 	const char *setup = NULL;
 
 	if (!r->parser.terminal || r->parser.failed) {
-		setup = cli_texts_setup_error(t, r->said, r->said_len);
+		setup = cli_texts_setup_error(t, r->said_first, r->said_first_len);
+		if (setup == NULL)
+			setup = cli_texts_setup_error(t, r->said, r->said_len);
 		if (setup == NULL)
 			setup = cli_texts_setup_error(t, r->error, strlen(r->error));
 	}
@@ -365,7 +372,10 @@ static void answer_next(struct cli_provider *self, struct cli_run *r, struct pro
 		} else {
 			res->next = PROVIDER_NEXT_FRESH;
 		}
-	} else if (t->lost_turn_on_error && r->parser.terminal && r->parser.failed) {
+	} else if (t->lost_turn_on_error && r->parser.terminal && r->parser.failed &&
+		   !r->tools_ran) {
+		/* After a tool ran the failed send was the tool's result, and the
+		 * session keeps the turn: a continuation, not the prompt again. */
 		res->next = PROVIDER_NEXT_RESEND;
 	}
 }
@@ -492,6 +502,17 @@ static void on_wall_timer(struct clock_timer *t, void *ctx)
 static void remember(struct cli_run *r, const char *text, size_t n)
 {
 	size_t room = sizeof(r->said) - 1;
+
+	if (r->said_first_len + 1 < sizeof(r->said_first)) {
+		size_t k = sizeof(r->said_first) - 2 - r->said_first_len;
+
+		if (k > n)
+			k = n;
+		memcpy(r->said_first + r->said_first_len, text, k);
+		r->said_first_len += k;
+		r->said_first[r->said_first_len++] = '\n';
+		r->said_first[r->said_first_len] = '\0';
+	}
 
 	if (n + 1 > room) {
 		text += n + 1 - room;
@@ -974,26 +995,41 @@ static int write_file(const char *dir, const char *name, const char *text, char 
 	return 0;
 }
 
-/* Removes the files ownRetriesOff wrote, their folders, and the directory. */
+/* Removes path and, when it is a folder, everything in it; links are
+ * removed, never followed. */
+static void remove_tree(const char *path, int depth)
+{
+	struct stat st;
+	DIR *d;
+	struct dirent *e;
+
+	if (lstat(path, &st) != 0)
+		return;
+	if (!S_ISDIR(st.st_mode) || depth > 32) {
+		unlink(path);
+		return;
+	}
+	d = opendir(path);
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		char child[4096];
+
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if ((size_t)snprintf(child, sizeof(child), "%s/%s", path, e->d_name) < sizeof(child))
+			remove_tree(child, depth + 1);
+	}
+	if (d != NULL)
+		closedir(d);
+	rmdir(path);
+}
+
+/* The daemon's directory goes whole: the CLI may have written its own
+ * state there (a CLI home holds the conversation). */
 static void remove_dir(struct cli_provider *self)
 {
-	const json_t *files = self->profile ? self->profile->texts.quiet_files : NULL;
-	const char *name;
-	json_t *v;
-	char path[4096];
-
 	if (self->dir == NULL)
 		return;
-	json_object_foreach((json_t *)files, name, v) {
-		snprintf(path, sizeof(path), "%s/%s", self->dir, name);
-		unlink(path);
-		for (char *slash; (slash = strrchr(path, '/')) != NULL &&
-				  slash > path + strlen(self->dir);) {
-			*slash = '\0';
-			rmdir(path);
-		}
-	}
-	rmdir(self->dir);
+	remove_tree(self->dir, 0);
 	free(self->dir);
 	self->dir = NULL;
 }
