@@ -102,6 +102,8 @@ void chain_turn(struct chain *self, const json_t *policy, unsigned policy_gen,
 	json_t *m, *ev;
 
 	if (policy != NULL) {
+		self->notices = 0;
+		self->notices_spent = false;
 		/* set_auto_retry after the prompt was accepted still has its say. */
 		policy_adopt(&self->policy, (json_t *)policy, policy_gen, self->cfg.settings,
 			     self->cfg.classify);
@@ -275,13 +277,22 @@ static void sink_event(void *ctx, json_t *event)
 	snprintf(self->deferred_error, sizeof(self->deferred_error), "%s", text ? text : "retrying");
 	reset_reply(self, self->deferred_error);
 	emit(self, event);
-	if (self->phase != CHAIN_ATTEMPT || !notice_is_final(self, self->deferred_error, rule,
-							       sizeof(rule)))
+	if (self->phase != CHAIN_ATTEMPT)
 		return;
+	if (notice_is_final(self, self->deferred_error, rule, sizeof(rule))) {
+		LOG_INFO("%s: its own retry of a final failure (%s): attempt ended",
+			 self->cfg.provider->name, rule);
+	} else if (self->cfg.provider->counts_notices && self->policy.retry.enabled &&
+		   self->retry.attempt + ++self->notices > self->policy.retry.max_retries) {
+		/* One retry layer: the backend's own retries are retries too. */
+		LOG_INFO("%s: its own retries used up retry.maxRetries (%d): attempt ended",
+			 self->cfg.provider->name, self->policy.retry.max_retries);
+		self->notices_spent = true;
+	} else {
+		return;
+	}
 	/* Reported on the next loop turn, as a start failure is: the provider
 	 * is inside its own callback now. */
-	LOG_INFO("%s: its own retry of a final failure (%s): attempt ended", self->cfg.provider->name,
-		 rule);
 	stop_attempt(self);
 	clock_timer_start(self->cfg.clock, &self->start_failed_timer, 0, on_start_failed, self);
 }
@@ -429,6 +440,19 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 	clock_timer_stop(self->cfg.clock, &self->idle_timer);
 	self->next = r->next;
 	policy_judge(&self->policy, self->cfg.classify, r, policy.enabled, wall_ms(self), &v);
+	/* The backend's own retries count: when they and ours have made as
+	 * many as the policy allows, this failure is the last. */
+	if (self->cfg.provider->counts_notices && policy.enabled && self->notices > 0 &&
+	    self->retry.attempt + self->notices >= policy.max_retries)
+		self->notices_spent = true;
+	if (self->notices_spent && v.retryable) {
+		char spent[128];
+
+		snprintf(spent, sizeof(spent), "the agent's own retries used up retry.maxRetries (%d)",
+			 policy.max_retries);
+		policy_verdict_stop(&v, spent);
+	}
+	self->notices_spent = false;
 	if (v.retryable && policy.enabled) {
 		fallback_plan(&self->fallback, &self->policy, v.usage_limit, v.overload, v.hint_ms,
 			      wall_ms(self), &plan);

@@ -140,6 +140,10 @@ struct provider {
 	/* The provider enforces attempt_ctx.idle_timeout_ms itself (it must
 	 * take a process down first); the session then runs no stall timer. */
 	bool owns_idle_timeout;
+	/* The backend may retry by itself inside an attempt (an agent CLI that
+	 * could not be turned down fully): each of its retry notices
+	 * (provider_retry) counts as one of the chain's retries. */
+	bool counts_notices;
 };
 
 /* The entry of `models` with this id (borrowed), or NULL. */

@@ -523,9 +523,24 @@ class OutcomeTests(CliCase):
         self.assertIn("a fresh run would run it again", final["errorMessage"])
         d.finish()
 
-    def test_exhausted_retries_end_the_chain_with_the_cli_error(self):
+    def test_a_clis_own_retries_count_against_retry_max_retries(self):
+        # The recording retried twice by itself (two api_retry notices): with
+        # maxRetries 2 those were the retries; no run of retryd's follows.
         d = self.start("claude", [{"fixture": "claude-overloaded.jsonl", "exit": 1}],
                        sets={"retry.maxRetries": 2})
+        msgs = self.prompt(d)
+        self.assertEqual(len(self.calls()), 1)
+        [final] = self.assistant_ends(msgs)
+        self.assertIn("API Error: 529", final["errorMessage"])
+        self.assertIn("(the agent's own retries used up retry.maxRetries (2))",
+                      final["errorMessage"])
+        self.assertEqual(len(self.of_type(msgs, "provider_retry")), 2)
+        d.finish()
+
+    def test_exhausted_retries_end_the_chain_with_the_cli_error(self):
+        # keepOwnRetries: the CLI's own retries are the user's, not counted.
+        d = self.start("claude", [{"fixture": "claude-overloaded.jsonl", "exit": 1}],
+                       sets={"retry.maxRetries": 2, "providers.claude.keepOwnRetries": True})
         msgs = self.prompt(d)
         self.assertEqual(len(self.calls()), 3)
         [end] = self.of_type(msgs, "auto_retry_end")

@@ -459,6 +459,37 @@ START_TEST(test_text_streamed_before_the_backends_own_retry_is_closed_and_not_ke
 }
 END_TEST
 
+START_TEST(test_a_backends_own_retries_count_against_max_retries)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.maxRetries=2", "retry.baseDelayMs=10", NULL };
+
+	fx_init(&f, sets);
+	f.stub.base.counts_notices = true;
+	turn(&f, "hi");
+	notice(&f, "529 overloaded");
+	notice(&f, "529 overloaded");
+	ck_assert_int_eq(f.stub.aborts, 0); /* two of its own: the two retries allowed */
+	notice(&f, "529 overloaded");
+	ck_assert_int_eq(f.stub.aborts, 1); /* a third would be one too many */
+	taken(&f);
+	clock_fake_advance(&f.clock, 0);
+	ck_assert_str_eq(taken(&f), "message_end,append,journal,turn_end,turn_over");
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(
+		json_array_get(f.context, 1), "errorMessage")),
+		"the agent's own retries used up retry.maxRetries (2)"));
+	/* A new chain starts counting afresh; a failure after its own two
+	 * retries is the last. */
+	turn(&f, "again");
+	notice(&f, "529 overloaded");
+	notice(&f, "529 overloaded");
+	provider_fails(&f, "529 overloaded", PROVIDER_NEXT_CONTINUE, NULL);
+	ck_assert_int_eq(f.stub.starts, 2);
+	ck_assert_int_eq(f.turn_overs, 2);
+	fx_release(&f);
+}
+END_TEST
+
 START_TEST(test_retries_exhausted_end_the_chain_after_the_last_turn)
 {
 	struct fx f;
@@ -495,6 +526,7 @@ Suite *chain_suite(void)
 	tcase_add_test(tc, test_a_retry_notice_of_a_final_failure_ends_the_attempt_at_once_with_its_class);
 	tcase_add_test(tc, test_a_retry_notice_of_a_transient_or_unknown_failure_leaves_the_backend_retrying);
 	tcase_add_test(tc, test_text_streamed_before_the_backends_own_retry_is_closed_and_not_kept_twice);
+	tcase_add_test(tc, test_a_backends_own_retries_count_against_max_retries);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1088,6 +1088,8 @@ struct provider *provider_cli_new(uv_loop_t *loop, struct clock *clock, const ch
 	self->base.models = self->profile->models;
 	self->base.credentials = json_array();
 	self->base.owns_idle_timeout = true;
+	/* A user who keeps the CLI's own retries wants them all. */
+	self->base.counts_notices = !self->profile->texts.keep_own_retries;
 	if (self->base.credentials == NULL) {
 		errbuf_set(err, errlen, "out of memory");
 		goto fail;
