@@ -325,17 +325,14 @@ class OwnRetries(CodexCase):
                   % (len(self.srv.requests()),
                      sorted({(r["method"], r["path"]) for r in self.srv.requests()})))
 
-    # Codex 0.171 sets its retry counts per provider only (request_max_retries,
-    # stream_max_retries under model_providers.<id>), refuses them for its
-    # built-in provider, and has no flag or variable for them: a profile
-    # cannot turn down a provider it does not know. The target stands; this
-    # fails until retryd learns the user's provider id (docs/agent-clis/codex.md).
-    @unittest.expectedFailure
     def test_persistent_overload_at_the_profile_defaults_costs_at_most_two_per_attempt(self):
         # The user's gateway provider as it is, nothing added: Codex's own
         # 6 x 5 requests (measured: 30 in 24 s).
         self._overload_within_two_requests()
 
+    # Codex refuses retry counts for its built-in provider and has no flag or
+    # variable for them: retryd can only count its reconnect notices, and the
+    # request retries inside each stay. The target stands (docs/agent-clis/codex.md).
     @unittest.expectedFailure
     def test_persistent_overload_through_openai_base_url_costs_at_most_two_per_attempt(self):
         # The built-in provider pointed at the gateway (openai_base_url):
@@ -357,9 +354,10 @@ class OwnRetries(CodexCase):
         self.assertLess(self.elapsed, 15)
 
     def test_401_retry_notice_ends_the_attempt_within_2s(self):
-        # At the profile's defaults Codex retries a 401 five times (6.7 s),
+        # With its own retries kept, Codex retries a 401 five times (6.7 s),
         # saying "Reconnecting... 1/5 (unexpected status 401 ...)".
-        self.start({"steps": [], "default": {"status": 401, "body": AUTH}}, named=False)
+        self.start({"steps": [], "default": {"status": 401, "body": AUTH}}, named=False,
+                   sets={"providers.codex.keepOwnRetries": True})
         t0 = time.monotonic()
         self.d.send({"type": "prompt", "message": PROMPT, "id": "p1"})
         notice = self.d.wait_for(lambda m: m.get("type") == "provider_retry", timeout=15,
@@ -429,10 +427,12 @@ class Faults(CodexCase):
         self.assertNotIn("Four and", text_of(self.final(msgs)))
 
     def test_clean_early_end_at_the_profile_defaults_is_not_doubled(self):
-        # Codex retries the stream itself: it prints the first answer, a
-        # "Reconnecting... 1/5", then the second; retryd keeps the last.
+        # With its own retries kept, Codex retries the stream itself: it
+        # prints the first answer, a "Reconnecting... 1/5", then the second;
+        # retryd keeps the last.
         self.start([{"text": "Four and", "dropAfterChunks": 2, "dropMode": "eof"},
-                    {"text": "Four."}], named=False)
+                    {"text": "Four."}], named=False,
+                   sets={"providers.codex.keepOwnRetries": True})
         msgs = self.ask()
         self.check_answer(msgs, "Four.")
         self.assertEqual(len(self.api()), 2)

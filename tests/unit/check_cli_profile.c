@@ -37,7 +37,7 @@ static void joined(char **argv, char *out, size_t outlen)
 static void check_argv(const struct cli_profile *p, const char *prompt, const char *session,
 		       const char *model, const char *want)
 {
-	struct cli_profile_vars vars = { prompt, session, model, NULL };
+	struct cli_profile_vars vars = { prompt, session, model, NULL, NULL };
 	char err[256], got[2048];
 	char **argv = cli_profile_argv(p, &vars, err, sizeof(err));
 

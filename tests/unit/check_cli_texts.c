@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "provider/cli/cli_profile.h"
 #include "provider/cli/cli_prompt.h"
@@ -115,7 +116,7 @@ START_TEST(test_own_retries_off_goes_after_the_args_unless_the_user_keeps_them)
 			    "\"args\":[\"-c\",\"dir={retrydDir}/s.json\"],\"files\":{\"a/s.json\":\"{}\"}}";
 	char extra[512], err[256], got[512];
 	struct cli_profile *p, *kept;
-	struct cli_profile_vars vars = { "hi", NULL, NULL, "/run/d" };
+	struct cli_profile_vars vars = { "hi", NULL, NULL, "/run/d", NULL };
 	char **argv;
 
 	p = ok(quiet);
@@ -154,7 +155,15 @@ START_TEST(test_mistakes_in_the_new_keys_are_refused_naming_the_key)
 		{ "\"lostTurnOnError\":\"yes\"", "providers.x.lostTurnOnError must be true or false" },
 		{ "\"keepOwnRetries\":1", "providers.x.keepOwnRetries must be true or false" },
 		{ "\"ownRetriesOff\":{\"envs\":{}}",
-		  "providers.x.ownRetriesOff.envs is not a key (env, args, files)" },
+		  "providers.x.ownRetriesOff.envs is not a key (env, args, files, configArgs)" },
+		{ "\"ownRetriesOff\":{\"configArgs\":{\"files\":[\"a\"],\"match\":\"x\","
+		  "\"args\":[\"b\"]}}",
+		  "providers.x.ownRetriesOff.configArgs.match needs a group (?<value>...)" },
+		{ "\"ownRetriesOff\":{\"configArgs\":{\"files\":[],\"match\":\"(?<value>x)\","
+		  "\"args\":[\"b\"]}}",
+		  "providers.x.ownRetriesOff.configArgs needs \"files\" and \"args\"" },
+		{ "\"ownRetriesOff\":{\"configArgs\":{\"file\":[\"a\"]}}",
+		  "providers.x.ownRetriesOff.configArgs.file is not a key (files, match, skip, args)" },
 		{ "\"ownRetriesOff\":{\"env\":{\"A\":1}}",
 		  "providers.x.ownRetriesOff.env must be an object {NAME: string or null}" },
 		{ "\"ownRetriesOff\":{\"files\":{\"../etc/x\":\"\"}}",
@@ -179,6 +188,52 @@ START_TEST(test_mistakes_in_the_new_keys_are_refused_naming_the_key)
 		ck_assert_msg(strstr(err, cases[i].want) != NULL, "%s: got \"%s\", want \"%s\"",
 			      cases[i].extra, err, cases[i].want);
 	}
+}
+END_TEST
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+START_TEST(test_config_args_name_what_the_clis_own_configuration_chose)
+{
+	char dir[] = "/tmp/retryd-texts-XXXXXX", path[128], home[160];
+	const char *old_home = getenv("HOME");
+	struct cli_profile *p;
+	char **args;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/config.toml", dir);
+	snprintf(home, sizeof(home), "%s", old_home ? old_home : "/");
+	setenv("CFG_DIR", dir, 1);
+	p = ok("\"ownRetriesOff\":{\"configArgs\":{\"files\":[\"{env:CFG_DIR}/config.toml\","
+	       "\"{home}/none.toml\"],\"match\":\"(?m)^model_provider\\\\s*=\\\\s*\\\"(?<value>[\\\\w-]+)\\\"\","
+	       "\"skip\":\"^openai$\",\"args\":[\"-c\",\"model_providers.{value}.retries=0\"]}}");
+	/* No file: nothing added. */
+	ck_assert_ptr_null(cli_texts_config_args(&p->texts));
+	write_text(path, "model = \"m\"\nmodel_provider = \"gw\"\n[model_providers.gw]\n");
+	args = cli_texts_config_args(&p->texts);
+	ck_assert_ptr_nonnull(args);
+	ck_assert_str_eq(args[0], "-c");
+	ck_assert_str_eq(args[1], "model_providers.gw.retries=0");
+	ck_assert_ptr_null(args[2]);
+	for (char **a = args; *a; a++)
+		free(*a);
+	free(args);
+	/* A value the CLI refuses such settings for is skipped. */
+	write_text(path, "model_provider = \"openai\"\n");
+	ck_assert_ptr_null(cli_texts_config_args(&p->texts));
+	/* An unset variable leaves its path out; the next one is tried. */
+	unsetenv("CFG_DIR");
+	ck_assert_ptr_null(cli_texts_config_args(&p->texts));
+	cli_profile_free(p);
+	unlink(path);
+	rmdir(dir);
 }
 END_TEST
 
@@ -218,6 +273,7 @@ Suite *cli_texts_suite(void)
 	tcase_add_test(tc, test_own_retries_off_goes_after_the_args_unless_the_user_keeps_them);
 	tcase_add_test(tc, test_mistakes_in_the_new_keys_are_refused_naming_the_key);
 	tcase_add_test(tc, test_a_fresh_prompt_replays_the_earlier_turns_then_the_turn_itself);
+	tcase_add_test(tc, test_config_args_name_what_the_clis_own_configuration_chose);
 	suite_add_tcase(s, tc);
 	return s;
 }

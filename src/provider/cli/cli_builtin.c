@@ -103,7 +103,17 @@ static const char codex_json[] =
 	/* request_max_retries and stream_max_retries are per provider id (the
 	 * user's; the built-in "openai" is not overridable): not here. Bounded
 	 * connection retries instead of "waiting for network" forever. */
-	" \"ownRetriesOff\": {\"args\": [\"-c\", \"features.unbounded_connection_retries=false\"]},"
+	" \"ownRetriesOff\": {\"args\": [\"-c\", \"features.unbounded_connection_retries=false\"],"
+	/* Codex takes its retry counts per named provider only, and refuses
+	 * them for its built-in ones: the provider the user's config.toml
+	 * chooses (its top-level model_provider) is named. */
+	"                    \"configArgs\": {\"files\": [\"{env:CODEX_HOME}/config.toml\","
+	"                                             \"{home}/.codex/config.toml\"],"
+	"                      \"match\": \"(?m)\\\\A[^\\\\[]*?^[ \\\\t]*model_provider[ \\\\t]*=[ \\\\t]*"
+	"[\\\"'](?<value>[A-Za-z0-9_.-]+)[\\\"']\","
+	"                      \"skip\": \"^(?:openai|oss|ollama|lmstudio)$\","
+	"                      \"args\": [\"-c\", \"model_providers.{value}.request_max_retries=0\","
+	"                               \"-c\", \"model_providers.{value}.stream_max_retries=0\"]}},"
 	" \"resumeFailed\": \"no rollout found for thread id\","
 	" \"setupErrors\": ["
 	"  {\"match\": \"Not inside a trusted directory and --skip-git-repo-check\","

@@ -250,10 +250,15 @@ char **cli_profile_argv(const struct cli_profile *self, const struct cli_profile
 	const json_t *tmpl = vars->session_id ? self->resume_argv : self->argv;
 	bool with_model = vars->model != NULL && vars->model[0] != '\0' &&
 			  strcmp(vars->model, "default") != 0 && self->model_args != NULL;
-	size_t cap = json_array_size(tmpl) + json_array_size(self->args) +
-		     json_array_size(self->texts.quiet_args) +
-		     (with_model ? json_array_size(self->model_args) : 0) + 1;
-	char **argv = calloc(cap, sizeof(*argv));
+	size_t extra = 0, cap;
+	char **argv;
+
+	for (char **e = vars->extra_args; e != NULL && *e != NULL; e++)
+		extra++;
+	cap = json_array_size(tmpl) + json_array_size(self->args) + extra +
+	      json_array_size(self->texts.quiet_args) +
+	      (with_model ? json_array_size(self->model_args) : 0) + 1;
+	argv = calloc(cap, sizeof(*argv));
 	size_t n = 0, i, k;
 	json_t *t, *a;
 
@@ -279,8 +284,12 @@ char **cli_profile_argv(const struct cli_profile *self, const struct cli_profile
 			if ((argv[n++] = strdup(json_string_value(a))) == NULL)
 				goto oom;
 		json_array_foreach(self->texts.quiet_args, k, a)
-			if ((argv[n++] = cli_profile_expand(json_string_value(a), vars, err, errlen)) == NULL)
+			if ((argv[n++] = cli_profile_expand(json_string_value(a), vars, err,
+							    errlen)) == NULL)
 				goto fail;
+		for (char **e = vars->extra_args; e != NULL && *e != NULL; e++)
+			if ((argv[n++] = strdup(*e)) == NULL)
+				goto oom;
 	}
 	if (self->command != NULL && n > 0) {
 		free(argv[0]);
@@ -510,7 +519,7 @@ static int compile_kind(struct cli_profile *self, enum cli_profile_rule_kind kin
 static int check_placeholders(struct cli_profile *self, const char *key, const json_t *t,
 			      char *err, size_t errlen)
 {
-	struct cli_profile_vars probe = { "", "", "", "" };
+	struct cli_profile_vars probe = { "", "", "", "", NULL };
 	size_t i;
 	json_t *s;
 

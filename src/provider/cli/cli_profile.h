@@ -121,6 +121,7 @@ struct cli_profile_vars {
 	const char *session_id; /* borrowed; NULL: a fresh run, else resumeArgv */
 	const char *model;      /* borrowed; NULL or "default": no modelArgs */
 	const char *retryd_dir; /* borrowed: the daemon's own directory for this CLI, or NULL */
+	char **extra_args;      /* borrowed, NULL-terminated: after the others at {args}, or NULL */
 };
 
 /* The argv of one run, a new NULL-terminated array of new strings (free with

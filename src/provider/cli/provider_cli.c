@@ -700,6 +700,13 @@ static char *attempt_prompt(struct cli_provider *self, const struct attempt_ctx 
 
 /* The provider. */
 
+static void free_strings(char **v)
+{
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
+}
+
 /* Starts one run of the CLI: prompt (borrowed), resuming the kept session
  * or not; fresh (taken, may be NULL) is the prompt a fresh run would send
  * if the resume turns out impossible. Returns the run, or NULL with err. */
@@ -707,13 +714,18 @@ static struct cli_run *launch(struct cli_provider *self, const struct provider_s
 			      int64_t idle_ms, const char *model, const char *prompt, bool resume,
 			      char *fresh, char *err, size_t errlen)
 {
+	/* Read at each run: the user may change the CLI's configuration. */
+	char **config_args = cli_texts_config_args(&self->profile->texts);
 	struct cli_profile_vars vars = {
 		.prompt = self->profile->prompt_stdin ? "" : prompt,
 		.session_id = resume ? self->session_id : NULL,
 		.model = model,
 		.retryd_dir = self->dir,
+		.extra_args = config_args,
 	};
 	char **argv = cli_profile_argv(self->profile, &vars, err, errlen);
+
+	free_strings(config_args);
 	struct cli_run *r = calloc(1, sizeof(*r));
 	char *input = NULL;
 
@@ -855,13 +867,6 @@ static void cli_pause(struct provider *base, bool paused)
 		start_idle(r);
 	/* The drain clock pauses with the reading: what the pipe holds is ours. */
 	retryd_child_pause(r->child, paused);
-}
-
-static void free_strings(char **v)
-{
-	for (char **p = v; p && *p; p++)
-		free(*p);
-	free(v);
 }
 
 static void remove_dir(struct cli_provider *self);
