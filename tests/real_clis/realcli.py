@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "fixtures"))
 
 import harness  # noqa: E402
 from fake_llm_server import FakeServer  # noqa: E402
+from harness import text_of  # noqa: E402
 
 # Every CLI is told there is no network beyond the server: no telemetry, no
 # update check, no error reporting, no proxy.
@@ -32,6 +33,27 @@ OFFLINE_ENV = {
     "http_proxy": None, "https_proxy": None, "HTTP_PROXY": None, "HTTPS_PROXY": None,
     "ALL_PROXY": None,
 }
+
+
+def of_type(msgs, t):
+    return [m for m in msgs if m.get("type") == t]
+
+
+def assistant_ends(msgs):
+    return [m["message"] for m in msgs
+            if m.get("type") == "message_end" and m["message"]["role"] == "assistant"]
+
+
+def message_deltas(msgs):
+    """The text deltas of each assistant message, in order: a list of lists."""
+    out = []
+    for m in msgs:
+        t = m.get("type")
+        if t == "message_start" and m["message"]["role"] == "assistant":
+            out.append([])
+        elif t == "message_update" and m["assistantMessageEvent"].get("type") == "text_delta":
+            out[-1].append(m["assistantMessageEvent"]["delta"])
+    return out
 
 
 def cli_bin(name):
@@ -105,3 +127,33 @@ class RealCliCase(harness.DaemonTestCase):
         e.update(env or {})
         return self.spawn(args=("--no-session", "--provider", self.CLI) + tuple(args), sets=s,
                           env=e, cwd=self.work)
+
+    def stats(self):
+        return self.d.request({"type": "get_session_stats"})["data"]["retry"]
+
+    @staticmethod
+    def of_type(msgs, t):
+        return of_type(msgs, t)
+
+    @staticmethod
+    def assistant_ends(msgs):
+        return assistant_ends(msgs)
+
+    def final(self, msgs):
+        return self.assistant_ends(msgs)[-1]
+
+    def check_answer(self, msgs, text):
+        """The last assistant message is text, once; no delta or message of the
+        run holds it twice."""
+        final = self.final(msgs)
+        self.assertEqual(final["stopReason"], "stop", final.get("errorMessage"))
+        self.assertEqual(text_of(final), text)
+        for m in self.assistant_ends(msgs):
+            self.assertLessEqual(text_of(m).count(text), 1, "doubled text: %r" % text_of(m))
+        deltas = [m["assistantMessageEvent"]["delta"] for m in msgs
+                  if m.get("type") == "message_update"
+                  and m["assistantMessageEvent"].get("type") == "text_delta"]
+        for delta in deltas:
+            self.assertLessEqual(delta.count(text), 1, "doubled delta: %r" % delta)
+        self.assertLessEqual("".join(deltas).count(text), 1,
+                             "the answer streamed twice: %r" % deltas)

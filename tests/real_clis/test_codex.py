@@ -184,36 +184,6 @@ class CodexCase(realcli.RealCliCase):
             self.assertIs((r["body"] or {}).get("stream"), True)
         return reqs
 
-    def stats(self):
-        return self.d.request({"type": "get_session_stats"})["data"]["retry"]
-
-    @staticmethod
-    def of_type(msgs, t):
-        return [m for m in msgs if m.get("type") == t]
-
-    def assistant_ends(self, msgs):
-        return [m["message"] for m in msgs
-                if m.get("type") == "message_end" and m["message"]["role"] == "assistant"]
-
-    def final(self, msgs):
-        return self.assistant_ends(msgs)[-1]
-
-    def check_answer(self, msgs, text):
-        """The last assistant message is text, once; no delta or message of the
-        run holds it twice."""
-        final = self.final(msgs)
-        self.assertEqual(final["stopReason"], "stop", final.get("errorMessage"))
-        self.assertEqual(text_of(final), text)
-        for m in self.assistant_ends(msgs):
-            self.assertLessEqual(text_of(m).count(text), 1, "doubled text: %r" % text_of(m))
-        deltas = [m["assistantMessageEvent"]["delta"] for m in msgs
-                  if m.get("type") == "message_update"
-                  and m["assistantMessageEvent"].get("type") == "text_delta"]
-        for delta in deltas:
-            self.assertLessEqual(delta.count(text), 1, "doubled delta: %r" % delta)
-        self.assertLessEqual("".join(deltas).count(text), 1,
-                             "the answer streamed twice: %r" % deltas)
-
     def check_carries(self, req, *prompts):
         """The request still holds each prompt (the failed one included)."""
         texts = texts_of(req, "user")

@@ -23,6 +23,7 @@ import shutil
 import time
 
 import realcli
+from realcli import assistant_ends, message_deltas, of_type
 from harness import text_of
 
 ANSWER = "ANSWER-OK: this is the complete answer"
@@ -49,27 +50,6 @@ BAD_KEY = {"status": 400, "message": "API key not valid. Please pass a valid API
 # for a gateway (the base URL's own auth type is rejected by 0.61).
 USER_SETTINGS = {"security": {"auth": {"selectedType": "gemini-api-key"}},
                  "privacy": {"usageStatisticsEnabled": False}, "model": {"name": "pro"}}
-
-
-def of_type(msgs, t):
-    return [m for m in msgs if m.get("type") == t]
-
-
-def assistant_ends(msgs):
-    return [m["message"] for m in msgs
-            if m.get("type") == "message_end" and m["message"]["role"] == "assistant"]
-
-
-def message_deltas(msgs):
-    """The text deltas of each assistant message, in order: a list of lists."""
-    out = []
-    for m in msgs:
-        t = m.get("type")
-        if t == "message_start" and m["message"]["role"] == "assistant":
-            out.append([])
-        elif t == "message_update" and m["assistantMessageEvent"].get("type") == "text_delta":
-            out[-1].append(m["assistantMessageEvent"]["delta"])
-    return out
 
 
 def chat_requests(srv):

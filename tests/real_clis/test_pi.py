@@ -22,6 +22,7 @@ import tempfile
 import time
 
 import realcli
+from realcli import assistant_ends, message_deltas, of_type
 from harness import text_of
 
 ANSWER = "ANSWER-OK: this is the complete answer"
@@ -41,27 +42,6 @@ QUOTA = {"error": {"message": "You exceeded your current quota, please check you
                    "billing details. For more information on this error, read the docs: "
                    "https://platform.openai.com/docs/guides/error-codes/api-errors.",
                    "type": "insufficient_quota", "param": None, "code": "insufficient_quota"}}
-
-
-def of_type(msgs, t):
-    return [m for m in msgs if m.get("type") == t]
-
-
-def assistant_ends(msgs):
-    return [m["message"] for m in msgs
-            if m.get("type") == "message_end" and m["message"]["role"] == "assistant"]
-
-
-def message_deltas(msgs):
-    """The text deltas of each assistant message, in order: a list of lists."""
-    out = []
-    for m in msgs:
-        t = m.get("type")
-        if t == "message_start" and m["message"]["role"] == "assistant":
-            out.append([])
-        elif t == "message_update" and m["assistantMessageEvent"].get("type") == "text_delta":
-            out[-1].append(m["assistantMessageEvent"]["delta"])
-    return out
 
 
 def chat_requests(srv):
