@@ -89,6 +89,26 @@ static int merge_into(json_t *dst, json_t *src)
 	return 0;
 }
 
+/* merge_into for layers that are never changed once built (the defaults,
+ * the built-in layer): what dst lacks is shared, not copied. */
+static int merge_shared(json_t *dst, json_t *src)
+{
+	const char *name;
+	json_t *v;
+
+	json_object_foreach(src, name, v) {
+		json_t *d = json_object_get(dst, name);
+
+		if (json_is_object(d) && json_is_object(v)) {
+			if (merge_shared(d, v) < 0)
+				return -1;
+		} else if (json_object_set(dst, name, v) < 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* New reference, or NULL when out of memory. */
 static json_t *build_effective(const json_t *defaults, json_t *file, json_t *overrides)
 {
@@ -128,7 +148,9 @@ static json_t *build_defaults(const json_t *builtins, char *err, size_t errlen)
 		prefix_err(err, errlen, "settings: ", "built-in layer");
 		goto fail;
 	}
-	if (merge_into(defaults, (json_t *)builtins) < 0)
+	/* The built-in profiles are large JSON: shared with the caller's
+	 * layer, as neither changes (copied once, into effective). */
+	if (merge_shared(defaults, (json_t *)builtins) < 0)
 		goto oom;
 	return defaults;
 oom:
@@ -162,9 +184,7 @@ int settings_load(struct settings *self, const json_t *builtins, const char *pat
 	if (self->defaults == NULL)
 		goto fail;
 	if (builtins != NULL) {
-		self->builtins = json_deep_copy(builtins);
-		if (self->builtins == NULL)
-			goto oom;
+		self->builtins = json_incref((json_t *)builtins);
 	}
 	self->overrides = json_object();
 	if (self->overrides == NULL)

@@ -24,16 +24,18 @@
 #include <stdint.h>
 
 struct settings {
-	json_t *defaults;  /* owned: the table's defaults merged with the built-in layer */
-	json_t *builtins;  /* owned: the built-in layer alone, or NULL */
+	json_t *defaults;  /* owned: the table's defaults merged with the built-in layer
+			    * (sharing its subtrees; neither is changed once loaded) */
+	json_t *builtins;  /* a reference: the built-in layer alone, or NULL */
 	json_t *file;      /* owned: exactly what the file holds (an object) */
 	json_t *overrides; /* owned: --set values */
 	json_t *effective; /* owned: the merged view, rebuilt on every change */
 	char *path;        /* owned: where the file is read from and saved to; may be NULL */
 };
 
-/* Loads the table's defaults, then `builtins` (borrowed, may be NULL: an
- * object of defaults the table leaves to other modules, see core/builtins.h),
+/* Loads the table's defaults, then `builtins` (a reference is kept, and the
+ * caller must not change it after; may be NULL: an object of defaults the
+ * table leaves to other modules, see core/builtins.h),
  * then the file at `path` (borrowed), or when NULL the default path
  * $XDG_CONFIG_HOME/retryd/settings.json, else ~/.config/retryd/settings.json.
  * A missing file means defaults. Returns 0, or -1 with err naming the file and
