@@ -70,27 +70,9 @@ json_t *settings_check_file(const char *path)
 	return settings_table_check_file(path);
 }
 
-/* Objects merge recursively; everything else in `src` replaces. */
-static int merge_into(json_t *dst, json_t *src)
-{
-	const char *name;
-	json_t *v;
-
-	json_object_foreach(src, name, v) {
-		json_t *d = json_object_get(dst, name);
-
-		if (json_is_object(d) && json_is_object(v)) {
-			if (merge_into(d, v) < 0)
-				return -1;
-		} else if (json_object_set_new(dst, name, json_deep_copy(v)) < 0) {
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/* merge_into for layers that are never changed once built (the defaults,
- * the built-in layer): what dst lacks is shared, not copied. */
+/* Objects merge recursively; everything else in `src` replaces. For layers
+ * that are never changed once built (the defaults, the built-in layer):
+ * what dst lacks is shared, not copied. */
 static int merge_shared(json_t *dst, json_t *src)
 {
 	const char *name;
@@ -109,12 +91,37 @@ static int merge_shared(json_t *dst, json_t *src)
 	return 0;
 }
 
-/* New reference, or NULL when out of memory. */
+/* The same merge for a view over shared layers: an object on the way to a
+ * change is copied (one level), so the shared ones underneath stay as they
+ * are; what src adds is copied whole. */
+static int merge_over(json_t *dst, json_t *src)
+{
+	const char *name;
+	json_t *v;
+
+	json_object_foreach(src, name, v) {
+		json_t *d = json_object_get(dst, name);
+
+		if (json_is_object(d) && json_is_object(v)) {
+			json_t *own = json_copy(d);
+
+			if (own == NULL || json_object_set_new(dst, name, own) < 0 ||
+			    merge_over(own, v) < 0)
+				return -1;
+		} else if (json_object_set_new(dst, name, json_deep_copy(v)) < 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* New reference, or NULL when out of memory. It shares what the file and
+ * the overrides leave alone with the defaults (nobody changes either). */
 static json_t *build_effective(const json_t *defaults, json_t *file, json_t *overrides)
 {
-	json_t *eff = json_deep_copy(defaults);
+	json_t *eff = json_copy((json_t *)defaults);
 
-	if (eff == NULL || merge_into(eff, file) < 0 || merge_into(eff, overrides) < 0) {
+	if (eff == NULL || merge_over(eff, file) < 0 || merge_over(eff, overrides) < 0) {
 		json_decref(eff);
 		return NULL;
 	}
