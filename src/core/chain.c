@@ -103,7 +103,6 @@ void chain_turn(struct chain *self, const json_t *policy, unsigned policy_gen,
 
 	if (policy != NULL) {
 		self->notices = 0;
-		self->notices_spent = false;
 		/* set_auto_retry after the prompt was accepted still has its say. */
 		policy_adopt(&self->policy, (json_t *)policy, policy_gen, self->cfg.settings,
 			     self->cfg.classify);
@@ -258,6 +257,13 @@ static bool notice_is_final(struct chain *self, const char *text, char *rule, si
 	return r.verdict != CLASSIFY_RETRYABLE && strcmp(r.rule, "default") != 0;
 }
 
+/* Retries made in this chain: ours, and the backend's own where they count
+ * (provider.counts_notices; none while retries are off). */
+static int retries_used(const struct chain *self)
+{
+	return self->policy.retry.enabled ? self->retry.attempt + self->notices : 0;
+}
+
 static void on_start_failed(struct clock_timer *timer, void *ctx);
 
 static void sink_event(void *ctx, json_t *event)
@@ -265,7 +271,7 @@ static void sink_event(void *ctx, json_t *event)
 	struct chain *self = ctx;
 	const char *type = json_string_value(json_object_get(event, "type"));
 	const char *text;
-	char rule[96];
+	char rule[96], notice[sizeof(self->deferred_error)];
 
 	touch(self);
 	open_reply(self);
@@ -274,23 +280,24 @@ static void sink_event(void *ctx, json_t *event)
 		return;
 	}
 	text = json_string_value(json_object_get(event, "errorMessage"));
-	snprintf(self->deferred_error, sizeof(self->deferred_error), "%s", text ? text : "retrying");
-	reset_reply(self, self->deferred_error);
+	snprintf(notice, sizeof(notice), "%s", text ? text : "retrying");
+	reset_reply(self, notice);
 	emit(self, event);
 	if (self->phase != CHAIN_ATTEMPT)
 		return;
-	if (notice_is_final(self, self->deferred_error, rule, sizeof(rule))) {
+	if (self->cfg.provider->counts_notices)
+		self->notices++;
+	if (notice_is_final(self, notice, rule, sizeof(rule))) {
 		LOG_INFO("%s: its own retry of a final failure (%s): attempt ended",
 			 self->cfg.provider->name, rule);
-	} else if (self->cfg.provider->counts_notices && self->policy.retry.enabled &&
-		   self->retry.attempt + ++self->notices > self->policy.retry.max_retries) {
+	} else if (retries_used(self) > self->policy.retry.max_retries) {
 		/* One retry layer: the backend's own retries are retries too. */
 		LOG_INFO("%s: its own retries used up retry.maxRetries (%d): attempt ended",
 			 self->cfg.provider->name, self->policy.retry.max_retries);
-		self->notices_spent = true;
 	} else {
 		return;
 	}
+	snprintf(self->deferred_error, sizeof(self->deferred_error), "%s", notice);
 	/* Reported on the next loop turn, as a start failure is: the provider
 	 * is inside its own callback now. */
 	stop_attempt(self);
@@ -442,17 +449,14 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 	policy_judge(&self->policy, self->cfg.classify, r, policy.enabled, wall_ms(self), &v);
 	/* The backend's own retries count: when they and ours have made as
 	 * many as the policy allows, this failure is the last. */
-	if (self->cfg.provider->counts_notices && policy.enabled && self->notices > 0 &&
-	    self->retry.attempt + self->notices >= policy.max_retries)
-		self->notices_spent = true;
-	if (self->notices_spent && v.retryable) {
+	if (self->notices > 0 && policy.enabled && v.retryable &&
+	    retries_used(self) >= policy.max_retries) {
 		char spent[128];
 
 		snprintf(spent, sizeof(spent), "the agent's own retries used up retry.maxRetries (%d)",
 			 policy.max_retries);
 		policy_verdict_stop(&v, spent);
 	}
-	self->notices_spent = false;
 	if (v.retryable && policy.enabled) {
 		fallback_plan(&self->fallback, &self->policy, v.usage_limit, v.overload, v.hint_ms,
 			      wall_ms(self), &plan);

@@ -130,10 +130,8 @@ struct chain {
 	enum fleet_reason hold_reason;  /* the attempt's last fleet_wait reason (GO: none yet) */
 	/* The last attempt's answer to "how can the next one go on?". */
 	enum provider_next next;
-	/* The backend's own retries in this chain (provider.counts_notices),
-	 * and whether they used up the retries the policy allows. */
+	/* The backend's own retries in this chain (provider.counts_notices). */
 	int notices;
-	bool notices_spent;
 };
 
 int chain_init(struct chain *self, const struct chain_config *cfg);
