@@ -378,6 +378,8 @@ bool cli_texts_resume_failed(const struct cli_texts *self, const char *text, siz
 
 json_t *cli_texts_notice(const struct cli_texts *self, const char *line, size_t len)
 {
+	static const char *const numbers[] = { "attempt", "maxAttempts", "delayMs" };
+
 	for (size_t i = 0; i < self->nnotices; i++) {
 		json_t *captures, *ev, *msg, *status;
 		char *subject;
@@ -395,10 +397,9 @@ json_t *cli_texts_notice(const struct cli_texts *self, const char *line, size_t 
 		}
 		cli_texts_captures(self->notices[i].re, self->notices[i].md, subject, captures);
 		utf8_repair(subject);
-		for (const char *const *k = (const char *const[]){ "attempt", "maxAttempts", "delayMs",
-								  NULL }; *k; k++)
-			if (json_is_integer(json_object_get(captures, *k)))
-				json_object_set(ev, *k, json_object_get(captures, *k));
+		for (size_t k = 0; k < sizeof(numbers) / sizeof(numbers[0]); k++)
+			if (json_is_integer(json_object_get(captures, numbers[k])))
+				json_object_set(ev, numbers[k], json_object_get(captures, numbers[k]));
 		msg = json_object_get(captures, "message");
 		status = json_object_get(captures, "status");
 		if (json_is_integer(status)) {
@@ -474,8 +475,13 @@ static char *read_config(const json_t *files)
 		free(path);
 		if (in == NULL)
 			continue;
-		text = malloc((1 << 20) + 1);
-		n = text ? fread(text, 1, 1 << 20, in) : 0;
+		/* A config file is small: read at most 1 MiB of it, sized first. */
+		n = fseek(in, 0, SEEK_END) == 0 && ftell(in) > 0 ? (size_t)ftell(in) : 0;
+		if (n > (1 << 20))
+			n = 1 << 20;
+		rewind(in);
+		text = malloc(n + 1);
+		n = text ? fread(text, 1, n, in) : 0;
 		fclose(in);
 		if (text == NULL)
 			return NULL;
