@@ -7,9 +7,11 @@ pinned npm packages (the Makefile's REAL_CLIS) and exports REAL_CLIS_BIN. A
 test of a CLI that is not installed is skipped, saying why. Each test gets a
 private HOME, XDG dirs and runtime dir, so no CLI reads or writes the user's
 own configuration and no daemon shares fleet state with another test."""
+import glob
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import unittest
@@ -130,6 +132,30 @@ class RealCliCase(harness.DaemonTestCase):
 
     def stats(self):
         return self.d.request({"type": "get_session_stats"})["data"]["retry"]
+
+    @staticmethod
+    def classify(d, text):
+        return d.request({"type": "classify_error", "message": text})["data"]["errorClass"]
+
+    def kill_leftovers(self):
+        """SIGKILL to whatever process still runs with this test's HOME (a CLI
+        a test left behind)."""
+        mark = ("HOME=%s" % self.home).encode()
+        for env_path in glob.glob("/proc/[0-9]*/environ"):
+            pid = int(env_path.split("/")[2])
+            if pid == os.getpid():
+                continue
+            try:
+                with open(env_path, "rb") as f:
+                    env = f.read().split(b"\0")
+            except OSError:
+                continue
+            if mark in env:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
 
     @staticmethod
     def of_type(msgs, t):

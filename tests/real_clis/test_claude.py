@@ -97,33 +97,6 @@ class ClaudeCase(realcli.RealCliCase):
         # while it retries by itself would go on for minutes).
         self.addCleanup(self.kill_leftovers)
 
-    def kill_leftovers(self):
-        mark = ("HOME=%s" % self.home).encode()
-        for env_path in glob.glob("/proc/[0-9]*/environ"):
-            pid = int(env_path.split("/")[2])
-            if pid == os.getpid():
-                continue
-            try:
-                with open(env_path, "rb") as f:
-                    env = f.read().split(b"\0")
-            except OSError:
-                continue
-            if mark in env:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-
-    def daemon(self, sets=None, env=None, args=()):
-        # realcli.RealCliCase.daemon passes --set provider=claude, which
-        # retryd rejects (no such setting): the provider is an option.
-        s = {"providers.%s.command" % self.CLI: self.bin, "retry.baseDelayMs": 50}
-        s.update(sets or {})
-        e = self.base_env()
-        e.update(env or {})
-        return self.spawn(args=("--provider", self.CLI, "--no-session") + tuple(args), sets=s,
-                          env=e, cwd=self.work)
-
     def start(self, plan, sets=None, env=None, args=None):
         self.srv = self.fake_server(plan)
         e = {k: None for k in os.environ if k.startswith(("CLAUDE", "ANTHROPIC"))}

@@ -109,32 +109,6 @@ class CodexCase(realcli.RealCliCase):
         # Runs last: no codex of this test outlives it.
         self.addCleanup(self.kill_leftovers)
 
-    def kill_leftovers(self):
-        mark = ("HOME=%s" % self.home).encode()
-        for env_path in glob.glob("/proc/[0-9]*/environ"):
-            pid = int(env_path.split("/")[2])
-            if pid == os.getpid():
-                continue
-            try:
-                with open(env_path, "rb") as f:
-                    env = f.read().split(b"\0")
-            except OSError:
-                continue
-            if mark in env:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-
-    def daemon(self, sets=None, env=None, args=()):
-        # The provider is an option of retryd's, not a setting.
-        s = {"providers.%s.command" % self.CLI: self.bin, "retry.baseDelayMs": 50}
-        s.update(sets or {})
-        e = self.base_env()
-        e.update(env or {})
-        return self.spawn(args=("--provider", self.CLI, "--no-session") + tuple(args), sets=s,
-                          env=e, cwd=self.work)
-
     def write_config(self, base_url, provider=True):
         """The user's ~/.codex/config.toml: the gateway and the offline switches."""
         lines = ['model = "fake-model"', "check_for_update_on_startup = false"]

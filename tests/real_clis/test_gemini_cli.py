@@ -143,9 +143,6 @@ class GeminiCase(realcli.RealCliCase):
         self.assertEqual(sum(u.startswith(text) for u in users), 1,
                          "request #%d: %r is not there once: %r" % (req["seq"], text, users))
 
-    def classify(self, d, text):
-        return d.request({"type": "classify_error", "message": text})["data"]["errorClass"]
-
     def assert_setup_error(self, msgs, srv, fix):
         """Ends at once: no request, no retry, the profile's sentence naming the fix."""
         self.assertEqual(chat_requests(srv), [])

@@ -142,9 +142,6 @@ class PiCase(realcli.RealCliCase):
             self.assertTrue(any(u.startswith(t) for u in users),
                             "request #%d lost %r: its user turns are %r" % (req["seq"], t, users))
 
-    def classify(self, d, text):
-        return d.request({"type": "classify_error", "message": text})["data"]["errorClass"]
-
     def assert_setup_error(self, msgs, srv, fix):
         """Ends at once: no request, no retry, the profile's sentence naming the fix."""
         self.assertEqual(chat_requests(srv), [])
