@@ -118,16 +118,22 @@ class CodexCase(realcli.RealCliCase):
                       'base_url = "%s/v1"' % base_url, 'wire_api = "responses"',
                       'env_key = "%s"' % KEY_ENV]
         else:
-            lines.insert(0, 'openai_base_url = "%s/v1"' % base_url)
+            if base_url is not None:
+                lines.insert(0, 'openai_base_url = "%s/v1"' % base_url)
+            # As `codex login --with-api-key` leaves it: the built-in
+            # provider reads no OPENAI_API_KEY from the environment.
+            with open(os.path.join(self.codex_home, "auth.json"), "w") as f:
+                json.dump({"auth_mode": "apikey", "OPENAI_API_KEY": FAKE_KEY}, f)
         lines += ["", "[analytics]", "enabled = false", "", "[feedback]", "enabled = false",
                   "", "[features]", "plugins = false"]
         with open(os.path.join(self.codex_home, "config.toml"), "w") as f:
             f.write("\n".join(lines) + "\n")
 
     def start(self, plan, sets=None, env=None, args=None, named=True, base_url=None,
-              provider=True):
+              provider=True, base_in_config=True):
         self.srv = self.fake_server(plan)
-        self.write_config(base_url or self.srv.url, provider=provider)
+        self.write_config((base_url or self.srv.url) if base_in_config else None,
+                          provider=provider)
         e = {k: None for k in os.environ if k.startswith(("OPENAI", "CODEX"))}
         e.update({"CODEX_HOME": self.codex_home, KEY_ENV: FAKE_KEY})
         if not provider:
@@ -136,8 +142,8 @@ class CodexCase(realcli.RealCliCase):
         s = {}
         if named:
             s["providers.codex.ownRetriesOff.args"] = NAMED
-        if args:
-            s["providers.codex.args"] = list(args)
+        if args:  # {url}: the fake server's
+            s["providers.codex.args"] = [a.replace("{url}", self.srv.url) for a in args]
         s.update(sets or {})
         self.d = self.daemon(sets=s, env=e)
         return self.d
@@ -204,14 +210,39 @@ class Basics(CodexCase):
                if m["content"][0]["text"].startswith("-h")]
         self.assertEqual(m["content"][0]["text"].rstrip("\n"), prompt)
 
-    def test_the_builtin_provider_through_openai_base_url_falls_back_to_https(self):
-        # The built-in provider tries the Responses WebSocket first: 7
-        # handshakes (GET /v1/responses, 404 here) in 6.5 s, each a
-        # "Reconnecting... n/5 (unexpected status 404 Not Found ..., url:
-        # ws://...)" line, then "Falling back from WebSockets to HTTPS
-        # transport" and the POST. Those notices are not the request's
-        # failure: the attempt must go on to the answer.
+    def check_builtin_request(self, req):
+        """A request of the built-in provider run as retryd_openai: the
+        login's key, the Responses API over HTTPS."""
+        self.assertEqual(req["secretHashes"]["authorization"],
+                         hashlib.sha256(("Bearer " + FAKE_KEY).encode()).hexdigest()[:16])
+
+    def test_the_builtin_provider_through_openai_base_url_is_one_https_request(self):
+        # The built-in provider cannot be given retry counts (Codex refuses
+        # model_providers.openai.*): the profile runs it as a provider of its
+        # own with the same URL and login, so no WebSocket handshakes either.
         self.start([{"text": "Four."}], named=False, provider=False)
+        msgs = self.ask(timeout=30)
+        self.check_answer(msgs, "Four.")
+        [req] = self.api()
+        self.check_builtin_request(req)
+        self.assertEqual(self.of_type(msgs, "auto_retry_start"), [])
+
+    def test_openai_base_url_given_in_the_args_is_the_url_the_builtin_provider_uses(self):
+        self.start([{"text": "Four."}], named=False, provider=False, base_in_config=False,
+                   args=["-c", 'openai_base_url="{url}/v1"'])
+        msgs = self.ask(timeout=30)
+        self.check_answer(msgs, "Four.")
+        [req] = self.api()
+        self.check_builtin_request(req)
+
+    def test_keep_own_retries_leaves_the_builtin_provider_as_codex_runs_it(self):
+        # Codex's own: the Responses WebSocket first, 7 handshakes (GET
+        # /v1/responses, 404 here) in 6.5 s, each a "Reconnecting... n/5
+        # (unexpected status 404 Not Found ..., url: ws://...)" line, then
+        # "Falling back from WebSockets to HTTPS transport" and the POST.
+        # Those notices are not the request's failure: the attempt goes on.
+        self.start([{"text": "Four."}], named=False, provider=False,
+                   sets={"providers.codex.keepOwnRetries": True})
         msgs = self.ask(timeout=30)
         self.check_answer(msgs, "Four.")
         methods = [r["method"] for r in self.srv.requests()]
@@ -274,13 +305,10 @@ class OwnRetries(CodexCase):
         # 6 x 5 requests (measured: 30 in 24 s).
         self._overload_within_two_requests()
 
-    # Codex refuses retry counts for its built-in provider and has no flag or
-    # variable for them: retryd can only count its reconnect notices, and the
-    # request retries inside each stay. The target stands (docs/agent-clis/codex.md).
-    @unittest.expectedFailure
     def test_persistent_overload_through_openai_base_url_costs_at_most_two_per_attempt(self):
         # The built-in provider pointed at the gateway (openai_base_url):
-        # measured 7 WebSocket handshakes (GET, 404) then 30 POSTs, 31 s.
+        # measured 7 WebSocket handshakes (GET, 404) then 30 POSTs, 31 s,
+        # before the profile ran it as a provider of retryd's own.
         self._overload_within_two_requests(provider=False)
 
     def test_refused_connection_ends_the_attempt_instead_of_waiting_for_network(self):

@@ -163,7 +163,7 @@ START_TEST(test_mistakes_in_the_new_keys_are_refused_naming_the_key)
 		  "\"args\":[\"b\"]}}",
 		  "providers.x.ownRetriesOff.configArgs needs \"files\" and \"args\"" },
 		{ "\"ownRetriesOff\":{\"configArgs\":{\"file\":[\"a\"]}}",
-		  "providers.x.ownRetriesOff.configArgs.file is not a key (files, match, skip, args)" },
+		  "providers.x.ownRetriesOff.configArgs.file is not a key (files, match, skip, unless, args, otherwise)" },
 		{ "\"ownRetriesOff\":{\"env\":{\"A\":1}}",
 		  "providers.x.ownRetriesOff.env must be an object {NAME: string or null}" },
 		{ "\"ownRetriesOff\":{\"files\":{\"../etc/x\":\"\"}}",
@@ -215,9 +215,9 @@ START_TEST(test_config_args_name_what_the_clis_own_configuration_chose)
 	       "\"{home}/none.toml\"],\"match\":\"(?m)^model_provider\\\\s*=\\\\s*\\\"(?<value>[\\\\w-]+)\\\"\","
 	       "\"skip\":\"^openai$\",\"args\":[\"-c\",\"model_providers.{value}.retries=0\"]}}");
 	/* No file: nothing added. */
-	ck_assert_ptr_null(cli_texts_config_args(&p->texts));
+	ck_assert_ptr_null(cli_config_args(&p->texts.config, NULL));
 	write_text(path, "model = \"m\"\nmodel_provider = \"gw\"\n[model_providers.gw]\n");
-	args = cli_texts_config_args(&p->texts);
+	args = cli_config_args(&p->texts.config, NULL);
 	ck_assert_ptr_nonnull(args);
 	ck_assert_str_eq(args[0], "-c");
 	ck_assert_str_eq(args[1], "model_providers.gw.retries=0");
@@ -227,11 +227,62 @@ START_TEST(test_config_args_name_what_the_clis_own_configuration_chose)
 	free(args);
 	/* A value the CLI refuses such settings for is skipped. */
 	write_text(path, "model_provider = \"openai\"\n");
-	ck_assert_ptr_null(cli_texts_config_args(&p->texts));
+	ck_assert_ptr_null(cli_config_args(&p->texts.config, NULL));
 	/* An unset variable leaves its path out; the next one is tried. */
 	unsetenv("CFG_DIR");
-	ck_assert_ptr_null(cli_texts_config_args(&p->texts));
+	ck_assert_ptr_null(cli_config_args(&p->texts.config, NULL));
 	cli_profile_free(p);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+static void free_args(char **args)
+{
+	for (char **a = args; a && *a; a++)
+		free(*a);
+	free(args);
+}
+
+START_TEST(test_config_rules_read_the_args_first_skip_on_unless_and_fall_back_to_otherwise)
+{
+	char dir[] = "/tmp/retryd-texts-XXXXXX", path[128];
+	struct cli_profile *p;
+	json_t *user;
+	char **args;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/config.toml", dir);
+	setenv("CFG_DIR", dir, 1);
+	p = ok("\"ownRetriesOff\":{\"configArgs\":[{\"files\":[\"{env:CFG_DIR}/config.toml\"],"
+	       "\"unless\":\"(?m)^model_provider\","
+	       "\"match\":\"(?m)^base_url\\\\s*=\\\\s*\\\"?(?<value>[^\\\"\\\\s]+)\","
+	       "\"args\":[\"url={value}\"],\"otherwise\":[\"url=default\"]}]}");
+	/* No file, no args: the rule's otherwise. */
+	args = cli_config_args(&p->texts.config, NULL);
+	ck_assert_ptr_nonnull(args);
+	ck_assert_str_eq(args[0], "url=default");
+	ck_assert_ptr_null(args[1]);
+	free_args(args);
+	/* The file's value. */
+	write_text(path, "base_url = \"http://file\"\n");
+	args = cli_config_args(&p->texts.config, NULL);
+	ck_assert_str_eq(args[0], "url=http://file");
+	free_args(args);
+	/* The args come last on the CLI's command line: their value wins. */
+	user = json_pack("[ss]", "-c", "base_url=http://arg");
+	args = cli_config_args(&p->texts.config, user);
+	ck_assert_str_eq(args[0], "url=http://arg");
+	free_args(args);
+	json_decref(user);
+	/* unless, in the file or in the args: nothing at all. */
+	user = json_pack("[ss]", "-c", "model_provider=mine");
+	ck_assert_ptr_null(cli_config_args(&p->texts.config, user));
+	json_decref(user);
+	write_text(path, "model_provider = \"mine\"\nbase_url = \"http://file\"\n");
+	ck_assert_ptr_null(cli_config_args(&p->texts.config, NULL));
+	cli_profile_free(p);
+	unsetenv("CFG_DIR");
 	unlink(path);
 	rmdir(dir);
 }
@@ -274,6 +325,7 @@ Suite *cli_texts_suite(void)
 	tcase_add_test(tc, test_mistakes_in_the_new_keys_are_refused_naming_the_key);
 	tcase_add_test(tc, test_a_fresh_prompt_replays_the_earlier_turns_then_the_turn_itself);
 	tcase_add_test(tc, test_config_args_name_what_the_clis_own_configuration_chose);
+	tcase_add_test(tc, test_config_rules_read_the_args_first_skip_on_unless_and_fall_back_to_otherwise);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -69,6 +69,18 @@ static const char claude_json[] =
  * 128 KiB limit on one argument. --skip-git-repo-check: else nothing runs
  * outside a Git repository. `exec resume` takes no -s/-C/--add-dir, so
  * {args} must suit both argvs. */
+/* The built-in "openai" provider of Codex as a provider of retryd's own
+ * (retryd_openai), its retry counts 0; base is the base_url pair or "". */
+#define OPENAI_MIRROR(base) \
+	"\"-c\", \"model_providers.retryd_openai.name=\\\"OpenAI\\\"\", " base \
+	"\"-c\", \"model_providers.retryd_openai.wire_api=\\\"responses\\\"\"," \
+	"\"-c\", \"model_providers.retryd_openai.requires_openai_auth=true\"," \
+	"\"-c\", \"model_providers.retryd_openai.env_http_headers={\\\"OpenAI-Organization\\\"=" \
+	"\\\"OPENAI_ORGANIZATION\\\",\\\"OpenAI-Project\\\"=\\\"OPENAI_PROJECT\\\"}\"," \
+	"\"-c\", \"model_providers.retryd_openai.request_max_retries=0\"," \
+	"\"-c\", \"model_providers.retryd_openai.stream_max_retries=0\"," \
+	"\"-c\", \"model_provider=\\\"retryd_openai\\\"\""
+
 static const char codex_json[] =
 	"{\"type\": \"exec\","
 	" \"argv\": [\"codex\", \"exec\", \"--json\", \"--skip-git-repo-check\", \"{args}\", \"-\"],"
@@ -100,20 +112,6 @@ static const char codex_json[] =
 	" \"terminal\": [{\"type\": \"turn.completed\", \"inputTokens\": \"usage.input_tokens\","
 	"               \"outputTokens\": \"usage.output_tokens\"},"
 	"              {\"type\": \"turn.failed\", \"failed\": true, \"message\": \"error.message\"}],"
-	/* request_max_retries and stream_max_retries are per provider id (the
-	 * user's; the built-in "openai" is not overridable): not here. Bounded
-	 * connection retries instead of "waiting for network" forever. */
-	" \"ownRetriesOff\": {\"args\": [\"-c\", \"features.unbounded_connection_retries=false\"],"
-	/* Codex takes its retry counts per named provider only, and refuses
-	 * them for its built-in ones: the provider the user's config.toml
-	 * chooses (its top-level model_provider) is named. */
-	"                    \"configArgs\": {\"files\": [\"{env:CODEX_HOME}/config.toml\","
-	"                                             \"{home}/.codex/config.toml\"],"
-	"                      \"match\": \"(?m)\\\\A[^\\\\[]*?^[ \\\\t]*model_provider[ \\\\t]*=[ \\\\t]*"
-	"[\\\"'](?<value>[A-Za-z0-9_.-]+)[\\\"']\","
-	"                      \"skip\": \"^(?:openai|oss|ollama|lmstudio)$\","
-	"                      \"args\": [\"-c\", \"model_providers.{value}.request_max_retries=0\","
-	"                               \"-c\", \"model_providers.{value}.stream_max_retries=0\"]}},"
 	" \"resumeFailed\": \"no rollout found for thread id\","
 	" \"setupErrors\": ["
 	"  {\"match\": \"Not inside a trusted directory and --skip-git-repo-check\","
@@ -125,12 +123,44 @@ static const char codex_json[] =
 	"   \"why\": \"Codex rejected an argument of providers.codex.args (they go to both"
 	" `codex exec` and `codex exec resume`, which takes no -s, -C or --add-dir: use -c"
 	" sandbox_mode=... instead)\"},"
+	/* retryd's retry counts for a model_provider without a table make one
+	 * without a name: Codex then says this instead of "not found". */
+	"  {\"match\": \"Error loading config\\\\.toml: model_providers\\\\.[^:]*: provider name must"
+	" not be empty\","
+	"   \"why\": \"Codex's model_provider names no [model_providers.ID] table (with a name) of"
+	" its config.toml: define it, or fix model_provider\"},"
 	"  {\"match\": \"Error loading config\\\\.toml\","
 	"   \"why\": \"Codex could not load its configuration: a value in ~/.codex/config.toml or"
 	" in a -c of providers.codex.args is wrong (`codex exec -` in this folder says which)\"},"
 	"  {\"match\": \"Model provider `[^`]*` not found\","
 	"   \"why\": \"Codex's model_provider names no [model_providers.ID] table of its"
 	" config.toml: define it, or fix model_provider\"}]}";
+
+/* providers.codex.ownRetriesOff, apart for its length. */
+static const char codex_quiet_json[] =
+	/* Bounded connection retries instead of "waiting for network" forever. */
+	"{\"args\": [\"-c\", \"features.unbounded_connection_retries=false\"],"
+	/* Codex takes its retry counts per named provider only, and refuses
+	 * them for its built-in ones. The provider the user's config.toml or
+	 * args choose (the top-level model_provider) is named; the built-in
+	 * "openai" (no model_provider) is run as a provider of retryd's own with
+	 * the same name, URL (openai_base_url or the built-in's), auth and
+	 * headers, so that its counts can be set: HTTPS only, no WebSocket.
+	 * Not with a config profile, which may choose a provider of its own. */
+	"                    \"configArgs\": ["
+	"                     {\"files\": [\"{env:CODEX_HOME}/config.toml\", \"{home}/.codex/config.toml\"],"
+	"                      \"match\": \"(?m)\\\\A[^\\\\[]*?^[ \\\\t]*model_provider[ \\\\t]*=[ \\\\t]*"
+	"[\\\"']?(?<value>[A-Za-z0-9_.-]+)\","
+	"                      \"skip\": \"^(?:openai|oss|ollama|lmstudio)$\","
+	"                      \"args\": [\"-c\", \"model_providers.{value}.request_max_retries=0\","
+	"                               \"-c\", \"model_providers.{value}.stream_max_retries=0\"]},"
+	"                     {\"files\": [\"{env:CODEX_HOME}/config.toml\", \"{home}/.codex/config.toml\"],"
+	"                      \"unless\": \"(?m)\\\\A[^\\\\[]*?^[ \\\\t]*(?:model_provider[ \\\\t]*=[ \\\\t]*"
+	"[\\\"']?(?!openai(?![A-Za-z0-9_.-]))[A-Za-z0-9_.-]|profile[ \\\\t]*=)|^(?:-p|--profile)(?:=.*)?$\","
+	"                      \"match\": \"(?m)\\\\A[^\\\\[]*?^[ \\\\t]*openai_base_url[ \\\\t]*=[ \\\\t]*"
+	"[\\\"']?(?<value>[^\\\"'\\\\s]+)\","
+	"                      \"args\": [" OPENAI_MIRROR("\"-c\", \"model_providers.retryd_openai.base_url=\\\"{value}\\\"\",") "],"
+	"                      \"otherwise\": [" OPENAI_MIRROR("") "]}]}";
 
 static const char gemini_json[] =
 	"{\"type\": \"exec\","
@@ -273,9 +303,9 @@ static const char pi_json[] =
 	"              \"cacheWriteTokens\": \"message.usage.cacheWrite\"}}";
 
 const struct cli_builtin cli_builtin_table[] = {
-	{ "claude", claude_json },
-	{ "codex", codex_json },
-	{ "gemini", gemini_json },
-	{ "pi", pi_json },
-	{ NULL, NULL },
+	{ "claude", claude_json, NULL },
+	{ "codex", codex_json, codex_quiet_json },
+	{ "gemini", gemini_json, NULL },
+	{ "pi", pi_json, NULL },
+	{ NULL, NULL, NULL },
 };

@@ -7,9 +7,10 @@
 struct cli_builtin {
 	const char *name; /* the provider's name */
 	const char *json; /* providers.NAME as JSON text */
+	const char *own_retries_off; /* its "ownRetriesOff" as JSON text, or NULL */
 };
 
-/* Ends with { NULL, NULL }. */
+/* Ends with { NULL, NULL, NULL }. */
 extern const struct cli_builtin cli_builtin_table[];
 
 #endif

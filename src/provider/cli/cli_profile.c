@@ -28,7 +28,12 @@ json_t *cli_profile_builtins(void)
 	if (all == NULL)
 		return NULL;
 	for (const struct cli_builtin *b = cli_builtin_table; b->name != NULL; b++) {
-		if (json_object_set_new(all, b->name, json_loads(b->json, 0, NULL)) < 0) {
+		json_t *one = json_loads(b->json, 0, NULL);
+
+		if (one != NULL && b->own_retries_off != NULL &&
+		    json_object_set_new(one, "ownRetriesOff", json_loads(b->own_retries_off, 0, NULL)) < 0)
+			json_decref(one), one = NULL;
+		if (json_object_set_new(all, b->name, one) < 0) {
 			json_decref(all);
 			return NULL;
 		}

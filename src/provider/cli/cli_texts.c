@@ -36,32 +36,6 @@ void cli_texts_captures(const void *re, void *md, const char *subject, json_t *c
 	}
 }
 
-static int compile(struct cli_texts_pattern *p, const json_t *re, const char *where, char *err,
-		   size_t errlen)
-{
-	int code;
-	PCRE2_SIZE off;
-
-	if (!json_is_string(re) || json_string_length(re) == 0)
-		return errbuf_set(err, errlen, "%s must be a regular expression", where);
-	p->re = pcre2_compile((PCRE2_SPTR)json_string_value(re), json_string_length(re), PCRE2_UTF,
-			      &code, &off, NULL);
-	if (p->re == NULL) {
-		PCRE2_UCHAR msg[160];
-
-		pcre2_get_error_message(code, msg, sizeof(msg));
-		return errbuf_set(err, errlen, "%s: %s at offset %zu", where, (const char *)msg,
-				  (size_t)off);
-	}
-	p->md = pcre2_match_data_create_from_pattern(p->re, NULL);
-	return p->md != NULL ? 0 : errbuf_set(err, errlen, "out of memory");
-}
-
-static bool matches(const struct cli_texts_pattern *p, const char *text, size_t len)
-{
-	return pcre2_match(p->re, (PCRE2_SPTR)text, len, 0, 0, p->md, NULL) >= 0;
-}
-
 static int read_setup(struct cli_texts *self, const char *name, const json_t *v, char *err,
 		      size_t errlen)
 {
@@ -96,7 +70,7 @@ static int read_setup(struct cli_texts *self, const char *name, const json_t *v,
 		self->setup[i].why = json_string_value(x);
 		self->nsetup++;
 		strcat(where, ".match");
-		if (compile(&self->setup[i], json_object_get(e, "match"), where, err, errlen) != 0)
+		if (cli_pattern_compile(&self->setup[i], json_object_get(e, "match"), where, err, errlen) != 0)
 			return -1;
 	}
 	return 0;
@@ -117,7 +91,7 @@ static int read_resume(struct cli_texts *self, const char *name, const json_t *v
 		snprintf(where, sizeof(where), json_is_array(v) ? "providers.%s.resumeFailed[%zu]"
 				: "providers.%s.resumeFailed", name, i);
 		self->nresume++;
-		if (compile(&self->resume_failed[i], json_is_array(v) ? json_array_get(v, i) : v,
+		if (cli_pattern_compile(&self->resume_failed[i], json_is_array(v) ? json_array_get(v, i) : v,
 			    where, err, errlen) != 0)
 			return -1;
 	}
@@ -162,7 +136,7 @@ static int read_notices(struct cli_texts *self, const char *name, const json_t *
 						  "delayMs, status, message)", where, key);
 		}
 		strcat(where, ".match");
-		if (compile(&self->notices[self->nnotices], json_object_get(r, "match"), where, err,
+		if (cli_pattern_compile(&self->notices[self->nnotices], json_object_get(r, "match"), where, err,
 			    errlen) != 0) {
 			self->nnotices++;
 			return -1;
@@ -205,61 +179,12 @@ static bool safe_name(const char *name)
 	return p[-1] != '/';
 }
 
-static bool is_strings(const json_t *v)
-{
-	size_t i;
-	json_t *x;
-
-	if (!json_is_array(v) || json_array_size(v) == 0)
-		return false;
-	json_array_foreach(v, i, x)
-		if (!json_is_string(x))
-			return false;
-	return true;
-}
-
-static int read_config_args(struct cli_texts *self, const char *name, const json_t *c,
-			    char *err, size_t errlen)
-{
-	char where[160];
-	const char *key;
-	json_t *x;
-
-	if (c == NULL)
-		return 0;
-	snprintf(where, sizeof(where), "providers.%s.ownRetriesOff.configArgs", name);
-	if (!json_is_object(c))
-		return errbuf_set(err, errlen, "%s must be {\"files\", \"match\", \"skip\", \"args\"}",
-				  where);
-	json_object_foreach((json_t *)c, key, x)
-		if (strcmp(key, "files") != 0 && strcmp(key, "match") != 0 &&
-		    strcmp(key, "skip") != 0 && strcmp(key, "args") != 0)
-			return errbuf_set(err, errlen, "%s.%.40s is not a key (files, match, skip, args)",
-					  where, key);
-	if (!is_strings(json_object_get(c, "files")) || !is_strings(json_object_get(c, "args")))
-		return errbuf_set(err, errlen, "%s needs \"files\" and \"args\", non-empty lists of "
-				  "strings", where);
-	self->config_files = json_object_get(c, "files");
-	self->config_args = json_object_get(c, "args");
-	strcat(where, ".match");
-	if (compile(&self->config_match, json_object_get(c, "match"), where, err, errlen) != 0)
-		return -1;
-	if (pcre2_substring_number_from_name(self->config_match.re, (PCRE2_SPTR)"value") < 0)
-		return errbuf_set(err, errlen, "%s needs a group (?<value>...)", where);
-	if (json_object_get(c, "skip") != NULL) {
-		where[strlen(where) - strlen(".match")] = '\0';
-		strcat(where, ".skip");
-		if (compile(&self->config_skip, json_object_get(c, "skip"), where, err, errlen) != 0)
-			return -1;
-	}
-	return 0;
-}
-
 static int read_quiet(struct cli_texts *self, const char *name, const json_t *cfg, char *err,
 		      size_t errlen)
 {
 	const json_t *keep = json_object_get(cfg, "keepOwnRetries");
 	const json_t *q = json_object_get(cfg, "ownRetriesOff");
+	char where[160];
 	const char *key;
 	json_t *x;
 
@@ -276,7 +201,8 @@ static int read_quiet(struct cli_texts *self, const char *name, const json_t *cf
 		    strcmp(key, "configArgs") != 0)
 			return errbuf_set(err, errlen, "providers.%s.ownRetriesOff.%.40s is not a key "
 					  "(env, args, files, configArgs)", name, key);
-	if (read_config_args(self, name, json_object_get(q, "configArgs"), err, errlen) != 0)
+	snprintf(where, sizeof(where), "providers.%s.ownRetriesOff.configArgs", name);
+	if (cli_config_init(&self->config, where, json_object_get(q, "configArgs"), err, errlen) != 0)
 		return -1;
 	x = json_object_get(q, "env");
 	if (x != NULL && !is_string_map(x, true))
@@ -308,7 +234,7 @@ static int read_quiet(struct cli_texts *self, const char *name, const json_t *cf
 			return errbuf_set(err, errlen, "providers.%s.ownRetriesOff.files.%.40s: a file "
 					  "name must be relative, without \"..\"", name, key);
 	if (self->keep_own_retries) {
-		self->config_files = self->config_args = NULL;
+		cli_config_release(&self->config);
 		return 0;
 	}
 	self->quiet_env = json_object_get(q, "env");
@@ -335,25 +261,16 @@ int cli_texts_init(struct cli_texts *self, const char *name, const json_t *cfg, 
 	return 0;
 }
 
-static void release_list(struct cli_texts_pattern *list, size_t n)
+static void release_list(struct cli_pattern *list, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		pcre2_match_data_free(list[i].md);
-		pcre2_code_free(list[i].re);
-	}
+	for (size_t i = 0; i < n; i++)
+		cli_pattern_release(&list[i]);
 	free(list);
-}
-
-static void release_one(struct cli_texts_pattern *p)
-{
-	pcre2_match_data_free(p->md);
-	pcre2_code_free(p->re);
 }
 
 void cli_texts_release(struct cli_texts *self)
 {
-	release_one(&self->config_match);
-	release_one(&self->config_skip);
+	cli_config_release(&self->config);
 	release_list(self->setup, self->nsetup);
 	release_list(self->resume_failed, self->nresume);
 	release_list(self->notices, self->nnotices);
@@ -363,7 +280,7 @@ void cli_texts_release(struct cli_texts *self)
 const char *cli_texts_setup_error(const struct cli_texts *self, const char *text, size_t len)
 {
 	for (size_t i = 0; i < self->nsetup; i++)
-		if (matches(&self->setup[i], text, len))
+		if (cli_pattern_matches(&self->setup[i], text, len))
 			return self->setup[i].why;
 	return NULL;
 }
@@ -371,7 +288,7 @@ const char *cli_texts_setup_error(const struct cli_texts *self, const char *text
 bool cli_texts_resume_failed(const struct cli_texts *self, const char *text, size_t len)
 {
 	for (size_t i = 0; i < self->nresume; i++)
-		if (matches(&self->resume_failed[i], text, len))
+		if (cli_pattern_matches(&self->resume_failed[i], text, len))
 			return true;
 	return false;
 }
@@ -384,7 +301,7 @@ json_t *cli_texts_notice(const struct cli_texts *self, const char *line, size_t 
 		json_t *captures, *ev, *msg, *status;
 		char *subject;
 
-		if (!matches(&self->notices[i], line, len))
+		if (!cli_pattern_matches(&self->notices[i], line, len))
 			continue;
 		subject = strndup(line, len);
 		captures = json_object();
@@ -420,117 +337,3 @@ json_t *cli_texts_notice(const struct cli_texts *self, const char *line, size_t 
 	return NULL;
 }
 
-/* A configArgs PATH with {home} and {env:NAME} replaced: new, or NULL when
- * a variable it names is unset. */
-static char *config_path(const char *tmpl)
-{
-	char out[4096];
-	size_t n = 0;
-	const char *p = tmpl;
-
-	while (*p != '\0' && n + 1 < sizeof(out)) {
-		const char *v = NULL;
-		size_t skip = 0;
-
-		if (strncmp(p, "{home}", 6) == 0) {
-			v = getenv("HOME");
-			skip = 6;
-		} else if (strncmp(p, "{env:", 5) == 0 && strchr(p, '}') != NULL) {
-			char name[128];
-			size_t k = (size_t)(strchr(p, '}') - (p + 5));
-
-			if (k == 0 || k >= sizeof(name))
-				return NULL;
-			memcpy(name, p + 5, k);
-			name[k] = '\0';
-			v = getenv(name);
-			skip = k + 6;
-		}
-		if (skip == 0) {
-			out[n++] = *p++;
-			continue;
-		}
-		if (v == NULL || v[0] == '\0')
-			return NULL;
-		n += (size_t)snprintf(out + n, sizeof(out) - n, "%s", v);
-		if (n >= sizeof(out))
-			return NULL;
-		p += skip;
-	}
-	out[n < sizeof(out) ? n : sizeof(out) - 1] = '\0';
-	return strdup(out);
-}
-
-/* The first of files that can be read, whole (at most 1 MiB): new, or NULL. */
-static char *read_config(const json_t *files)
-{
-	size_t i;
-	json_t *f;
-
-	json_array_foreach(files, i, f) {
-		char *path = config_path(json_string_value(f)), *text;
-		FILE *in = path ? fopen(path, "r") : NULL;
-		size_t n;
-
-		free(path);
-		if (in == NULL)
-			continue;
-		/* A config file is small: read at most 1 MiB of it, sized first. */
-		n = fseek(in, 0, SEEK_END) == 0 && ftell(in) > 0 ? (size_t)ftell(in) : 0;
-		if (n > (1 << 20))
-			n = 1 << 20;
-		rewind(in);
-		text = malloc(n + 1);
-		n = text ? fread(text, 1, n, in) : 0;
-		fclose(in);
-		if (text == NULL)
-			return NULL;
-		text[n] = '\0';
-		return text;
-	}
-	return NULL;
-}
-
-char **cli_texts_config_args(const struct cli_texts *self)
-{
-	char *text, value[256], **out;
-	PCRE2_SIZE vlen = sizeof(value);
-	size_t i, n = 0;
-	json_t *a;
-
-	if (self->config_files == NULL || (text = read_config(self->config_files)) == NULL)
-		return NULL;
-	if (pcre2_match(self->config_match.re, (PCRE2_SPTR)text, strlen(text), 0, 0,
-			self->config_match.md, NULL) < 0 ||
-	    pcre2_substring_copy_byname(self->config_match.md, (PCRE2_SPTR)"value",
-					(PCRE2_UCHAR *)value, &vlen) != 0 ||
-	    (self->config_skip.re != NULL && matches(&self->config_skip, value, vlen))) {
-		free(text);
-		return NULL;
-	}
-	free(text);
-	out = calloc(json_array_size(self->config_args) + 1, sizeof(*out));
-	json_array_foreach(self->config_args, i, a) {
-		const char *t = json_string_value(a), *at;
-		size_t len;
-
-		if (out == NULL)
-			break;
-		at = strstr(t, "{value}");
-		len = strlen(t) + (at ? vlen : 0) + 1;
-		if ((out[n] = malloc(len)) == NULL)
-			break;
-		if (at != NULL)
-			snprintf(out[n], len, "%.*s%s%s", (int)(at - t), t, value, at + 7);
-		else
-			snprintf(out[n], len, "%s", t);
-		n++;
-	}
-	if (out != NULL && n < json_array_size(self->config_args)) {
-		for (i = 0; i < n; i++)
-			free(out[i]);
-		free(out);
-		out = NULL;
-	}
-	return out;
-}

@@ -20,12 +20,8 @@
  *       "keepOwnRetries" is true: env over the daemon's environment, args
  *       after the profile's args, files written into a directory of this
  *       daemon's own ({retrydDir} in env values, args and argv templates).
- *       "configArgs": {"files": [PATH...], "match": REGEX, "skip"?: REGEX,
- *                      "args": [ARG...]} names something the CLI's own
- *       configuration chose (Codex sets its retry counts per provider only):
- *       the first of files that exists ({home}, {env:NAME} in a PATH) is
- *       read, and when REGEX's group (?<value>…) matches there and skip
- *       does not match the value, args go along too, {value} replaced.
+ *       "configArgs": rules that name what the CLI's own configuration
+ *       chose (cli_config.h).
  *   "retryNotice" rules with "stream": "stderr" and "match": REGEX
  *       A stderr line matching REGEX is the CLI's retry notice; the named
  *       groups attempt, maxAttempts, delayMs, status and message feed the
@@ -39,18 +35,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct cli_texts_pattern {
-	void *re;         /* owned: pcre2_code */
-	void *md;         /* owned: pcre2_match_data, made once */
-	const char *why;  /* borrowed from the profile's config, or NULL */
-};
+#include "provider/cli/cli_config.h"
+#include "provider/cli/cli_pattern.h"
 
 struct cli_texts {
-	struct cli_texts_pattern *setup;
+	struct cli_pattern *setup;
 	size_t nsetup;
-	struct cli_texts_pattern *resume_failed;
+	struct cli_pattern *resume_failed;
 	size_t nresume;
-	struct cli_texts_pattern *notices;   /* stderr retry notices */
+	struct cli_pattern *notices;   /* stderr retry notices */
 	size_t nnotices;
 	bool lost_turn_on_error;
 	bool keep_own_retries;
@@ -58,11 +51,7 @@ struct cli_texts {
 	const json_t *quiet_env;    /* {NAME: string, or null: unset} */
 	const json_t *quiet_args;   /* [string] */
 	const json_t *quiet_files;  /* {NAME: string} */
-	/* ownRetriesOff.configArgs (borrowed; NULL when none or kept). */
-	const json_t *config_files;
-	const json_t *config_args;
-	struct cli_texts_pattern config_match; /* re NULL when none */
-	struct cli_texts_pattern config_skip;  /* re NULL when none */
+	struct cli_config config;   /* ownRetriesOff.configArgs; no rules when kept */
 };
 
 /* Reads providers.NAME (cfg: borrowed, must outlive self). Returns 0, or
@@ -84,11 +73,6 @@ bool cli_texts_is_stderr_rule(const json_t *rule);
 const char *cli_texts_setup_error(const struct cli_texts *self, const char *text, size_t len);
 /* Whether text (len bytes) says a resume is impossible. */
 bool cli_texts_resume_failed(const struct cli_texts *self, const char *text, size_t len);
-/* What configArgs add to a run: a new NULL-terminated array of new
- * strings (free each and the array), or NULL when they add nothing (no
- * file, no match, a skipped value, or no configArgs). Reads the file. */
-char **cli_texts_config_args(const struct cli_texts *self);
-
 /* A stderr line (len bytes) as a provider_retry event (new reference), or
  * NULL when no stderr notice matches. */
 json_t *cli_texts_notice(const struct cli_texts *self, const char *line, size_t len);

@@ -715,7 +715,7 @@ static struct cli_run *launch(struct cli_provider *self, const struct provider_s
 			      char *fresh, char *err, size_t errlen)
 {
 	/* Read at each run: the user may change the CLI's configuration. */
-	char **config_args = cli_texts_config_args(&self->profile->texts);
+	char **config_args = cli_config_args(&self->profile->texts.config, self->profile->args);
 	struct cli_profile_vars vars = {
 		.prompt = self->profile->prompt_stdin ? "" : prompt,
 		.session_id = resume ? self->session_id : NULL,
