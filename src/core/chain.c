@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/number.h"
 #include "base/secret.h"
+#include "base/utf8.h"
 #include "core/thinking.h"
 #include "proto/event.h"
 
@@ -103,6 +104,7 @@ void chain_turn(struct chain *self, const json_t *policy, unsigned policy_gen,
 
 	if (policy != NULL) {
 		self->notices = 0;
+		self->unknown_retried = 0;
 		/* set_auto_retry after the prompt was accepted still has its say. */
 		policy_adopt(&self->policy, (json_t *)policy, policy_gen, self->cfg.settings,
 			     self->cfg.classify);
@@ -254,7 +256,7 @@ static bool notice_is_final(struct chain *self, const char *text, char *rule, si
 
 	classify_decide(policy_classifier(&self->policy, self->cfg.classify), &in, &r);
 	snprintf(rule, rulelen, "%s", r.rule);
-	return r.verdict != CLASSIFY_RETRYABLE && strcmp(r.rule, "default") != 0;
+	return r.verdict != CLASSIFY_RETRYABLE && r.verdict != CLASSIFY_UNKNOWN;
 }
 
 /* Retries made in this chain: ours, and the backend's own where they count
@@ -428,6 +430,48 @@ static void report(struct chain *self, const struct retry_decision *d,
 static void tell_fleet(struct chain *self, const struct provider_result *r,
 		       const struct policy_verdict *v, const struct retry_policy *policy);
 
+/* An error no rule knows is neither transient nor final by any rule: it
+ * gets retry.unknownRetries tries of this prompt's retries (pi and
+ * oh-my-pi stop on it; docs/classify.md says why retryd does not). */
+static void judge_unknown(struct chain *self, const struct provider_result *r,
+			  const struct retry_policy *policy, struct policy_verdict *v)
+{
+	const char *e = v->error ? v->error : "";
+	size_t n = strlen(e) < sizeof(self->stats.last_unknown) - 1
+			   ? strlen(e) : sizeof(self->stats.last_unknown) - 1;
+
+	memcpy(self->stats.last_unknown, e, n);
+	self->stats.last_unknown[n] = '\0';
+	utf8_repair(self->stats.last_unknown);
+	/* A provider that could not even start (a missing program, a bad
+	 * URL) meets the same next time. */
+	if (r->next == PROVIDER_NEXT_CANNOT || !policy->enabled || self->start_failed)
+		return;
+	if (self->unknown_retried < policy->unknown_retries) {
+		v->retryable = true;
+		return;
+	}
+	if (policy->unknown_retries > 0) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "unknown error: retry.unknownRetries (%d) used",
+			 policy->unknown_retries);
+		policy_verdict_stop(v, why);
+	}
+}
+
+static void log_unknown(struct chain *self, const struct policy_verdict *v,
+			const struct retry_policy *policy, bool retried)
+{
+	if (retried) {
+		self->unknown_retried++;
+		LOG_INFO("unknown error, retried %s: %s",
+			 policy->unknown_retries == 1 ? "once" : "again", v->error);
+	} else {
+		LOG_INFO("unknown error, not retried: %s", v->error);
+	}
+}
+
 /* classify once → fallback plan → retry_decide → emit → timer. */
 static void sink_finish(void *ctx, const struct provider_result *r)
 {
@@ -457,6 +501,8 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 			 policy.max_retries);
 		policy_verdict_stop(&v, spent);
 	}
+	if (v.failed && v.verdict == CLASSIFY_UNKNOWN)
+		judge_unknown(self, r, &policy, &v);
 	if (v.retryable && policy.enabled) {
 		fallback_plan(&self->fallback, &self->policy, v.usage_limit, v.overload, v.hint_ms,
 			      wall_ms(self), &plan);
@@ -491,6 +537,8 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 		self->stats.errors[v.verdict]++;
 	note.tried = self->retry.attempt;
 	retry_decide(&policy, &self->retry, &self->budget, &outcome, clock_now(self->cfg.clock), &d);
+	if (v.failed && v.verdict == CLASSIFY_UNKNOWN)
+		log_unknown(self, &v, &policy, d.action == RETRY_ACT_WAIT);
 	/* Written once the decision is known: a retried attempt is marked, so
 	 * a resume does not load it back into the context. */
 	self->cfg.ops.journal(self->cfg.ops.ctx, msg, d.action == RETRY_ACT_WAIT);
@@ -524,7 +572,9 @@ static void on_start_failed(struct clock_timer *timer, void *ctx)
 				     .hint_ms = -1 };
 
 	(void)timer;
+	self->start_failed = true;
 	sink_finish(self, &r);
+	self->start_failed = false;
 }
 
 static const struct provider_sink sink_template = {
@@ -894,7 +944,7 @@ json_t *chain_stats_json(const struct chain *self)
 	if (rs->waiting)
 		waited = number_add(waited, (int64_t)(clock_now(self->cfg.clock) - rs->wait_since));
 	return json_pack(
-		"{s:I, s:I, s:{s:I, s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I}}",
+		"{s:I, s:I, s:{s:I, s:I, s:I}, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:o}",
 		"attempts", (json_int_t)rs->attempts, "retries", (json_int_t)rs->retries,
 		"chains", "succeeded", (json_int_t)rs->succeeded,
 		"failed", (json_int_t)rs->failed, "cancelled", (json_int_t)rs->cancelled,
@@ -906,7 +956,10 @@ json_t *chain_stats_json(const struct chain *self)
 		classify_class_name(CLASSIFY_CONTEXT_OVERFLOW),
 		(json_int_t)rs->errors[CLASSIFY_CONTEXT_OVERFLOW],
 		classify_class_name(CLASSIFY_USAGE_LIMIT),
-		(json_int_t)rs->errors[CLASSIFY_USAGE_LIMIT]);
+		(json_int_t)rs->errors[CLASSIFY_USAGE_LIMIT],
+		classify_class_name(CLASSIFY_UNKNOWN), (json_int_t)rs->errors[CLASSIFY_UNKNOWN],
+		"lastUnknownError", rs->last_unknown[0] != '\0' ? json_string(rs->last_unknown)
+								: json_null());
 }
 
 json_t *chain_fleet_state(struct chain *self)

@@ -85,7 +85,8 @@ struct chain_stats {
 	int64_t retries;         /* auto_retry_start events */
 	int64_t succeeded, failed, cancelled; /* chains (auto_retry_end) by outcome */
 	int64_t waited_ms;       /* finished backoffs and fleet holds */
-	int64_t errors[4];       /* failed attempts by enum classify_verdict */
+	int64_t errors[CLASSIFY_NCLASSES]; /* failed attempts by enum classify_verdict */
+	char last_unknown[256];  /* the newest "unknown" error's text, cut; "" none */
 	bool waiting;            /* a backoff or hold is running since wait_since */
 	uint64_t wait_since;     /* clock_now() */
 };
@@ -132,6 +133,8 @@ struct chain {
 	enum provider_next next;
 	/* The backend's own retries in this chain (provider.counts_notices). */
 	int notices;
+	bool start_failed;     /* sink_finish is reporting a provider that could not start */
+	int unknown_retried;   /* retries of this prompt's chain for "unknown" errors */
 };
 
 int chain_init(struct chain *self, const struct chain_config *cfg);

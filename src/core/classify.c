@@ -39,7 +39,7 @@ static bool is_never_status(int s)
 static bool is_bad_status(int s)
 {
 	return s == 400 || s == 406 || (s >= 411 && s <= 412) || (s >= 415 && s <= 417) ||
-	       s == 421 || s == 422 || s == 428 || s == 431;
+	       s == 421 || s == 422 || s == 428 || s == 431 || s == 501 || s == 505;
 }
 
 static bool is_413(int s)
@@ -502,8 +502,8 @@ static void decide(const struct classify *self, const struct facts *f,
 		retry_verdict(f, ev, overload, retry, out);
 		return;
 	}
-	/* 5. anything else */
-	out->verdict = CLASSIFY_NOT_RETRYABLE;
+	/* 5. a bad request is final; anything else is not known either way */
+	out->verdict = bad[0] != '\0' ? CLASSIFY_NOT_RETRYABLE : CLASSIFY_UNKNOWN;
 	snprintf(rule, size, "%s", bad[0] != '\0' ? bad : "default");
 }
 
@@ -575,16 +575,17 @@ static const char *const verdict_names[][2] = {
 	[CLASSIFY_NOT_RETRYABLE] = { "not-retryable", "non_retryable" },
 	[CLASSIFY_CONTEXT_OVERFLOW] = { "context-overflow", "context_overflow" },
 	[CLASSIFY_USAGE_LIMIT] = { "usage-limit", "usage_limit" },
+	[CLASSIFY_UNKNOWN] = { "unknown", "unknown" },
 };
 
 const char *classify_verdict_name(enum classify_verdict verdict)
 {
-	return (unsigned)verdict <= CLASSIFY_USAGE_LIMIT ? verdict_names[verdict][0] : "unknown";
+	return (unsigned)verdict <= CLASSIFY_UNKNOWN ? verdict_names[verdict][0] : "unknown";
 }
 
 const char *classify_class_name(enum classify_verdict verdict)
 {
-	return (unsigned)verdict <= CLASSIFY_USAGE_LIMIT ? verdict_names[verdict][1] : "unknown";
+	return (unsigned)verdict <= CLASSIFY_UNKNOWN ? verdict_names[verdict][1] : "unknown";
 }
 
 json_t *classify_result_json(const struct classify_result *r)

@@ -36,7 +36,10 @@
  *      wordings (5xx, transport, stall, agent-CLI notices) unless the error is
  *      a generic bad request. A stated wait of 15 min or more makes it a
  *      usage limit instead (rule "long-wait>=900000ms:<rule>");
- *   5. otherwise not retried (rule: the bad-request evidence, or "default").
+ *   5. otherwise: the bad-request evidence is final (not retried); with
+ *      none, CLASSIFY_UNKNOWN (rule "default"), which the chain retries
+ *      retry.unknownRetries times: a transient error nobody wrote a rule
+ *      for gets one more chance, a permanent one costs one request.
  * A status is a status only where it stands as one ("HTTP 400", "status code
  * 429", "400 Bad Request", a leading "503 ...", "code": 429), never a number
  * followed by a unit ("400ms", "500 tokens", "port 5003"). `overload` is set on
@@ -71,7 +74,12 @@ enum classify_verdict {
 	/* Spent credit, billing, a daily or plan quota, or a wait of 15 min or
 	 * more: switch credential or model, else stop. */
 	CLASSIFY_USAGE_LIMIT,
+	/* No rule holds (rule "default"): neither known transient nor known
+	 * final. The chain retries it retry.unknownRetries times. */
+	CLASSIFY_UNKNOWN,
 };
+
+#define CLASSIFY_NCLASSES 5
 
 struct classify;
 
@@ -137,7 +145,7 @@ bool classify_is_overload(struct classify *self, const char *message, size_t len
  * reference: {"errorClass", "overload", "hintMs": int|null, "rule"}. */
 json_t *classify_result_json(const struct classify_result *r);
 
-/* "retryable", "not-retryable", "context-overflow", "usage-limit". */
+/* "retryable", "not-retryable", "context-overflow", "usage-limit", "unknown". */
 const char *classify_verdict_name(enum classify_verdict verdict);
 /* The protocol's errorClass: "retryable", "non_retryable",
  * "context_overflow", "usage_limit". */

@@ -63,6 +63,7 @@ int retry_policy_from_json(struct retry_policy *p, const json_t *retry, bool max
 	memset(p, 0, sizeof(*p));
 	p->enabled = bool_of(retry, "retry.enabled");
 	p->max_retries = (int)int_of(retry, "retry.maxRetries");
+	p->unknown_retries = (int)int_of(retry, "retry.unknownRetries");
 	p->base_delay_ms = int_of(retry, "retry.baseDelayMs");
 	p->max_delay_ms = int_of(retry, "retry.maxDelayMs");
 	p->respect_hints = bool_of(retry, "retry.respectServerHints");

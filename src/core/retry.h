@@ -26,6 +26,7 @@ enum retry_jitter {
 struct retry_policy {
 	bool enabled;
 	int max_retries;
+	int unknown_retries;         /* of those, for an error no rule knows */
 	int64_t base_delay_ms;
 	int64_t max_delay_ms;        /* <= 0: no cap */
 	bool respect_hints;          /* delay = max(backoff, server hint) */

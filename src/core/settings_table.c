@@ -75,6 +75,8 @@ static const struct settings_rule rules[] = {
 	JSON("retry.nonRetryablePatterns",   SETTINGS_RULE_STRINGS, NULL),
 	JSON("retry.contextOverflowPatterns", SETTINGS_RULE_STRINGS, NULL),
 	JSON("retry.usageLimitPatterns",     SETTINGS_RULE_STRINGS, NULL),
+	/* A failure no rule knows: one more try (within maxRetries). */
+	INT("retry.unknownRetries",          0, 1000, 1),
 	INT("rpc.maxLineBytes",              1, GIB, 64LL << 20),
 	INT("rpc.outputHighWaterBytes",      1024, GIB, 1LL << 20),
 	CHOICE("rpc.messageUpdates",         "full|delta", "full"),

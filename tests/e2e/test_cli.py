@@ -111,6 +111,16 @@ class CliCase(DaemonTestCase):
 
 # -- the four built-ins, one class each -----------------------------------------
 
+# Codex's built-in "openai" provider (no model_provider in a config.toml:
+# these tests' HOME has none) run as retryd's own, its retry counts 0.
+CODEX_OPENAI = [x for k, v in [
+    ("name", '"OpenAI"'), ("wire_api", '"responses"'), ("requires_openai_auth", "true"),
+    ("env_http_headers", '{"OpenAI-Organization"="OPENAI_ORGANIZATION",'
+                         '"OpenAI-Project"="OPENAI_PROJECT"}'),
+    ("request_max_retries", "0"), ("stream_max_retries", "0")]
+    for x in ("-c", "model_providers.retryd_openai.%s=%s" % (k, v))] + [
+    "-c", 'model_provider="retryd_openai"']
+
 CLIS = {
     "claude": {
         "ok": "claude-success.jsonl", "ok_text": "Done.", "tools": ["Bash"], "ok_tokens": (8, 43),
@@ -131,10 +141,11 @@ CLIS = {
         "retry_error": "stream disconnected before completion",
         "fatal": "codex-auth.jsonl", "fatal_exit": 1, "fatal_error": "unexpected status 401 Unauthorized",
         "fresh": lambda p: ["exec", "--json", "--skip-git-repo-check", "-c",
-                            "features.unbounded_connection_retries=false", "-", ("stdin", p)],
+                            "features.unbounded_connection_retries=false"] + CODEX_OPENAI +
+                           ["-", ("stdin", p)],
         "resume": lambda sid, p: ["exec", "--json", "resume", "--skip-git-repo-check", "-c",
-                                  "features.unbounded_connection_retries=false", "--", sid, "-",
-                                  ("stdin", p)],
+                                  "features.unbounded_connection_retries=false"] + CODEX_OPENAI +
+                                 ["--", sid, "-", ("stdin", p)],
     },
     "gemini": {
         "ok": "gemini-success.jsonl", "ok_text": "There is one file: README.md.",

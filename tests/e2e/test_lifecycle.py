@@ -118,7 +118,8 @@ class SimProviderTests(DaemonTestCase):
         d.finish()
 
     def test_error_step_ends_the_message_with_stop_reason_error_and_no_content(self):
-        d = self.spawn(plan=[{"error": "something odd happened"}])
+        # No rule knows the error: no unknown retry either, to see the one attempt.
+        d = self.spawn(plan=[{"error": "something odd happened"}], sets={"retry.unknownRetries": 0})
         msgs = self.run_prompt(d, "q")
         self.assertEqual(signature(msgs), ONE_TURN_PREFIX + [
             "message_end:assistant", "turn_end", "agent_end"])
@@ -129,7 +130,8 @@ class SimProviderTests(DaemonTestCase):
         d.finish()
 
     def test_text_and_error_step_streams_then_fails(self):
-        d = self.spawn(plan=[{"text": "half an", "error": "stream broke oddly"}])
+        d = self.spawn(plan=[{"text": "half an", "error": "stream broke oddly"}],
+                       sets={"retry.unknownRetries": 0})
         msgs = self.run_prompt(d, "q")
         self.assertEqual(deltas(msgs), ["half", " an"])
         self.assertEqual(signature(msgs)[-3:], ["message_end:assistant", "turn_end", "agent_end"])

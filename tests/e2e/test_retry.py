@@ -190,6 +190,9 @@ class ClassificationTests(DaemonTestCase):
         "Invalid API key",
         "invalid_api_key",
         "max_tokens must be <= 1500",
+    ]
+    # No rule knows them: retry.unknownRetries (1) more try each.
+    UNKNOWN = [
         "error code 5030",
         "value 4290 out of range",
         "something odd happened",
@@ -203,7 +206,7 @@ class ClassificationTests(DaemonTestCase):
 
     def test_errors_are_classified_as_retryable_or_not(self):
         plan = []
-        cases = ([(e, True) for e in self.RETRYABLE] +
+        cases = ([(e, True) for e in self.RETRYABLE + self.UNKNOWN] +
                  [(e, False) for e in self.NOT_RETRYABLE + self.CONTEXT_OVERFLOW])
         for err, retryable in cases:
             plan.append({"error": err})
@@ -217,6 +220,8 @@ class ClassificationTests(DaemonTestCase):
                 if retryable:
                     self.assertEqual([(s["attempt"], s["errorMessage"]) for s in starts],
                                      [(1, err)])
+                    self.assertEqual(starts[0].get("errorClass") == "unknown",
+                                     err in self.UNKNOWN, starts[0])
                     self.assertEqual(text_of(msgs[-1]["messages"][-1]), "recovered")
                 else:
                     self.assertEqual(starts, [])

@@ -412,7 +412,9 @@ class LifecycleSchemaTest(DaemonTest):
                                  "chains": {"succeeded": 0, "failed": 0, "cancelled": 0},
                                  "waitedMs": 0,
                                  "errorsByClass": {"retryable": 0, "non_retryable": 0,
-                                                   "context_overflow": 0, "usage_limit": 0}})
+                                                   "context_overflow": 0, "usage_limit": 0,
+                                                   "unknown": 0},
+                                 "lastUnknownError": None})
         # Two retries, then a success.
         d.send({"type": "prompt", "id": "p1", "message": "one"})
         got = d.until_type("agent_end")
@@ -433,7 +435,7 @@ class LifecycleSchemaTest(DaemonTest):
         self.assertEqual((retry["attempts"], retry["retries"], retry["chains"], retry["errorsByClass"]),
                          (5, 3, {"succeeded": 1, "failed": 0, "cancelled": 1},
                           {"retryable": 3, "non_retryable": 1, "context_overflow": 0,
-                           "usage_limit": 0}))
+                           "usage_limit": 0, "unknown": 0}))
         # The two finished backoffs, and the cancelled one while it ran.
         self.assertGreaterEqual(retry["waitedMs"], sum(delays) - 2)
         self.assertGreaterEqual(retry["waitedMs"], mid["waitedMs"])
@@ -596,7 +598,8 @@ class RetryPolicySchemaTest(DaemonTest):
         "enabled": True, "maxRetries": 3, "baseDelayMs": 2000, "usageLimitCooldownMs": 1800000,
         "maxDelayMs": 60000, "respectServerHints": True, "jitter": "none", "schedule": [], "budget": None,
         "idleTimeoutMs": 0, "fallbackModels": [], "fallbackAfterConsecutive": 3, "fallbackCooldownMs": 60000,
-        "continuationPrompt": "Continue from where you left off. Do not repeat work that is already done."}
+        "continuationPrompt": "Continue from where you left off. Do not repeat work that is already done.",
+        "unknownRetries": 1}
     PATTERN_KEYS = ("retryablePatterns", "nonRetryablePatterns", "contextOverflowPatterns", "usageLimitPatterns",
                     "overloadPatterns")
 

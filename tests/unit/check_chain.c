@@ -490,6 +490,56 @@ START_TEST(test_a_backends_own_retries_count_against_max_retries)
 }
 END_TEST
 
+START_TEST(test_an_unknown_failure_is_retried_unknown_retries_times_then_ends_saying_so)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.baseDelayMs=10", NULL };
+	json_t *stats;
+
+	fx_init(&f, sets);
+	turn(&f, "hi");
+	taken(&f);
+	provider_fails(&f, "the gizmo went sideways", PROVIDER_NEXT_CONTINUE, NULL);
+	/* One more chance (retry.unknownRetries 1), though maxRetries has 3. */
+	ck_assert_str_eq(taken(&f), "message_start,message_end,append,journal(retried),turn_end,"
+			 "auto_retry_start,drop_last");
+	clock_fake_advance(&f.clock, 10);
+	taken(&f);
+	provider_fails(&f, "the gizmo went sideways", PROVIDER_NEXT_CONTINUE, NULL);
+	ck_assert_str_eq(taken(&f), "message_start,message_end,append,journal,turn_end,"
+			 "auto_retry_end,turn_over");
+	ck_assert_int_eq(f.c.stats.errors[CLASSIFY_UNKNOWN], 2);
+	ck_assert_int_eq(f.c.stats.retries, 1);
+	stats = chain_stats_json(&f.c);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(stats, "errorsByClass"),
+							    "unknown")), 2);
+	ck_assert_str_eq(json_string_value(json_object_get(stats, "lastUnknownError")),
+			 "the gizmo went sideways");
+	json_decref(stats);
+	/* The next prompt gets its own unknown retry. */
+	turn(&f, "again");
+	taken(&f);
+	provider_fails(&f, "the gizmo went sideways", PROVIDER_NEXT_CONTINUE, NULL);
+	ck_assert_ptr_nonnull(strstr(taken(&f), "auto_retry_start"));
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_unknown_retries_zero_makes_an_unknown_failure_final)
+{
+	struct fx f;
+	const char *const sets[] = { "retry.unknownRetries=0", NULL };
+
+	fx_init(&f, sets);
+	turn(&f, "hi");
+	taken(&f);
+	provider_fails(&f, "the gizmo went sideways", PROVIDER_NEXT_CONTINUE, NULL);
+	ck_assert_str_eq(taken(&f), "message_start,message_end,append,journal,turn_end,turn_over");
+	ck_assert_int_eq(f.c.stats.errors[CLASSIFY_UNKNOWN], 1);
+	fx_release(&f);
+}
+END_TEST
+
 START_TEST(test_retries_exhausted_end_the_chain_after_the_last_turn)
 {
 	struct fx f;
@@ -523,6 +573,8 @@ Suite *chain_suite(void)
 	tcase_add_test(tc, test_a_stalled_attempt_is_ended_by_the_idle_timer_and_retried);
 	tcase_add_test(tc, test_steering_delivered_by_the_owner_after_a_backoff_joins_the_retry_turn);
 	tcase_add_test(tc, test_retries_exhausted_end_the_chain_after_the_last_turn);
+	tcase_add_test(tc, test_an_unknown_failure_is_retried_unknown_retries_times_then_ends_saying_so);
+	tcase_add_test(tc, test_unknown_retries_zero_makes_an_unknown_failure_final);
 	tcase_add_test(tc, test_a_retry_notice_of_a_final_failure_ends_the_attempt_at_once_with_its_class);
 	tcase_add_test(tc, test_a_retry_notice_of_a_transient_or_unknown_failure_leaves_the_backend_retrying);
 	tcase_add_test(tc, test_text_streamed_before_the_backends_own_retry_is_closed_and_not_kept_twice);

@@ -650,7 +650,7 @@ static const struct row long_waits[] = {
 	{
 		.name = "a client countdown alone is no stated wait",
 		.text = "Something broke. Retrying in 4 seconds (attempt 2/10)",
-		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.verdict = CLASSIFY_UNKNOWN,
 		.hint = -1,
 		.rule = "default",
 	},
@@ -683,7 +683,7 @@ static const struct row crossings[] = {
 	{ .name = "a long maintenance wait on a 503 stays retryable", .status = 503,
 	  .headers = "{\"retry-after\": \"3600\"}", .verdict = CLASSIFY_RETRYABLE,
 	  .hint = 3600000, .text = "Service Unavailable", .rule = "http-status:503" },
-	{ .name = "a bare count in brackets is no status", .verdict = CLASSIFY_NOT_RETRYABLE,
+	{ .name = "a bare count in brackets is no status", .verdict = CLASSIFY_UNKNOWN,
 	  .hint = -1, .text = "n_batch (512) is too small", .rule = "default" },
 	{ .name = "a status in brackets after error", .verdict = CLASSIFY_RETRYABLE, .hint = -1,
 	  .text = "request error (429): slow", .rule = "http-status:429" },
@@ -699,7 +699,7 @@ static const struct row crossings[] = {
 	  .rule = "text:gatewayPatterns[0]" },
 	{ .name = "an account terminated is not a stream terminated",
 	  .verdict = CLASSIFY_NOT_RETRYABLE, .hint = -1,
-	  .text = "Your account has been terminated for violating our policies.", .rule = "default" },
+	  .text = "Your account has been terminated for violating our policies.", .rule = "text:nonRetryablePatterns[9]" },
 	{ .name = "undici's bare terminated", .verdict = CLASSIFY_RETRYABLE, .hint = -1,
 	  .text = "TypeError: terminated", .rule = "text:transientPatterns[4]" },
 	{ .name = "AWS Rate exceeded", .verdict = CLASSIFY_RETRYABLE, .hint = -1,
@@ -715,7 +715,7 @@ static const struct row crossings[] = {
 	  .headers = "{\"x-ratelimit-remaining-requests\": \"0\", \"x-ratelimit-reset-requests\": \"8s\"}",
 	  .verdict = CLASSIFY_USAGE_LIMIT, .hint = -1, .text = "Too Many Requests",
 	  .rule = "openai-code:insufficient_quota" },
-	{ .name = "rate-limit state headers alone are no stated wait", .verdict = CLASSIFY_NOT_RETRYABLE,
+	{ .name = "rate-limit state headers alone are no stated wait", .verdict = CLASSIFY_UNKNOWN,
 	  .headers = "{\"x-ratelimit-remaining-tokens\": \"10\", \"x-ratelimit-reset-tokens\": \"6m0s\"}",
 	  .hint = -1, .text = "Unhandled stop reason: foo", .rule = "default" },
 };
@@ -757,19 +757,19 @@ static const struct row step5_else[] = {
 		.text = "501 Not Implemented",
 		.verdict = CLASSIFY_NOT_RETRYABLE,
 		.hint = -1,
-		.rule = "default",
+		.rule = "http-status:501",
 	},
 	{
 		.name = "else default",
 		.text = "the model produced something odd",
-		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.verdict = CLASSIFY_UNKNOWN,
 		.hint = -1,
 		.rule = "default",
 	},
 	{
 		.name = "else empty",
 		.text = "",
-		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.verdict = CLASSIFY_UNKNOWN,
 		.hint = -1,
 		.rule = "default",
 	},
@@ -920,7 +920,7 @@ START_TEST(test_defaults_are_five_empty_settings_lists)
 	c = classify_new(a, err, sizeof(err));
 	ck_assert_msg(c != NULL, "%s", err);
 	check_text(c, "503 Service Unavailable", CLASSIFY_RETRYABLE, false, "http-status:503");
-	check_text(c, "port 5003", CLASSIFY_NOT_RETRYABLE, false, "default");
+	check_text(c, "port 5003", CLASSIFY_UNKNOWN, false, "default");
 	classify_free(c);
 	json_decref(a);
 	json_decref(b);
@@ -1005,12 +1005,12 @@ START_TEST(test_old_entry_points_wrap_the_decision)
 }
 END_TEST
 
-START_TEST(test_unknown_or_empty_message_is_not_retryable)
+START_TEST(test_a_message_no_rule_knows_or_an_empty_one_is_unknown)
 {
 	ck_assert_int_eq(classify_error(cls, "the model produced something odd", 32),
-			 CLASSIFY_NOT_RETRYABLE);
-	ck_assert_int_eq(classify_error(cls, "", 0), CLASSIFY_NOT_RETRYABLE);
-	ck_assert_int_eq(classify_error(cls, NULL, 0), CLASSIFY_NOT_RETRYABLE);
+			 CLASSIFY_UNKNOWN);
+	ck_assert_int_eq(classify_error(cls, "", 0), CLASSIFY_UNKNOWN);
+	ck_assert_int_eq(classify_error(cls, NULL, 0), CLASSIFY_UNKNOWN);
 	ck_assert(!classify_is_usage_limit(cls, NULL, 0));
 	ck_assert(!classify_is_overload(cls, NULL, 0));
 }
@@ -1022,7 +1022,7 @@ START_TEST(test_matching_ignores_case)
 	check_text(cls, "Fetch Failed", CLASSIFY_RETRYABLE, false, "text:transientPatterns[3]");
 	check_text(cls, "PROMPT IS TOO LONG", CLASSIFY_CONTEXT_OVERFLOW, false,
 		   "text:contextOverflowPatterns[0]");
-	check_text(cls, "QUOTA_EXCEEDED", CLASSIFY_NOT_RETRYABLE, false, "default");
+	check_text(cls, "QUOTA_EXCEEDED", CLASSIFY_UNKNOWN, false, "default");
 	check_text(cls, "{\"TYPE\": \"OVERLOADED_ERROR\"}", CLASSIFY_RETRYABLE, true,
 		   "anthropic-type:overloaded_error");
 }
@@ -1059,15 +1059,15 @@ START_TEST(test_message_length_is_honoured_without_nul)
 	/* "HTTP 503" — the lookahead sees the end, not the '1'. */
 	ck_assert_int_eq(classify_error(cls, text, 8), CLASSIFY_RETRYABLE);
 	/* "HTTP 5031 term" */
-	ck_assert_int_eq(classify_error(cls, text, 14), CLASSIFY_NOT_RETRYABLE);
-	ck_assert_int_eq(classify_error(cls, text, 0), CLASSIFY_NOT_RETRYABLE);
+	ck_assert_int_eq(classify_error(cls, text, 14), CLASSIFY_UNKNOWN);
+	ck_assert_int_eq(classify_error(cls, text, 0), CLASSIFY_UNKNOWN);
 
 	/* An exact-size heap copy: ASan catches any read past the end. */
 	buf = malloc(10);
 	ck_assert_ptr_nonnull(buf);
 	memcpy(buf, "terminated", 10);
 	ck_assert_int_eq(classify_error(cls, buf, 10), CLASSIFY_RETRYABLE);
-	ck_assert_int_eq(classify_error(cls, buf, 9), CLASSIFY_NOT_RETRYABLE);
+	ck_assert_int_eq(classify_error(cls, buf, 9), CLASSIFY_UNKNOWN);
 	memcpy(buf, "usage_limi", 10);
 	ck_assert(!classify_is_usage_limit(cls, buf, 10));
 	free(buf);
@@ -1109,7 +1109,7 @@ START_TEST(test_embedded_nul_does_not_end_the_message)
 	ck_assert_int_eq(classify_error(cls, after_nul, sizeof(after_nul) - 1),
 			 CLASSIFY_RETRYABLE);
 	/* A NUL is a character, not a space. */
-	ck_assert_int_eq(classify_error(cls, split, sizeof(split) - 1), CLASSIFY_NOT_RETRYABLE);
+	ck_assert_int_eq(classify_error(cls, split, sizeof(split) - 1), CLASSIFY_UNKNOWN);
 }
 END_TEST
 
@@ -1203,7 +1203,7 @@ Suite *classify_suite(void)
 	tcase_add_test(tc, test_retry_settings_that_are_not_an_object_are_rejected);
 	tcase_add_test(tc, test_error_text_is_truncated_to_the_buffer);
 	tcase_add_test(tc, test_old_entry_points_wrap_the_decision);
-	tcase_add_test(tc, test_unknown_or_empty_message_is_not_retryable);
+	tcase_add_test(tc, test_a_message_no_rule_knows_or_an_empty_one_is_unknown);
 	tcase_add_test(tc, test_matching_ignores_case);
 	tcase_add_test(tc, test_caller_status_is_the_only_status);
 	tcase_add_test(tc, test_json_escaped_in_json_is_read_as_json);

@@ -319,9 +319,9 @@ static const struct row rows[] = {
 		.rule = "google-finish:PROHIBITED_CONTENT",
 	},
 	{
-		.name = "an OTHER finish is not retried",
+		.name = "an OTHER finish is not known either way",
 		.text = "Gemini stopped the answer (finish reason: OTHER): the answer is not usable",
-		.verdict = CLASSIFY_NOT_RETRYABLE,
+		.verdict = CLASSIFY_UNKNOWN,
 		.hint = -1,
 		.rule = "default",
 	},

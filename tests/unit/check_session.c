@@ -1023,7 +1023,7 @@ static int stub_start(struct provider *base, const struct attempt_ctx *ctx,
 
 	st->starts++;
 	if (st->fail_start) {
-		snprintf(err, errlen, "stub: cannot start");
+		snprintf(err, errlen, "stub: cannot start (not retryable)");
 		return -1;
 	}
 	st->sink = *sink;
@@ -1303,7 +1303,7 @@ START_TEST(test_provider_failing_at_start_is_reported_on_the_next_loop_turn)
 	clock_run_due(&f.clock);
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(find(&f, "message_end"),
 									   "message"), "errorMessage")),
-			 "stub: cannot start");
+			 "stub: cannot start (not retryable)");
 	ck_assert_str_eq(types(&f), "message_start:assistant,message_end:assistant,turn_end,"
 			 "turn_start,message_start:user,message_end:user");
 	clock_fake_settle(&f.clock);

@@ -949,7 +949,7 @@ START_TEST(test_defaults_keep_the_order_get_retry_policy_shows)
 		"\"jitter\":\"none\",\"schedule\":[],\"budget\":null,\"idleTimeoutMs\":0,"
 		"\"fallbackModels\":[],\"fallbackAfterConsecutive\":3,\"fallbackCooldownMs\":60000,"
 		"\"continuationPrompt\":\"Continue from where you left off. Do not repeat work that "
-		"is already done.\",\"retryablePatterns\":[";
+		"is already done.\",\"unknownRetries\":1,\"retryablePatterns\":[";
 	struct settings s;
 	char *text;
 
