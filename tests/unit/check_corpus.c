@@ -12,27 +12,41 @@
 Suite *corpus_suite(void);
 
 #define CORPUS_PATH "tests/fixtures/errors/corpus.jsonl"
+/* Never tuned on: chosen by family before the rules for those families
+ * were written (tests/fixtures/errors/README.md). */
+#define HOLDOUT_PATH "tests/fixtures/errors/corpus-holdout.jsonl"
 
+/* The tuned part's bars. */
 #define MIN_ACCURACY 0.97
 #define MIN_HINT_ACCURACY 0.95
 #define MIN_OVERLOAD_RECALL 0.90
+/* The held-out part may trail the tuned one by this much, no more: a
+ * larger gap is the sign of rules written for strings, not shapes. */
+#define MAX_HOLDOUT_GAP 0.03
+/* The held-out part's own floors, as measured when it was split off; they
+ * only go up. */
+#define MIN_HOLDOUT_ACCURACY 0.80
+#define MIN_HOLDOUT_RETRY 0.85
 
+/* The four labels, then what only a verdict can be. */
 #define NCLASSES 4
+#define NVERDICTS 5
 
-static const enum classify_verdict classes[NCLASSES] = {
+static const enum classify_verdict classes[NVERDICTS] = {
 	CLASSIFY_RETRYABLE, CLASSIFY_NOT_RETRYABLE, CLASSIFY_CONTEXT_OVERFLOW, CLASSIFY_USAGE_LIMIT,
+	CLASSIFY_UNKNOWN,
 };
 
 struct score {
-	size_t n, ok;
-	size_t tp[NCLASSES], fp[NCLASSES], fn[NCLASSES];
+	size_t n, ok, retry_ok, unknown;
+	size_t tp[NVERDICTS], fp[NVERDICTS], fn[NVERDICTS];
 	size_t ov_tp, ov_fp, ov_fn;
 	size_t hint_stated, hint_ok, hint_false;
 };
 
 static int class_index(const char *name)
 {
-	for (int c = 0; c < NCLASSES; c++)
+	for (int c = 0; c < NVERDICTS; c++)
 		if (strcmp(classify_class_name(classes[c]), name) == 0)
 			return c;
 	return -1;
@@ -71,7 +85,8 @@ static void score_row(struct classify *c, const json_t *row, bool text_only,
 	struct classify_result out;
 	int got;
 
-	ck_assert_msg(in.text != NULL && want >= 0, "corpus entry %s: no text or class",
+	ck_assert_msg(in.text != NULL && want >= 0 && want < NCLASSES,
+		      "corpus entry %s: no text or class",
 		      id != NULL ? id : "?");
 	if (!text_only) {
 		in.status = (int)json_integer_value(json_object_get(row, "status"));
@@ -81,7 +96,12 @@ static void score_row(struct classify *c, const json_t *row, bool text_only,
 	}
 	classify_decide(c, &in, &out);
 	got = class_index(classify_class_name(out.verdict));
+	ck_assert_int_ge(got, 0);
 	s->n++;
+	s->unknown += out.verdict == CLASSIFY_UNKNOWN;
+	/* Retried or not: an unknown error is retried (retry.unknownRetries). */
+	s->retry_ok += (classes[want] == CLASSIFY_RETRYABLE) ==
+		       (out.verdict == CLASSIFY_RETRYABLE || out.verdict == CLASSIFY_UNKNOWN);
 	if (got == want) {
 		s->ok++;
 		s->tp[got]++;
@@ -108,9 +128,10 @@ static void score_row(struct classify *c, const json_t *row, bool text_only,
 
 static void print_score(const char *title, const struct score *s)
 {
-	printf("corpus %s: n=%zu  class accuracy %.1f%% (%zu/%zu)\n", title, s->n,
-	       100 * ratio(s->ok, s->n), s->ok, s->n);
-	for (int c = 0; c < NCLASSES; c++)
+	printf("corpus %s: n=%zu  class accuracy %.1f%% (%zu/%zu)  retry-or-not %.1f%%  "
+	       "unknown %zu\n", title, s->n, 100 * ratio(s->ok, s->n), s->ok, s->n,
+	       100 * ratio(s->retry_ok, s->n), s->unknown);
+	for (int c = 0; c < NVERDICTS; c++)
 		printf("  %-17s precision %5.1f%%  recall %5.1f%%  (n=%zu)\n",
 		       classify_class_name(classes[c]), 100 * ratio(s->tp[c], s->tp[c] + s->fp[c]),
 		       100 * ratio(s->tp[c], s->tp[c] + s->fn[c]), s->tp[c] + s->fn[c]);
@@ -121,18 +142,17 @@ static void print_score(const char *title, const struct score *s)
 	       s->hint_ok, s->hint_stated, 100 * ratio(s->hint_ok, s->hint_stated), s->hint_false);
 }
 
-START_TEST(test_corpus_score_meets_the_issue_bars)
+/* Scores every row of path, with status, body and headers (full) and by
+ * the message alone (text). */
+static void score_file(const char *path, struct score *full, struct score *text)
 {
-	FILE *f = fopen(CORPUS_PATH, "r");
+	FILE *f = fopen(path, "r");
 	char err[256] = "";
 	struct classify *c = classify_new(NULL, err, sizeof(err));
-	struct score full = { 0 }, text = { 0 };
 	char *line = NULL;
-	size_t cap = 0;
-	size_t lineno = 0;
+	size_t cap = 0, lineno = 0;
 
-	ck_assert_msg(f != NULL, "cannot open %s (the runner runs from the repository root)",
-		      CORPUS_PATH);
+	ck_assert_msg(f != NULL, "cannot open %s (the runner runs from the repository root)", path);
 	ck_assert_msg(c != NULL, "%s", err);
 	while (getline(&line, &cap, f) > 0) {
 		json_error_t jerr;
@@ -142,36 +162,71 @@ START_TEST(test_corpus_score_meets_the_issue_bars)
 		if (strspn(line, " \t\r\n") == strlen(line))
 			continue;
 		row = json_loads(line, 0, &jerr);
-		ck_assert_msg(json_is_object(row), "%s:%zu: %s", CORPUS_PATH, lineno, jerr.text);
-		score_row(c, row, false, &full);
-		score_row(c, row, true, &text);
+		ck_assert_msg(json_is_object(row), "%s:%zu: %s", path, lineno, jerr.text);
+		score_row(c, row, false, full);
+		score_row(c, row, true, text);
 		json_decref(row);
 	}
 	free(line);
 	fclose(f);
 	classify_free(c);
-	print_score("(message, status, body, headers)", &full);
-	print_score("(message alone)", &text);
+}
+
+static void check_waits_and_overload(const struct score *full, const struct score *text)
+{
+	ck_assert_msg(ratio(full->hint_ok, full->hint_stated) >= MIN_HINT_ACCURACY,
+		      "hint accuracy %.1f%% < %.0f%%", 100 * ratio(full->hint_ok, full->hint_stated),
+		      100 * MIN_HINT_ACCURACY);
+	ck_assert_msg(ratio(full->ov_tp, full->ov_tp + full->ov_fn) >= MIN_OVERLOAD_RECALL,
+		      "overload recall %.1f%% < %.0f%%",
+		      100 * ratio(full->ov_tp, full->ov_tp + full->ov_fn), 100 * MIN_OVERLOAD_RECALL);
+	ck_assert_msg(ratio(full->ov_tp, full->ov_tp + full->ov_fp) >= MIN_OVERLOAD_RECALL,
+		      "overload precision %.1f%% < %.0f%%",
+		      100 * ratio(full->ov_tp, full->ov_tp + full->ov_fp), 100 * MIN_OVERLOAD_RECALL);
+	/* A wait read where none was stated makes a chain sit idle for nothing. */
+	ck_assert_msg(full->hint_false <= full->n / 100 && text->hint_false <= text->n / 100,
+		      "waits read where none was stated: %zu and %zu (text only)", full->hint_false,
+		      text->hint_false);
+}
+
+START_TEST(test_corpus_score_meets_the_issue_bars)
+{
+	struct score full = { 0 }, text = { 0 };
+
+	score_file(CORPUS_PATH, &full, &text);
+	print_score("tuned (message, status, body, headers)", &full);
+	print_score("tuned (message alone)", &text);
 	fflush(stdout);
 	ck_assert_uint_ge(full.n, 300);
 	ck_assert_msg(ratio(full.ok, full.n) >= MIN_ACCURACY, "class accuracy %.1f%% < %.0f%%",
 		      100 * ratio(full.ok, full.n), 100 * MIN_ACCURACY);
-	ck_assert_msg(ratio(full.hint_ok, full.hint_stated) >= MIN_HINT_ACCURACY,
-		      "hint accuracy %.1f%% < %.0f%%", 100 * ratio(full.hint_ok, full.hint_stated),
-		      100 * MIN_HINT_ACCURACY);
-	ck_assert_msg(ratio(full.ov_tp, full.ov_tp + full.ov_fn) >= MIN_OVERLOAD_RECALL,
-		      "overload recall %.1f%% < %.0f%%",
-		      100 * ratio(full.ov_tp, full.ov_tp + full.ov_fn), 100 * MIN_OVERLOAD_RECALL);
 	/* Agent CLIs and proxies give text alone: it must hold up as well. */
 	ck_assert_msg(ratio(text.ok, text.n) >= MIN_ACCURACY, "text-only accuracy %.1f%% < %.0f%%",
 		      100 * ratio(text.ok, text.n), 100 * MIN_ACCURACY);
-	/* A wait read where none was stated makes a chain sit idle for nothing. */
-	ck_assert_msg(full.hint_false <= full.n / 100 && text.hint_false <= text.n / 100,
-		      "waits read where none was stated: %zu and %zu (text only)", full.hint_false,
-		      text.hint_false);
-	ck_assert_msg(ratio(full.ov_tp, full.ov_tp + full.ov_fp) >= MIN_OVERLOAD_RECALL,
-		      "overload precision %.1f%% < %.0f%%",
-		      100 * ratio(full.ov_tp, full.ov_tp + full.ov_fp), 100 * MIN_OVERLOAD_RECALL);
+	check_waits_and_overload(&full, &text);
+}
+END_TEST
+
+START_TEST(test_the_held_out_part_scores_within_three_points_of_the_tuned_one)
+{
+	struct score tuned = { 0 }, tuned_text = { 0 }, full = { 0 }, text = { 0 };
+
+	score_file(CORPUS_PATH, &tuned, &tuned_text);
+	score_file(HOLDOUT_PATH, &full, &text);
+	print_score("held out (message, status, body, headers)", &full);
+	print_score("held out (message alone)", &text);
+	fflush(stdout);
+	ck_assert_uint_ge(full.n * 3, tuned.n); /* at least 25 % of the whole */
+	ck_assert_msg(ratio(full.ok, full.n) + MAX_HOLDOUT_GAP >= ratio(tuned.ok, tuned.n),
+		      "held-out class accuracy %.1f%% trails the tuned %.1f%% by more than %.0f "
+		      "points: rules fit strings, not shapes", 100 * ratio(full.ok, full.n),
+		      100 * ratio(tuned.ok, tuned.n), 100 * MAX_HOLDOUT_GAP);
+	ck_assert_msg(ratio(full.ok, full.n) >= MIN_HOLDOUT_ACCURACY,
+		      "held-out class accuracy %.1f%% < %.0f%%", 100 * ratio(full.ok, full.n),
+		      100 * MIN_HOLDOUT_ACCURACY);
+	ck_assert_msg(ratio(full.retry_ok, full.n) >= MIN_HOLDOUT_RETRY,
+		      "held-out retry-or-not %.1f%% < %.0f%%", 100 * ratio(full.retry_ok, full.n),
+		      100 * MIN_HOLDOUT_RETRY);
 }
 END_TEST
 
@@ -183,6 +238,7 @@ Suite *corpus_suite(void)
 	/* ~400 texts through ~80 patterns, twice; under valgrind, slower. */
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_corpus_score_meets_the_issue_bars);
+	tcase_add_test(tc, test_the_held_out_part_scores_within_three_points_of_the_tuned_one);
 	suite_add_tcase(s, tc);
 	return s;
 }
