@@ -1,6 +1,7 @@
 #include "base/errtext.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "base/utf8.h"
@@ -42,6 +43,47 @@ static size_t copy_cut(char *dst, const char *src, size_t n, size_t room)
 	return n;
 }
 
+static int hex4(const unsigned char *s, uint32_t *v)
+{
+	*v = 0;
+	for (int i = 0; i < 4; i++) {
+		unsigned c = s[i];
+
+		*v <<= 4;
+		if (c >= '0' && c <= '9')
+			*v |= c - '0';
+		else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+			*v |= (c | 0x20) - 'a' + 10;
+		else
+			return -1;
+	}
+	return 0;
+}
+
+/* A JSON escape \uXXXX (or a surrogate pair of them) at s, e the index after
+ * its run of backslashes: the bytes read (from s), its UTF-8 in utf, or 0
+ * when there is none. A lone surrogate or U+0000 is left as it is. */
+static size_t unicode_escape(const unsigned char *s, size_t n, size_t e, char utf[4],
+			     size_t *utf_len)
+{
+	uint32_t cp, lo;
+
+	if (e + 5 > n || s[e] != 'u' || hex4(s + e + 1, &cp) != 0 || cp == 0)
+		return 0;
+	if (cp >= 0xdc00 && cp <= 0xdfff)
+		return 0;
+	if (cp >= 0xd800 && cp <= 0xdbff) {
+		if (e + 11 > n || s[e + 5] != '\\' || s[e + 6] != 'u' || hex4(s + e + 7, &lo) != 0 ||
+		    lo < 0xdc00 || lo > 0xdfff)
+			return 0;
+		cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+		*utf_len = utf8_encode(utf, cp);
+		return e + 11;
+	}
+	*utf_len = utf8_encode(utf, cp);
+	return e + 5;
+}
+
 /* One space for a whitespace run, none at the start. */
 static size_t put_space(char *buf, size_t w)
 {
@@ -66,10 +108,23 @@ size_t errtext_normalize(char *out, const char *text, size_t len, const char *bo
 		size_t sp;
 
 		if (buf[r] == '\\') {
-			size_t e = r;
+			size_t e = r, used, ulen = 0;
+			char utf[4];
 
 			while (e < n && buf[e] == '\\')
 				e++;
+			/* Non-ASCII words in a JSON body come escaped: "\u4f59\u989d"
+			 * is read as the words it stands for (never longer). */
+			if ((used = unicode_escape(buf + r, n - r, e - r, utf, &ulen)) > 0) {
+				if (ulen == 1 && utf[0] == '\n') {
+					w = put_space(out, w);
+				} else {
+					memcpy(buf + w, utf, ulen);
+					w += ulen;
+				}
+				r += used;
+				continue;
+			}
 			if (e < n && (buf[e] == '"' || buf[e] == '\'')) {
 				r = e;
 			} else if (e < n && (buf[e] == 'n' || buf[e] == 't' || buf[e] == 'r')) {

@@ -4,7 +4,9 @@
  * and a body may come apart from its message. Both readers work on one
  * normal form: the message, "\n" and the body (when there is one), with
  *   1. a run of backslashes before `"` or `'` dropped (`\"code\"` → `"code"`),
- *   2. a run of backslashes before `n`, `t` or `r` turned into a space,
+ *   2. a run of backslashes before `n`, `t` or `r` turned into a space, and
+ *      a JSON escape `\uXXXX` (a surrogate pair of them too) into the
+ *      character's UTF-8 (a run of backslashes before it dropped),
  *   3. every whitespace run (ASCII, and the Unicode spaces U+0085, U+00A0,
  *      U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000) made one
  *      space, and the ends trimmed,
