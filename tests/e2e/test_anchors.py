@@ -57,8 +57,7 @@ class AnchorFloorTests(DaemonTestCase):
     def test_the_held_out_texts_an_anchor_decides_right_are_counted(self):
         rows = rows_of("corpus-holdout.jsonl")
         misses = self.below_the_floor(rows)
+        # The count only: the held-out texts are not read while rules are written.
         sys.stderr.write("\nanchor floor, held out: %d of %d rows below it\n"
                          % (len(misses), len(rows)))
-        for m in misses:
-            sys.stderr.write("  %s\n" % m)
         self.assertGreater(len(rows), 0)

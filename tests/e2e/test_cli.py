@@ -811,7 +811,9 @@ class ExecProfileTests(CliCase):
         self.assertEqual(notice, {"type": "provider_retry", "attempt": 1, "maxAttempts": 3,
                                   "errorMessage": "retrying (1/3) after 503", "provider": "mycli"})
         [start] = self.of_type(msgs, "auto_retry_start")
-        self.assertEqual(start["errorMessage"], "503 upstream unavailable")
+        # The terminal's status is typed (the rule's), not folded into the text.
+        self.assertEqual((start["errorMessage"], start["rule"]),
+                         ("upstream unavailable", "http-status:503"))
         [ts] = self.of_type(msgs, "tool_execution_start")
         self.assertEqual(ts, {"type": "tool_execution_start", "toolCallId": "k1", "toolName": "grep",
                               "args": {"pattern": "TODO"}})

@@ -1005,6 +1005,98 @@ START_TEST(test_old_entry_points_wrap_the_decision)
 }
 END_TEST
 
+/* The generic words of eight languages and the Chinese providers' own
+ * (docs/errors/local.md, china.md): balance, rate and concurrency, too
+ * long, network, a refused key. Caseless beyond ASCII (Cyrillic capitals). */
+START_TEST(test_other_languages_are_judged_by_their_own_words)
+{
+	static const struct { const char *lang, *text; enum classify_verdict verdict; } rows[] = {
+		{ "zh", "您的账户已欠费，请充值后重试", CLASSIFY_USAGE_LIMIT },
+		{ "zh", "您当前使用该 API 的并发数过高，请降低并发", CLASSIFY_RETRYABLE },
+		{ "zh", "上下文长度超出模型限制", CLASSIFY_CONTEXT_OVERFLOW },
+		{ "zh", "网络连接超时，请稍后再试", CLASSIFY_RETRYABLE },
+		{ "zh", "API Key 无效，鉴权失败", CLASSIFY_NOT_RETRYABLE },
+		{ "ja", "クレジット残高が不足しています", CLASSIFY_USAGE_LIMIT },
+		{ "ja", "リクエストが多すぎます。しばらくしてから再試行してください", CLASSIFY_RETRYABLE },
+		{ "ja", "入力がコンテキスト長を超えています", CLASSIFY_CONTEXT_OVERFLOW },
+		{ "ja", "ネットワーク接続がタイムアウトしました", CLASSIFY_RETRYABLE },
+		{ "ja", "APIキーが無効です", CLASSIFY_NOT_RETRYABLE },
+		{ "ko", "계정 잔액이 부족합니다", CLASSIFY_USAGE_LIMIT },
+		{ "ko", "요청이 너무 많습니다. 잠시 후 다시 시도해 주세요", CLASSIFY_RETRYABLE },
+		{ "ko", "컨텍스트 길이가 모델의 제한을 초과했습니다", CLASSIFY_CONTEXT_OVERFLOW },
+		{ "ko", "네트워크 연결 오류", CLASSIFY_RETRYABLE },
+		{ "ko", "API 키가 유효하지 않습니다", CLASSIFY_NOT_RETRYABLE },
+		{ "ru", "Недостаточно средств на балансе аккаунта", CLASSIFY_USAGE_LIMIT },
+		{ "ru", "Слишком много запросов, повторите попытку позже", CLASSIFY_RETRYABLE },
+		{ "ru", "Запрос превышает допустимую длину модели", CLASSIFY_CONTEXT_OVERFLOW },
+		{ "ru", "Ошибка сетевого подключения", CLASSIFY_RETRYABLE },
+		{ "ru", "Неверный API-ключ", CLASSIFY_NOT_RETRYABLE },
+		{ "es", "Saldo insuficiente en su cuenta", CLASSIFY_USAGE_LIMIT },
+		{ "es", "Demasiadas solicitudes. Inténtelo de nuevo más tarde", CLASSIFY_RETRYABLE },
+		{ "es", "El mensaje excede el límite del modelo de longitud", CLASSIFY_CONTEXT_OVERFLOW },
+		{ "es", "Error de conexión de red", CLASSIFY_RETRYABLE },
+		{ "es", "Clave de API no válida", CLASSIFY_NOT_RETRYABLE },
+		{ "pt", "Saldo da conta insuficiente", CLASSIFY_USAGE_LIMIT },
+		{ "pt", "Muitas requisições, tente novamente mais tarde", CLASSIFY_RETRYABLE },
+		{ "pt", "A mensagem excede o comprimento que o modelo pode processar", CLASSIFY_CONTEXT_OVERFLOW },
+		{ "pt", "Falha na conexão de rede", CLASSIFY_RETRYABLE },
+		{ "pt", "Chave de API inválida", CLASSIFY_NOT_RETRYABLE },
+		{ "de", "Ihr Guthaben reicht nicht aus", CLASSIFY_USAGE_LIMIT },
+		{ "de", "Zu viele Anfragen, versuchen Sie es später erneut", CLASSIFY_RETRYABLE },
+		{ "de", "Die Eingabe überschreitet die von dem Modell verarbeitbare Länge", CLASSIFY_CONTEXT_OVERFLOW },
+		{ "de", "Zeitüberschreitung der Netzwerkverbindung", CLASSIFY_RETRYABLE },
+		{ "de", "Ungültiger API-Schlüssel", CLASSIFY_NOT_RETRYABLE },
+		{ "fr", "Le solde de votre compte est insuffisant", CLASSIFY_USAGE_LIMIT },
+		{ "fr", "Trop de requêtes, veuillez réessayer plus tard", CLASSIFY_RETRYABLE },
+		{ "fr", "Le message dépasse la longueur que le modèle peut traiter", CLASSIFY_CONTEXT_OVERFLOW },
+		{ "fr", "Erreur de connexion réseau", CLASSIFY_RETRYABLE },
+		{ "fr", "Clé API invalide", CLASSIFY_NOT_RETRYABLE },
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct classify_input in = { .text = rows[i].text, .len = strlen(rows[i].text) };
+		struct classify_result out;
+
+		classify_decide(cls, &in, &out);
+		ck_assert_msg(out.verdict == rows[i].verdict, "%s: %s: %s, not %s (rule %s)",
+			      rows[i].lang, rows[i].text, classify_class_name(out.verdict),
+			      classify_class_name(rows[i].verdict), out.rule);
+	}
+}
+END_TEST
+
+/* Non-ASCII words in a JSON body come escaped; a business code in a body
+ * beats the status it came with. */
+START_TEST(test_escaped_words_and_business_codes_decide_over_the_status)
+{
+	struct classify_input in = { .text = "429 Too Many Requests", .len = 21, .status = 429 };
+	struct classify_result out;
+	static const char zhipu[] = "{\"error\":{\"code\":\"1113\",\"message\":"
+				    "\"\\u4f59\\u989d\\u4e0d\\u8db3\"}}";
+	static const char minimax[] = "{\"base_resp\":{\"status_code\":1008,"
+				      "\"status_msg\":\"insufficient balance\"}}";
+
+	in.body = zhipu;
+	in.body_len = strlen(zhipu);
+	classify_decide(cls, &in, &out);
+	ck_assert_str_eq(classify_class_name(out.verdict), "usage_limit");
+	in.text = "Internal Server Error";
+	in.len = strlen(in.text);
+	in.status = 500;
+	in.body = minimax;
+	in.body_len = strlen(minimax);
+	classify_decide(cls, &in, &out);
+	ck_assert_str_eq(classify_class_name(out.verdict), "usage_limit");
+	/* The escaped Chinese alone, without the code, is read as words. */
+	{
+		static const char escaped[] = "{\"message\":\"\\u5e76\\u53d1\\u6570\\u8fc7\\u9ad8\"}";
+
+		ck_assert_int_eq(classify_error(cls, escaped, strlen(escaped)), CLASSIFY_RETRYABLE);
+	}
+}
+END_TEST
+
+
 START_TEST(test_a_message_no_rule_knows_or_an_empty_one_is_unknown)
 {
 	ck_assert_int_eq(classify_error(cls, "the model produced something odd", 32),
@@ -1204,6 +1296,8 @@ Suite *classify_suite(void)
 	tcase_add_test(tc, test_error_text_is_truncated_to_the_buffer);
 	tcase_add_test(tc, test_old_entry_points_wrap_the_decision);
 	tcase_add_test(tc, test_a_message_no_rule_knows_or_an_empty_one_is_unknown);
+	tcase_add_test(tc, test_other_languages_are_judged_by_their_own_words);
+	tcase_add_test(tc, test_escaped_words_and_business_codes_decide_over_the_status);
 	tcase_add_test(tc, test_matching_ignores_case);
 	tcase_add_test(tc, test_caller_status_is_the_only_status);
 	tcase_add_test(tc, test_json_escaped_in_json_is_read_as_json);

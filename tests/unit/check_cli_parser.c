@@ -251,14 +251,15 @@ START_TEST(test_claude_api_retry_lines_are_notices_and_is_error_success_is_a_fai
 }
 END_TEST
 
-START_TEST(test_claude_auth_failure_names_its_status)
+START_TEST(test_claude_auth_failure_keeps_its_status_typed)
 {
 	struct fx f;
 
 	fx_init(&f, "claude");
 	feed_file(&f, "claude-auth.jsonl");
 	ck_assert_str_eq(f.t.text, "session:S2|provider_retry|"
-			 "fail:401 Invalid API key · Fix external API key");
+			 "fail:Invalid API key · Fix external API key");
+	ck_assert_int_eq(f.parser.status, 401);
 	ck_assert_str_eq(str(event(&f, 0), "errorMessage"), "401 authentication_failed");
 	ck_assert_str_eq(f.parser.session_id, "S2");
 	fx_release(&f);
@@ -688,7 +689,7 @@ Suite *cli_parser_suite(void)
 	tcase_add_test(claude, test_claude_thinking_block_comes_whole_with_its_signature_before_the_text);
 	tcase_add_test(claude, test_claude_thinking_text_and_tool_in_one_line_keep_blocks_apart);
 	tcase_add_test(claude, test_claude_api_retry_lines_are_notices_and_is_error_success_is_a_failure);
-	tcase_add_test(claude, test_claude_auth_failure_names_its_status);
+	tcase_add_test(claude, test_claude_auth_failure_keeps_its_status_typed);
 	tcase_add_test(claude, test_claude_error_subtypes_without_text_fail_with_subtype_or_errors);
 	tcase_add_test(claude, test_claude_session_id_newest_wins_and_repeats_are_quiet);
 	tcase_add_test(codex, test_codex_success_maps_command_items_to_tool_events);

@@ -155,7 +155,7 @@ START_TEST(test_mistakes_are_refused_naming_the_key)
 		{ "{\"terminal\":null}", "providers.t.terminal must be an object" },
 		{ "{\"terminal\":[]}", "providers.t.terminal must be a rule or a non-empty list" },
 		{ "{\"terminal\":{\"faild\":true}}",
-		  "providers.t.terminal.faild is not a terminal key (failed, message, status, "
+		  "providers.t.terminal.faild is not a terminal key (failed, message, status, errorType, "
 		  "inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens, type, when, match, "
 		  "each, where)" },
 		{ "{\"terminal\":[{\"type\":\"a\"},{\"failed\":\"yes\"}]}",

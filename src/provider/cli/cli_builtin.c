@@ -231,7 +231,7 @@ static const char gemini_json[] =
 	"\"failed\": false, \"inputTokens\": \"stats.input\", \"outputTokens\": "
 	"\"stats.output_tokens\", \"cacheReadTokens\": \"stats.cached\"}, {\"type\": "
 	"\"result\", \"when\": {\"status\": \"error\"}, \"match\": {\"error.message\": "
-	"\"\\\\S\"}, \"failed\": true, \"message\": \"error.message\", "
+	"\"\\\\S\"}, \"failed\": true, \"message\": \"error.message\", \"errorType\": \"error.type\", "
 	"\"inputTokens\": \"stats.input\", \"outputTokens\": \"stats.output_tokens\", "
 	"\"cacheReadTokens\": \"stats.cached\"}, {\"type\": \"error\", \"when\": "
 	"{\"severity\": \"error\"}, \"failed\": true, \"message\": \"message\"}]}";

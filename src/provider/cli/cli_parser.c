@@ -23,6 +23,7 @@ void cli_parser_release(struct cli_parser *self)
 	free(self->thinking_sig);
 	free(self->session_id);
 	free(self->error);
+	free(self->error_type);
 	memset(self, 0, sizeof(*self));
 }
 
@@ -490,12 +491,23 @@ static void on_terminal(struct cli_parser *self, const json_t *line, cli_parser_
 		return;
 	close_blocks(self, cb, ctx, n);
 	o.failed = flag(line, spec(r, "failed"));
+	free(self->error_type);
+	self->error_type = NULL;
+	self->status = 0;
 	if (o.failed) {
+		int64_t code;
+
 		error = spec(r, "message") ? text_at(line, spec(r, "message")) : NULL;
 		if (error == NULL)
 			error = strdup("the agent reported a failure");
-		error = with_status(error, spec(r, "status") ? cli_profile_get(line, spec(r, "status"))
-							     : NULL);
+		/* Typed, not folded into the text: the classifier reads a status
+		 * as a status wherever the provider found it. */
+		if (spec(r, "status") != NULL &&
+		    number_from_json(cli_profile_get(line, spec(r, "status")), &code) > 0 &&
+		    code >= 100 && code <= 599)
+			self->status = (int)code;
+		if (spec(r, "errorType") != NULL)
+			self->error_type = text_at(line, spec(r, "errorType"));
 	}
 	free(self->error);
 	self->error = error;

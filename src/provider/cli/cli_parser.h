@@ -55,6 +55,11 @@ struct cli_parser {
 	bool settled;        /* ... and nothing but session ids came after it */
 	bool failed;
 	char *error;         /* owned: the last terminal line's error, or NULL */
+	/* Its typed facts, for the classifier as a status and a body would be:
+	 * the HTTP status the CLI reports (Claude's api_error_status; 0 none)
+	 * and the error's type (Gemini's error.type; owned, or NULL). */
+	int status;
+	char *error_type;
 	/* The last terminal line's counts (pi's usage.input, output, cacheRead,
 	 * cacheWrite), in [0, NUMBER_MAX]; 0 when absent or rejected. */
 	int64_t input_tokens, output_tokens, cache_read_tokens, cache_write_tokens;

@@ -329,7 +329,7 @@ static const struct kind_info kinds[CLI_RULE_KINDS] = {
 	[CLI_RULE_TOOL_START] = { "toolStart", { "id", "name", "args" }, { "id", "name" } },
 	[CLI_RULE_TOOL_END] = { "toolEnd", { "id", "name", "result", "isError" }, { "id" } },
 	[CLI_RULE_TERMINAL] = { "terminal",
-				{ "failed", "message", "status", "inputTokens", "outputTokens",
+				{ "failed", "message", "status", "errorType", "inputTokens", "outputTokens",
 				  "cacheReadTokens", "cacheWriteTokens" },
 				{ NULL } },
 };

@@ -66,6 +66,7 @@ struct cli_run {
 	char *model;                /* owned: the attempt's model, for that fresh run */
 	struct provider_result result;
 	char error[2048];
+	char error_body[160];       /* {"error":{"type":T}}: the terminal's typed error, or "" */
 };
 
 struct cli_provider {
@@ -380,6 +381,28 @@ static void answer_next(struct cli_provider *self, struct cli_run *r, struct pro
 	}
 }
 
+/* The terminal line's status and error type, as the HTTP providers hand
+ * them over: a status, and a body holding the type (the classifier reads
+ * typed values there), never folded into the text. */
+static void typed_facts(struct cli_run *r, struct provider_result *res)
+{
+	json_t *body;
+	char *text;
+
+	res->http_status = r->parser.status;
+	if (r->parser.error_type == NULL || r->parser.error_type[0] == '\0')
+		return;
+	body = json_pack("{s:{s:s}}", "error", "type", r->parser.error_type);
+	text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	if (text != NULL && strlen(text) < sizeof(r->error_body)) {
+		memcpy(r->error_body, text, strlen(text) + 1);
+		res->error_body = r->error_body;
+		res->error_body_len = strlen(r->error_body);
+	}
+	free(text);
+}
+
 static void build_result(struct cli_run *r)
 {
 	struct cli_provider *self = r->owner;
@@ -403,6 +426,7 @@ static void build_result(struct cli_run *r)
 			secret_copy(r->error, sizeof(r->error), r->parser.error, strlen(r->parser.error));
 		else
 			snprintf(r->error, sizeof(r->error), "the agent reported a failure");
+		typed_facts(r, res);
 	} else {
 		char how[48];
 
