@@ -2,6 +2,7 @@
 #include "membership.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include "base/log.h"
 #include "base/random.h"
@@ -26,6 +27,7 @@ struct fleet *membership_start(uv_loop_t *loop, struct settings *settings, const
 
 	if (fleet_config_from_settings(&cfg, settings, provider, err, errlen) != 0)
 		return NULL;
+
 	random_bytes(&member, sizeof(member));
 	cfg.member = (int64_t)(member >> 12) + 1; /* > 0, exact in a Lua number */
 	cfg.clock = clock;
@@ -60,6 +62,22 @@ struct fleet *membership_start(uv_loop_t *loop, struct settings *settings, const
 		if (cfg.redis != NULL)
 			redis_close(cfg.redis, NULL, NULL);
 		return NULL;
+	}
+	/* A sim plan is a script of this process, not the word of a server:
+	 * its 429s must not hold another daemon's prompts, nor another's block
+	 * this one's. Shared only when a test of the fleet asks. The fleet as
+	 * configured was made first, so that a wrong fleet.dir or redis URL is
+	 * still refused at start. */
+	if ((provider == NULL || strcmp(provider, "sim") == 0) && cfg.mode != FLEET_MODE_PROCESS &&
+	    !settings_get_bool(settings, "sim.shareFleet")) {
+		fleet_close(fleet, NULL, NULL);
+		cfg.mode = FLEET_MODE_PROCESS;
+		cfg.redis = NULL;
+		cfg.params.open_after = 0;
+		cfg.params.budget_max = 0;
+		if ((fleet = fleet_new(&cfg, err, errlen)) == NULL)
+			return NULL;
+		LOG_DEBUG("fleet: the simulator shares nothing (sim.shareFleet is false)");
 	}
 	LOG_DEBUG("fleet: mode %s", fleet_mode_name(cfg.mode));
 	return fleet;

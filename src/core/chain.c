@@ -569,9 +569,12 @@ static void on_start_failed(struct clock_timer *timer, void *ctx)
 {
 	struct chain *self = ctx;
 	struct provider_result r = { .stop = STOP_ERROR, .error_message = self->deferred_error,
-				     .hint_ms = -1 };
+				     .hint_ms = -1, .next = self->deferred_next,
+				     .next_why = self->deferred_next == PROVIDER_NEXT_CANNOT
+							 ? self->deferred_why : NULL };
 
 	(void)timer;
+	self->deferred_next = PROVIDER_NEXT_CONTINUE;
 	self->start_failed = true;
 	sink_finish(self, &r);
 	self->start_failed = false;
@@ -759,12 +762,31 @@ static void on_fleet_answer(void *ctx, const struct fleet_answer *a)
 			 cred_fingerprint(self, authstore_current(auth), fp));
 		self->fleet_cred = self->fleet_fp;
 	}
+	if (a->wait_ms > 0 && a->reason == FLEET_SERVER_BLOCK &&
+	    self->policy.retry.max_delay_ms > 0 && a->wait_ms > self->policy.retry.max_delay_ms) {
+		char wait[32];
+
+		/* Another daemon's server word obeys this daemon's own limit, as
+		 * its own server hint would: the prompt ends now, saying whose. */
+		errbuf_set(self->deferred_error, sizeof(self->deferred_error),
+			   "Provider asked %s to wait %s (fleet: %s), longer than retry.maxDelayMs "
+			   "(%lld ms); `retryctl fleet clear` drops the block",
+			   fleet_config_mode(self->cfg.fleet) == FLEET_MODE_PROCESS
+				   ? "this retryd" : "a retryd of yours (this one or another)",
+			   hint_format(a->wait_ms, wait, sizeof(wait)), a->scope,
+			   (long long)self->policy.retry.max_delay_ms);
+		snprintf(self->deferred_why, sizeof(self->deferred_why),
+			 "a shared block longer than retry.maxDelayMs");
+		self->deferred_next = PROVIDER_NEXT_CANNOT;
+		self->phase = CHAIN_ATTEMPT;
+		clock_timer_start(self->cfg.clock, &self->start_failed_timer, 0, on_start_failed,
+				  self);
+		return;
+	}
 	if (a->wait_ms > 0) {
-		/* Once per attempt and reason: a probe or lease wait looks again
-		 * every few hundred ms, which is no news. */
-		if (a->reason != self->hold_reason)
-			emit(self, event_fleet_wait(a->wait_ms, fleet_reason_name(a->reason),
-						    a->scope));
+		/* Every hold, first or repeated, says how long and why: the
+		 * announced waits add up to the time held. */
+		emit(self, event_fleet_wait(a->wait_ms, fleet_reason_name(a->reason), a->scope));
 		self->hold_reason = a->reason;
 		wait_begin(self);
 		clock_timer_start(self->cfg.clock, &self->wait_timer, (uint64_t)a->wait_ms,

@@ -134,6 +134,10 @@ struct chain {
 	/* The backend's own retries in this chain (provider.counts_notices). */
 	int notices;
 	bool start_failed;     /* sink_finish is reporting a provider that could not start */
+	/* How a deferred failure (deferred_error) goes on: CANNOT for one the
+	 * chain itself ended (a shared block too long to wait for). */
+	enum provider_next deferred_next;
+	char deferred_why[96];
 	int unknown_retried;   /* retries of this prompt's chain for "unknown" errors */
 };
 

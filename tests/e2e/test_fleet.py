@@ -115,6 +115,26 @@ class ServerWordTests(FleetCase):
         msgs = self.run_prompt(b, "two")
         self.assertEqual(events(msgs, "fleet_wait"), [])
 
+    def test_a_shared_block_longer_than_my_max_delay_ends_my_prompt_at_once_saying_whose(self):
+        srv = self.server({"steps": [{"status": 429, "headers": {"retry-after": "600"}}],
+                           "default": {"text": "never"}})
+        a = self.daemon(srv, sets={"retry.maxRetries": 0, "retry.maxDelayMs": 1000})
+        self.run_prompt(a, "one")
+        b = self.daemon(srv, sets={"retry.maxDelayMs": 1000})
+        t0 = time.monotonic()
+        msgs = self.run_prompt(b, "two")
+        self.assertLess(time.monotonic() - t0, scaled(1.0))
+        final = events(msgs, "message_end")[-1]["message"]
+        self.assertEqual(final["stopReason"], "error")
+        self.assertRegex(final["errorMessage"],
+                         r"a retryd of yours \(this one or another\) to wait (?:9m5\ds|10m) "
+                         r"\(fleet: fake\|")
+        self.assertIn("retry.maxDelayMs (1000 ms)", final["errorMessage"])
+        self.assertIn("retryctl fleet clear", final["errorMessage"])
+        self.assertEqual(events(msgs, "fleet_wait"), [])
+        self.assertEqual(events(msgs, "auto_retry_start"), [])
+        self.assertEqual(len(srv.requests()), 1)  # a's only
+
     def test_get_state_shows_the_block_and_fleet_clear_removes_it(self):
         srv = self.server([{"status": 429, "headers": {"retry-after": "60"}}, {"text": "a"}])
         a = self.daemon(srv, sets={"retry.maxRetries": 0})
@@ -406,6 +426,51 @@ class ConcurrencyTests(FleetCase):
         a.proc.kill()
         msgs = b.collect_until(is_type("agent_end"), timeout=scaled(10))
         self.assertEqual(text_of(events(msgs, "message_end")[-1]["message"]), "b")
+
+
+class SimulatorTests(FleetCase):
+    """A sim plan is a script of one process: what it fails with is nobody
+    else's business, unless the fleet's own tests ask (sim.shareFleet)."""
+
+    PLAN = [{"error": "429 Too Many Requests", "status": 429, "retryAfterMs": 600000}]
+
+    def sim(self, plan, sets=None):
+        return self.spawn(args=["--no-session"], plan=plan, sets=sets or {},
+                          env={"XDG_RUNTIME_DIR": self.run_dir})
+
+    def test_a_sim_plans_failures_do_not_hold_another_daemon_of_the_user(self):
+        a = self.sim(self.PLAN, {"retry.maxRetries": 0})
+        a.send({"type": "prompt", "message": "q", "id": "p"})
+        a.collect_until(is_type("agent_end"), timeout=scaled(10))
+        self.assertEqual(a.request({"type": "get_state", "id": "s"})["data"]["fleet"]["mode"],
+                         "process")
+        b = self.sim([{"text": "fast"}])
+        t0 = time.monotonic()
+        b.send({"type": "prompt", "message": "q", "id": "p"})
+        msgs = b.collect_until(is_type("agent_end"), timeout=scaled(10))
+        self.assertEqual([m for m in msgs if m.get("type") == "fleet_wait"], [])
+        self.assertEqual(text_of(events(msgs, "message_end")[-1]["message"]), "fast")
+        self.assertLess(time.monotonic() - t0, scaled(2))
+
+    def test_sim_share_fleet_lets_a_test_of_the_fleet_share_a_sim_plans_word(self):
+        a = self.sim(self.PLAN, {"retry.maxRetries": 0, "sim.shareFleet": True})
+        a.send({"type": "prompt", "message": "q", "id": "p"})
+        a.collect_until(is_type("agent_end"), timeout=scaled(10))
+        self.assertEqual(a.request({"type": "get_state", "id": "s"})["data"]["fleet"]["mode"],
+                         "user")
+        b = self.sim([{"text": "held"}], {"sim.shareFleet": True, "retry.maxDelayMs": 3600000})
+        b.send({"type": "prompt", "message": "q", "id": "p"})
+        w = b.wait_for(is_type("fleet_wait"), timeout=scaled(10))
+        self.assertGreater(w["delayMs"], 500000)
+
+    def test_a_wrong_fleet_setting_is_still_refused_with_the_simulator(self):
+        bad = os.path.join(self.run_dir, "open2")
+        os.makedirs(bad)
+        os.chmod(bad, 0o755)
+        d = Daemon(args=["--no-session"], sets={"fleet.dir": bad}, expect_ready=False,
+                   env={"XDG_RUNTIME_DIR": self.run_dir})
+        self.addCleanup(d.cleanup)
+        self.assertEqual(d.wait_exit(), 1)
 
 
 class SettingsTests(FleetCase):

@@ -726,8 +726,15 @@ class RetryPolicySchemaTest(DaemonTest):
             "agent_end"])
         self.assertEqual(got[-2]["finalError"], "Provider requested 9000ms wait, exceeds retry.maxDelayMs (100ms). "
                                                 "Original error: 503 Service Unavailable")
-        # After one retry, the refused retry is number 2.
+        # The 9 s the server asked for still stands: the next prompt is not
+        # held for it either (it exceeds retry.maxDelayMs), and says so.
         d.send({"type": "prompt", "id": "p2", "message": "again"})
+        got = d.until_type("agent_end")
+        self.assertEqual(self.retry_events(got), [])
+        self.assertIn("Provider asked this retryd to wait", got[-1]["messages"][-1]["errorMessage"])
+        # Once it is dropped, after one retry, the refused retry is number 2.
+        self.assertTrue(d.request({"type": "fleet_clear", "id": "fc"})["success"])
+        d.send({"type": "prompt", "id": "p3", "message": "again"})
         got = self.retry_events(d.until_type("agent_end"))
         self.assertEqual([describe(o) for o in got], ["auto_retry_start:1", "auto_retry_end:fail:2"])
         self.assertEqual(got[1]["finalError"], "Provider requested 1500ms wait, exceeds retry.maxDelayMs (100ms). "

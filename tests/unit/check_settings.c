@@ -961,7 +961,8 @@ START_TEST(test_defaults_keep_the_order_get_retry_policy_shows)
 	text = json_dumps(s.defaults, JSON_COMPACT);
 	ck_assert_ptr_nonnull(strstr(text, "},\"rpc\":{\"maxLineBytes\":67108864,"
 		"\"outputHighWaterBytes\":1048576,\"messageUpdates\":\"full\"},\"sim\":{\"plan\":[],"
-		"\"chunkDelayMs\":0,\"credentials\":[],\"models\":[\"sim-1\"]},\"http\":{"
+		"\"chunkDelayMs\":0,\"shareFleet\":false,\"credentials\":[],\"models\":[\"sim-1\"]},"
+			     "\"http\":{"
 		"\"connectTimeoutMs\":30000,\"idleTimeoutMs\":300000},\"providers\":{\"openai\":"));
 	free(text);
 	settings_release(&s);
