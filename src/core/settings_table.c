@@ -83,7 +83,7 @@ static const struct settings_rule rules[] = {
 	JSON("sim.plan",                     SETTINGS_RULE_ARRAY, "[]"),
 	INT("sim.chunkDelayMs",              0, 3600000, 0),
 	/* The fleet (fleet.mode user or redis) hears a sim plan's failures only
-	 * when this is true: the fleet's own tests and make bench-fleet. */
+	 * when this is true (a test of the fleet may set it). */
 	BOOL("sim.shareFleet",               false),
 	/* What many daemons share (core/fleet.h, docs/fleet.md). */
 	CHOICE("fleet.mode",                 "process|user|redis", "user"),
