@@ -72,10 +72,18 @@ struct taken {
 
 /* The message is safely queued or about to run: answer now, before its
  * run's first event. */
-static void taken_cb(void *ctx)
+static void taken_cb(void *ctx, const char *disposition)
 {
 	struct taken *t = ctx;
 
+	/* pi 1.6 reads what became of the message (data.disposition), oh-my-pi
+	 * whether an agent run follows (data.agentInvoked). */
+	if (t->data == NULL)
+		t->data = json_object();
+	if (t->data != NULL) {
+		json_object_set_new(t->data, "disposition", json_string(disposition));
+		json_object_set_new(t->data, "agentInvoked", json_true());
+	}
 	respond_ok(t->rpc, t->cmd, t->data);
 	t->data = NULL;
 }
@@ -102,8 +110,8 @@ static void dispatch(struct rpc *self, struct command *cmd)
 			return;
 		}
 		/* One answer per command: success from taken_cb, or this error. */
-		if (session_prompt(s, cmd->message, cmd->images, cmd->behavior, data, taken_cb,
-				   &taken) != 0)
+		if (session_prompt(s, cmd->message, cmd->images, cmd->behavior, data, cmd->id,
+				   taken_cb, &taken) != 0)
 			respond_error(self, cmd->id, cmd->name, "out of memory");
 		return;
 	case CMD_STEER:
@@ -116,8 +124,8 @@ static void dispatch(struct rpc *self, struct command *cmd)
 		/* One answer: success (with what abort dropped) from taken_cb,
 		 * once the abort's events are out and the prompt will run; or
 		 * this error. */
-		if (session_abort_and_prompt(s, cmd->message, cmd->images, cmd->retry, &taken.data,
-					     taken_cb, &taken, err, sizeof(err)) != 0) {
+		if (session_abort_and_prompt(s, cmd->message, cmd->images, cmd->retry, cmd->id,
+					     &taken.data, taken_cb, &taken, err, sizeof(err)) != 0) {
 			json_decref(taken.data);
 			respond_error(self, cmd->id, cmd->name, err);
 		}

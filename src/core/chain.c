@@ -491,6 +491,9 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 	clock_timer_stop(self->cfg.clock, &self->idle_timer);
 	self->next = r->next;
 	policy_judge(&self->policy, self->cfg.classify, r, policy.enabled, wall_ms(self), &v);
+	self->last_failed = v.failed;
+	self->last_verdict = v.verdict;
+	self->last_status = r->http_status;
 	/* The backend's own retries count: when they and ours have made as
 	 * many as the policy allows, this failure is the last. */
 	if (self->notices > 0 && policy.enabled && v.retryable &&
@@ -957,6 +960,52 @@ void chain_reset(struct chain *self)
 }
 
 /* What the owner shows. */
+
+json_t *chain_prompt_result(const struct chain *self, const json_t *messages, const char *id,
+			    bool aborted)
+{
+	const json_t *last = NULL, *m;
+	const char *stop, *status = aborted ? "aborted" : "completed";
+	json_t *error = NULL;
+	size_t i;
+
+	json_array_foreach(messages, i, m)
+		if (json_is_string(json_object_get(m, "role")) &&
+		    strcmp(json_string_value(json_object_get(m, "role")), "assistant") == 0)
+			last = m;
+	stop = json_string_value(json_object_get(last, "stopReason"));
+	if (!aborted && stop != NULL && strcmp(stop, "aborted") == 0)
+		status = "aborted";
+	if (!aborted && stop != NULL && strcmp(stop, "error") == 0) {
+		status = "error";
+		error = chain_failure_json(self, json_object_get(last, "errorMessage"),
+					   json_object_get(last, "provider"),
+					   json_object_get(last, "model"));
+	}
+	return event_prompt_result(id, status, error, true);
+}
+
+json_t *chain_failure_json(const struct chain *self, const json_t *message,
+			   const json_t *provider, const json_t *model)
+{
+	/* Transient, so that resubmitting later may succeed: a retryable
+	 * failure, or a usage limit (its window resets). */
+	bool retryable = self->last_failed && (self->last_verdict == CLASSIFY_RETRYABLE ||
+					       self->last_verdict == CLASSIFY_USAGE_LIMIT);
+	json_t *e = json_pack("{s:s, s:b}", "message",
+			      json_is_string(message) ? json_string_value(message) : "Unknown error",
+			      "retryable", retryable);
+
+	if (e == NULL)
+		return NULL;
+	if (json_is_string(provider))
+		json_object_set(e, "provider", (json_t *)provider);
+	if (json_is_string(model))
+		json_object_set(e, "model", (json_t *)model);
+	if (self->last_failed && self->last_status >= 100 && self->last_status <= 599)
+		json_object_set_new(e, "httpStatus", json_integer(self->last_status));
+	return e;
+}
 
 json_t *chain_stats_json(const struct chain *self)
 {

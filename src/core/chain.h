@@ -139,6 +139,11 @@ struct chain {
 	enum provider_next deferred_next;
 	char deferred_why[96];
 	int unknown_retried;   /* retries of this prompt's chain for "unknown" errors */
+	/* The last judged failure: its verdict and HTTP status (0 none), for
+	 * a prompt's result; last_failed false when the last attempt was fine. */
+	bool last_failed;
+	enum classify_verdict last_verdict;
+	int last_status;
 };
 
 int chain_init(struct chain *self, const struct chain_config *cfg);
@@ -171,6 +176,16 @@ void chain_set_output_paused(struct chain *self, bool paused);
 /* A new conversation: the counts and the retry state start over. */
 void chain_reset(struct chain *self);
 /* get_session_stats' "retry" object (new reference). */
+/* oh-my-pi's prompt_result for prompt id (borrowed, may be NULL) of a run
+ * that added messages (borrowed): completed, aborted (aborted: the run was
+ * taken down) or error, the last assistant message's stop. New reference. */
+json_t *chain_prompt_result(const struct chain *self, const json_t *messages, const char *id,
+			    bool aborted);
+/* oh-my-pi's prompt_result error: {"message", "provider"?, "model"?,
+ * "httpStatus"?, "retryable"} of the chain's last failure (message,
+ * provider, model: borrowed from the failed message). New reference. */
+json_t *chain_failure_json(const struct chain *self, const json_t *message,
+			   const json_t *provider, const json_t *model);
 json_t *chain_stats_json(const struct chain *self);
 /* get_state's "fleet" (new reference); the chain must have a fleet. */
 json_t *chain_fleet_state(struct chain *self);

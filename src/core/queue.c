@@ -42,3 +42,13 @@ void queue_drop_texts(json_t *queue, json_t *out)
 	}
 	json_array_clear(queue);
 }
+
+void queue_prompt_ids(const json_t *queue, json_t *ids)
+{
+	size_t i;
+	json_t *item;
+
+	json_array_foreach(queue, i, item)
+		if (json_object_get(item, "promptId") != NULL)
+			json_array_append(ids, json_object_get(item, "promptId"));
+}

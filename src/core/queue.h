@@ -22,5 +22,8 @@ json_t *queue_take(json_t *queue, bool all);
 /* Moves the text of every item of `queue` (borrowed) to the array `out`
  * (borrowed), and empties the queue: what abort reports it dropped. */
 void queue_drop_texts(json_t *queue, json_t *out);
+/* Appends the promptId of each item of queue that has one (a prompt's,
+ * not a steer's or follow_up's) to ids. */
+void queue_prompt_ids(const json_t *queue, json_t *ids);
 
 #endif

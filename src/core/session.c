@@ -238,6 +238,7 @@ int session_init(struct session *self, const struct session_config *cfg)
 	self->session_dir = cfg->session_dir ? strdup(cfg->session_dir) : NULL;
 	self->messages = json_array();
 	self->run_messages = json_array();
+	self->run_prompts = json_array();
 	self->steering = json_array();
 	self->follow_ups = json_array();
 	if (chain_init(&self->chain, &cc) != 0) {
@@ -265,6 +266,7 @@ void session_release(struct session *self)
 	chain_release(&self->chain);
 	json_decref(self->messages);
 	json_decref(self->run_messages);
+	json_decref(self->run_prompts);
 	json_decref(self->steering);
 	json_decref(self->follow_ups);
 	journal_release(&self->journal);
@@ -287,15 +289,34 @@ static void maybe_idle(struct session *self)
 	cb(self->idle_ctx);
 }
 
-static void end_run(struct session *self)
+static void end_run_as(struct session *self, bool aborted)
 {
 	json_t *messages = self->run_messages;
+	json_t *prompts = self->run_prompts;
+	size_t i;
+	json_t *id;
 
 	self->run_messages = json_array();
+	self->run_prompts = json_array();
 	self->busy = false;
 	self->chain.phase = CHAIN_IDLE;
+	json_incref(messages);
 	emit(self, event_agent_end(messages));
+	/* Nothing runs, waits or is queued now: every prompt of the run has
+	 * its result (oh-my-pi), and the session is settled (pi 1.6's
+	 * agent_settled, oh-my-pi's session_settled). */
+	json_array_foreach(prompts, i, id)
+		emit(self, chain_prompt_result(&self->chain, messages, json_string_value(id), aborted));
+	emit(self, event_agent_settled(aborted));
+	emit(self, event_session_settled());
+	json_decref(prompts);
+	json_decref(messages);
 	maybe_idle(self);
+}
+
+static void end_run(struct session *self)
+{
+	end_run_as(self, false);
 }
 
 /* Hands one turn to the chain: the newly delivered queue items (takes
@@ -314,8 +335,11 @@ static void start_turn(struct session *self, json_t *deliver, bool new_chain)
 		policy = json_object_get(item, "policy");
 		gen = (unsigned)json_integer_value(json_object_get(item, "autoRetryGen"));
 	}
-	json_array_foreach(deliver, i, item)
+	json_array_foreach(deliver, i, item) {
 		json_array_append(messages, json_object_get(item, "message"));
+		if (json_object_get(item, "promptId") != NULL)
+			json_array_append(self->run_prompts, json_object_get(item, "promptId"));
+	}
 	chain_turn(&self->chain, policy, gen, messages);
 	json_decref(messages);
 	json_decref(deliver);
@@ -347,16 +371,19 @@ static void begin_run(struct session *self, json_t *item)
 /* A queue item: the user message and the policy snapshot taken now.
  * policy: takes ownership. */
 static int enqueue(struct session *self, json_t *queue, const char *text, const json_t *images,
-		   json_t *policy, session_taken_fn taken, void *ctx)
+		   json_t *policy, const char *id, session_taken_fn taken, void *ctx)
 {
 	json_t *item = queue_item_new(text, images, wall_ms(self), policy, self->chain.auto_retry_gen);
 
 	if (item == NULL)
 		return -1;
+	/* A prompt's own result is owed to its command (oh-my-pi's prompt_result). */
+	if (id != NULL)
+		json_object_set_new(item, "promptId", json_string(id));
 	if (self->busy && json_array_append_new(queue, item) != 0)
 		return -1;
 	if (taken != NULL)
-		taken(ctx);
+		taken(ctx, self->busy ? "queued" : "started");
 	if (!self->busy)
 		begin_run(self, item);
 	return 0;
@@ -374,10 +401,11 @@ int session_accept(struct session *self, int behavior, const json_t *retry, json
 }
 
 int session_prompt(struct session *self, const char *text, const json_t *images,
-		   int behavior, json_t *policy, session_taken_fn taken, void *ctx)
+		   int behavior, json_t *policy, const char *id, session_taken_fn taken,
+		   void *ctx)
 {
 	return enqueue(self, behavior == BEHAVIOR_STEER ? self->steering : self->follow_ups, text,
-		       images, policy, taken, ctx);
+		       images, policy, id, taken, ctx);
 }
 
 static int enqueue_plain(struct session *self, json_t *queue, const char *text,
@@ -385,7 +413,7 @@ static int enqueue_plain(struct session *self, json_t *queue, const char *text,
 {
 	json_t *policy = session_retry_policy(self);
 
-	return policy ? enqueue(self, queue, text, images, policy, taken, ctx) : -1;
+	return policy ? enqueue(self, queue, text, images, policy, NULL, taken, ctx) : -1;
 }
 
 int session_steer(struct session *self, const char *text, const json_t *images,
@@ -410,12 +438,15 @@ void session_abort(struct session *self, json_t **data)
 {
 	json_t *dropped = json_array();
 
-	/* Nothing queued may start while the run is being taken down. */
+	/* Nothing queued may start while the run is being taken down; a
+	 * dropped prompt's result is owed all the same (aborted). */
+	queue_prompt_ids(self->steering, self->run_prompts);
+	queue_prompt_ids(self->follow_ups, self->run_prompts);
 	queue_drop_texts(self->steering, dropped);
 	queue_drop_texts(self->follow_ups, dropped);
 	chain_abort(&self->chain);
 	if (self->busy)
-		end_run(self);
+		end_run_as(self, true);
 	if (data != NULL)
 		*data = json_pack("{s:o}", "discardedMessages", dropped);
 	else
@@ -423,8 +454,8 @@ void session_abort(struct session *self, json_t **data)
 }
 
 int session_abort_and_prompt(struct session *self, const char *text, const json_t *images,
-			     const json_t *retry, json_t **data, session_taken_fn taken, void *ctx,
-			     char *err, size_t errlen)
+			     const json_t *retry, const char *id, json_t **data,
+			     session_taken_fn taken, void *ctx, char *err, size_t errlen)
 {
 	json_t *policy = policy_for_prompt(self->cfg.settings, retry, err, errlen);
 
@@ -433,7 +464,7 @@ int session_abort_and_prompt(struct session *self, const char *text, const json_
 		return -1;
 	session_abort(self, data);
 	/* Idle now, so the prompt begins a run, as a prompt sent after abort would. */
-	if (enqueue(self, self->follow_ups, text, images, policy, taken, ctx) != 0)
+	if (enqueue(self, self->follow_ups, text, images, policy, id, taken, ctx) != 0)
 		return errbuf_set(err, errlen, "out of memory: the run was aborted but the "
 				  "new prompt could not be started");
 	return 0;
@@ -456,42 +487,6 @@ json_t *session_classify(struct session *self, struct classify_input *in)
 	return classify_result_json(&r);
 }
 
-json_t *session_model(struct session *self)
-{
-	return fallback_model_json(&self->chain.fallback, self->cfg.provider);
-}
-
-json_t *session_state(struct session *self)
-{
-	struct state_view v = {
-		.model = session_model(self),
-		.streaming = self->busy,
-		.steer_all = self->steer_all,
-		.follow_up_all = self->follow_up_all,
-		.session_id = self->id,
-		.message_count = json_array_size(self->messages),
-		.pending_count = json_array_size(self->steering) + json_array_size(self->follow_ups),
-		.auto_retry_enabled = settings_get_bool(self->cfg.settings, "retry.enabled"),
-		.retrying = self->chain.phase == CHAIN_BACKOFF,
-		.retry_attempt = self->chain.retry.attempt,
-		.session_file = self->file,
-		.session_name = self->name,
-		.retry_policy = self->busy ? self->chain.policy.json : NULL,
-		.retry_budget = retry_budget_json(&self->chain.budget),
-		.thinking_level = self->thinking_level,
-	};
-	json_t *state = state_json(&v);
-
-	if (state != NULL && self->cfg.fleet != NULL)
-		json_object_set_new(state, "fleet", chain_fleet_state(&self->chain));
-	return state;
-}
-
-json_t *session_fleet_clear(struct session *self)
-{
-	return chain_fleet_clear(&self->chain);
-}
-
 json_t *session_retry_policy(struct session *self)
 {
 	char err[512];
@@ -508,30 +503,6 @@ int session_set_retry_policy(struct session *self, const json_t *policy, bool pe
 		return -1;
 	chain_set_classify(&self->chain, c);
 	return 0;
-}
-
-json_t *session_messages(struct session *self)
-{
-	return json_pack("{s:O}", "messages", self->messages);
-}
-
-json_t *session_last_assistant_text(struct session *self)
-{
-	return assistant_last_text(self->messages);
-}
-
-json_t *session_stats(struct session *self)
-{
-	json_t *st = message_stats(self->messages, self->id, self->file);
-
-	if (st != NULL)
-		json_object_set_new(st, "retry", chain_stats_json(&self->chain));
-	return st;
-}
-
-json_t *session_models(struct session *self)
-{
-	return fallback_models(&self->chain.fallback, self->cfg.provider);
 }
 
 int session_set_model(struct session *self, const char *provider, const char *model_id,

@@ -78,6 +78,7 @@ struct session {
 
 	json_t *messages;      /* owned: the in-memory context */
 	json_t *run_messages;  /* owned: messages this run added to the context */
+	json_t *run_prompts;   /* owned: ids of the prompts this run delivered (prompt_result) */
 	json_t *steering;      /* owned: queued user messages */
 	json_t *follow_ups;    /* owned: queued user messages */
 	bool steer_all;        /* steeringMode "all" (else one-at-a-time) */
@@ -108,14 +109,19 @@ int session_accept(struct session *self, int behavior, const json_t *retry, json
 		   char *err, size_t errlen);
 /* Called once a message is safely queued or about to run, before the run's
  * first event: where the caller answers its command (rpc.c), so that an
- * answer never goes out for a message that is then lost. */
-typedef void (*session_taken_fn)(void *ctx);
+ * answer never goes out for a message that is then lost. disposition (pi
+ * 1.6's data.disposition): "started" when the message begins a run,
+ * "queued" when it waits behind one. */
+typedef void (*session_taken_fn)(void *ctx, const char *disposition);
 
 /* Runs (or queues) an accepted prompt; policy: takes ownership, from
  * session_accept(). taken (may be NULL) is called before anything is
- * emitted; on -1 (out of memory) it was not called and nothing was queued. */
+ * emitted; on -1 (out of memory) it was not called and nothing was queued.
+ * id (borrowed, may be NULL): the command's, for its prompt_result (sent
+ * once its run is over, after agent_end). */
 int session_prompt(struct session *self, const char *text, const json_t *images,
-		   int behavior, json_t *policy, session_taken_fn taken, void *ctx);
+		   int behavior, json_t *policy, const char *id, session_taken_fn taken,
+		   void *ctx);
 int session_steer(struct session *self, const char *text, const json_t *images,
 		  session_taken_fn taken, void *ctx);
 int session_follow_up(struct session *self, const char *text, const json_t *images,
@@ -134,8 +140,8 @@ void session_abort(struct session *self, json_t **data);
  * first event. -1 after the abort (out of memory): err says so, nothing
  * runs. */
 int session_abort_and_prompt(struct session *self, const char *text, const json_t *images,
-			     const json_t *retry, json_t **data, session_taken_fn taken, void *ctx,
-			     char *err, size_t errlen);
+			     const json_t *retry, const char *id, json_t **data,
+			     session_taken_fn taken, void *ctx, char *err, size_t errlen);
 /* Cancels a pending backoff (no event when there is none). */
 void session_abort_retry(struct session *self);
 /* set_auto_retry: persist writes the settings file, else this process

@@ -16,7 +16,33 @@ json_t *event_turn_start(void)
 
 json_t *event_agent_end(json_t *messages)
 {
-	return json_pack("{s:s, s:o}", "type", "agent_end", "messages", messages);
+	/* A run ends once its chain has (no retry follows an agent_end). */
+	return json_pack("{s:s, s:o, s:b}", "type", "agent_end", "messages", messages, "willRetry",
+			 0);
+}
+
+json_t *event_agent_settled(bool aborted)
+{
+	return json_pack("{s:s, s:b}", "type", "agent_settled", "aborted", aborted);
+}
+
+json_t *event_session_settled(void)
+{
+	return json_pack("{s:s}", "type", "session_settled");
+}
+
+json_t *event_prompt_result(const char *id, const char *status, json_t *error, bool settled)
+{
+	json_t *ev = json_pack("{s:s, s:b, s:s, s:b}", "type", "prompt_result", "agentInvoked", 1,
+			       "status", status, "sessionSettled", settled);
+
+	if (ev != NULL && id != NULL)
+		json_object_set_new(ev, "id", json_string(id));
+	if (ev != NULL && error != NULL)
+		json_object_set_new(ev, "error", error);
+	else
+		json_decref(error);
+	return ev;
 }
 
 json_t *event_message_start(json_t *message)

@@ -20,6 +20,16 @@ json_t *event_agent_start(void);
 json_t *event_turn_start(void);
 /* {"type":"agent_end","messages":[...]}; messages: takes ownership. */
 json_t *event_agent_end(json_t *messages);
+/* {"type":"agent_settled","aborted":B}: pi 1.6's "nothing more will run
+ * by itself" (no retry, no queued message), after the last agent_end. */
+json_t *event_agent_settled(bool aborted);
+/* {"type":"session_settled"}: oh-my-pi's name for the same moment. */
+json_t *event_session_settled(void);
+/* oh-my-pi's {"type":"prompt_result","id"?,"agentInvoked":true,"status":
+ * "completed"|"aborted"|"error","error"?,"sessionSettled":B}, once per
+ * accepted prompt after its run's agent_end. id: borrowed, may be NULL;
+ * error: takes ownership, may be NULL. */
+json_t *event_prompt_result(const char *id, const char *status, json_t *error, bool settled);
 
 /* {"type":"message_start"|"message_end","message":{...}}; message: borrowed
  * (a reference is kept, so later changes to it show). */

@@ -1,7 +1,7 @@
 #include "proto/state.h"
 
 /* The members every state has; sessionFile and sessionName may come on top. */
-#define STATE_MEMBERS 15
+#define STATE_MEMBERS 17
 
 json_t *state_json(struct state_view *v)
 {
@@ -31,6 +31,10 @@ json_t *state_json(struct state_view *v)
 	json_object_set_new_nocheck(st, "autoRetryEnabled", json_boolean(v->auto_retry_enabled));
 	json_object_set_new_nocheck(st, "isRetrying", json_boolean(v->retrying));
 	json_object_set_new_nocheck(st, "retryAttempt", json_integer(v->retry_attempt));
+	/* oh-my-pi's: idle with nothing queued; retryd runs no background
+	 * work that could wake a session. */
+	json_object_set_new_nocheck(st, "isSettled", json_boolean(!v->streaming && v->pending_count == 0));
+	json_object_set_new_nocheck(st, "hasPendingAsyncWork", json_false());
 	/* Optional: a path that is not UTF-8 is left out rather than failing. */
 	if (v->session_file != NULL)
 		json_object_set_new_nocheck(st, "sessionFile", json_string(v->session_file));

@@ -152,6 +152,24 @@ class Line:
         self.raw, self.obj, self.t, self.error = raw, obj, t, error
 
 
+# What a run's end adds for pi 1.6's and oh-my-pi's RpcClients, after
+# agent_end (protocol/README.md section 5).
+SETTLE_EVENTS = ("prompt_result", "agent_settled", "session_settled")
+
+
+def strip_settled(msgs):
+    """msgs without the lines a run's end adds after agent_end (prompt
+    results, agent_settled, session_settled), which must be there, last and
+    in that order, when msgs end with a run."""
+    n = len(msgs)
+    while n > 0 and isinstance(msgs[n - 1], dict) and msgs[n - 1].get("type") in SETTLE_EVENTS:
+        n -= 1
+    tail = [m.get("type") for m in msgs[n:]]
+    if tail:
+        assert tail[-2:] == ["agent_settled", "session_settled"], tail
+    return msgs[:n]
+
+
 class DaemonFailure(AssertionError):
     pass
 
@@ -165,10 +183,16 @@ class Daemon:
     sets: {key: value} or ["k=v", ...]
     (values that are not strings are JSON-encoded); args: extra CLI args;
     env: extra/overriding environment (a value of None removes the variable).
+    settled: keep the lines that follow a run's agent_end for pi 1.6 and
+    oh-my-pi (SETTLE_EVENTS: prompt_result, agent_settled, session_settled)
+    among the lines the waits read; by default they go to self.settle_lines
+    only, so that a test of something else reads the run as it ends.
     """
 
     def __init__(self, args=(), plan=None, sets=None, env=None, expect_ready=True, settings=None,
-                 binary=None, cwd=None, timeout=DEFAULT_TIMEOUT):
+                 binary=None, cwd=None, timeout=DEFAULT_TIMEOUT, settled=False):
+        self.settled = settled
+        self.settle_lines = []
         self.binary = binary or binary_path()
         self.timeout = timeout
         self.tmp = tempfile.mkdtemp(prefix="retryd-e2e-")
@@ -271,6 +295,11 @@ class Daemon:
             buf = parts.pop()
             now = time.monotonic()
             new = [self._parse(p, now) for p in parts]
+            if not self.settled:
+                self.settle_lines += [ln for ln in new if isinstance(ln.obj, dict)
+                                      and ln.obj.get("type") in SETTLE_EVENTS]
+                new = [ln for ln in new if not (isinstance(ln.obj, dict)
+                                                and ln.obj.get("type") in SETTLE_EVENTS)]
             with self._cond:
                 self.lines.extend(new)
                 self._cond.notify_all()

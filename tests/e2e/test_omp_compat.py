@@ -79,7 +79,9 @@ class AbortAndPromptTests(OmpCase):
         self.assertEqual((end["success"], end["attempt"], end["finalError"]),
                          (False, 1, "Retry cancelled"))
         r = msgs[2]
-        self.assertEqual((r["id"], r["success"], r["data"]), ("ap", True, {"discardedMessages": []}))
+        self.assertEqual((r["id"], r["success"], r["data"]),
+                         ("ap", True, {"discardedMessages": [], "disposition": "started",
+                                       "agentInvoked": True}))
         self.assertValidResponse(r)
         self.assertEqual(user_texts(msgs), ["replacement"])
         # The plan's second step went to the new prompt: "first" was not retried.
@@ -122,7 +124,8 @@ class AbortAndPromptTests(OmpCase):
         d = self.spawn(plan=[{"text": "hello"}])
         msgs = self.abort_and_prompt(d, "idle")
         self.assertEqual(signature(msgs)[:3], ["response:abort_and_prompt", "agent_start", "turn_start"])
-        self.assertEqual(msgs[0]["data"], {"discardedMessages": []})
+        self.assertEqual(msgs[0]["data"], {"discardedMessages": [], "disposition": "started",
+                                           "agentInvoked": True})
         self.assertEqual(types(msgs).count("agent_end"), 1)
         self.assertEqual(user_texts(msgs), ["idle"])
         self.assertEqual(text_of(assistant_ends(msgs)[0]), "hello")
@@ -136,7 +139,8 @@ class AbortAndPromptTests(OmpCase):
         self.assertTrue(d.request({"type": "follow_up", "message": "f1"})["success"])
         msgs = self.abort_and_prompt(d, "instead")
         r = [m for m in msgs if m.get("type") == "response"][0]
-        self.assertEqual(r["data"], {"discardedMessages": ["s1", "f1"]})
+        self.assertEqual(r["data"], {"discardedMessages": ["s1", "f1"], "disposition": "started",
+                                     "agentInvoked": True})
         self.assertEqual(user_texts(d.seen()), ["first", "instead"])
         d.expect_silence(0.1)
         self.assertEqual(d.request({"type": "get_state"})["data"]["pendingMessageCount"], 0)

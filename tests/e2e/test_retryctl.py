@@ -18,6 +18,7 @@ import time
 import unittest
 
 import harness
+from harness import strip_settled
 
 FAKE = os.path.join(harness.REPO_ROOT, "tests", "fixtures", "fake_retryd.py")
 ELLIPSIS = "\u2026"
@@ -390,7 +391,7 @@ class PipeTests(RetryctlTestCase):
                                             retry_baseDelayMs=5) + ["--json", "q"])
         self.assertEqual(rc, 0, err)
         frames = [json.loads(line) for line in out.splitlines()]
-        kinds = [f["type"] for f in frames]
+        kinds = [f["type"] for f in strip_settled(frames)]
         self.assertEqual(kinds[0], "ready")
         self.assertEqual(kinds[-1], "agent_end")
         self.assertIn("auto_retry_start", kinds)

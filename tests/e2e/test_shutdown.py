@@ -11,6 +11,7 @@ import unittest
 from harness import (DaemonFailure, DaemonTestCase, binary_path, is_sanitized_build, is_type,
                      is_valgrind, role_of, sanitizer_report, scaled, signature, types,
                      valgrind_argv)
+from harness import strip_settled
 
 SLOW = {"retry.baseDelayMs": 5000}
 # SIGTERM must end the process "within ~1 s"; ASan's exit-time leak scan adds a little.
@@ -355,7 +356,7 @@ class FileOutputTests(unittest.TestCase):
                        and m["assistantMessageEvent"]["type"] == "text_delta")
         self.assertEqual(text, self.WORDS)
         self.assertEqual(types(msgs).count("auto_retry_end"), 1)
-        self.assertEqual(msgs[-1]["type"], "agent_end")
+        self.assertEqual(strip_settled(msgs)[-1]["type"], "agent_end")
 
     def test_sigterm_with_output_to_a_file_writes_everything_queued_before_exiting(self):
         p = self.start([{"text": self.WORDS, "hang": True}],
@@ -372,6 +373,6 @@ class FileOutputTests(unittest.TestCase):
         p.send_signal(signal.SIGTERM)
         rc, msgs = self.finish(p)
         self.assertEqual(rc, 0)
-        self.assertEqual(msgs[-1]["type"], "agent_end")
+        self.assertEqual(strip_settled(msgs)[-1]["type"], "agent_end")
         ends = [m for m in msgs if m.get("type") == "message_end" and role_of(m) == "assistant"]
         self.assertEqual([m["message"]["stopReason"] for m in ends], ["aborted"])

@@ -140,7 +140,7 @@ static int submit(struct fx *f, const char *text, int behavior, const char *retr
 
 	json_decref(r);
 	if (rc == 0)
-		rc = session_prompt(&f->s, text, NULL, behavior, policy, NULL, NULL);
+		rc = session_prompt(&f->s, text, NULL, behavior, policy, NULL, NULL, NULL);
 	return rc;
 }
 
@@ -159,31 +159,36 @@ struct taken_log {
 	struct fx *f;
 	int calls;
 	size_t events_then;
+	const char *disposition;
 };
 
-static void taken_cb(void *ctx)
+static void taken_cb(void *ctx, const char *disposition)
 {
 	struct taken_log *t = ctx;
 
 	t->calls++;
 	t->events_then = json_array_size(t->f->events);
+	t->disposition = disposition;
 }
 
 START_TEST(test_taken_comes_once_before_the_runs_first_event_and_for_a_queued_message)
 {
 	struct fx f;
-	struct taken_log t = { &f, 0, 0 };
+	struct taken_log t = { &f, 0, 0, NULL };
 	char err[256];
 	json_t *policy;
 
 	fx_init(&f, "[{\"hang\":true}]", NULL);
 	ck_assert_int_eq(session_accept(&f.s, BEHAVIOR_NONE, NULL, &policy, err, sizeof(err)), 0);
-	ck_assert_int_eq(session_prompt(&f.s, "hi", NULL, BEHAVIOR_NONE, policy, taken_cb, &t), 0);
+	ck_assert_int_eq(session_prompt(&f.s, "hi", NULL, BEHAVIOR_NONE, policy, "p1", taken_cb, &t),
+			 0);
 	ck_assert_int_eq(t.calls, 1);
 	ck_assert_uint_eq(t.events_then, 0);
+	ck_assert_str_eq(t.disposition, "started");
 	ck_assert_ptr_nonnull(find(&f, "agent_start"));
 	ck_assert_int_eq(session_follow_up(&f.s, "later", NULL, taken_cb, &t), 0);
 	ck_assert_int_eq(t.calls, 2);
+	ck_assert_str_eq(t.disposition, "queued");
 	ck_assert_uint_eq(json_array_size(f.s.follow_ups), 1);
 	fx_release(&f);
 }
@@ -230,7 +235,7 @@ START_TEST(test_two_overloads_then_answer_follow_the_contract)
 	/* The failed attempts left the context: user + answer. */
 	ck_assert_int_eq(json_array_size(json_object_get(ev, "messages")), 2);
 	ck_assert_str_eq(types(&f), "turn_start,message_start:assistant,text_start,text_delta,text_delta,"
-			 "text_end,message_end:assistant,auto_retry_end,turn_end,agent_end");
+			 "text_end,message_end:assistant,auto_retry_end,turn_end,agent_end,agent_settled,session_settled");
 	ck_assert(!f.s.busy);
 	ck_assert_int_eq(json_array_size(f.s.messages), 2);
 	fx_release(&f);
@@ -253,7 +258,7 @@ START_TEST(test_max_exceeded_closes_chain_after_last_turn_then_agent_end)
 	ck_assert_int_eq(json_integer_value(json_object_get(ev, "attempt")), 3);
 	ck_assert_str_eq(json_string_value(json_object_get(ev, "finalError")), "503 last");
 	ck_assert_ptr_nonnull(strstr(types(&f), "turn_end,auto_retry_start,turn_start,message_start:assistant,"
-				     "message_end:assistant,turn_end,auto_retry_end,agent_end"));
+				     "message_end:assistant,turn_end,auto_retry_end,agent_end,agent_settled,session_settled"));
 	/* The last failure stays in the context, like pi. */
 	ck_assert_int_eq(json_array_size(f.s.messages), 2);
 	ck_assert_int_eq(f.s.chain.retry.attempt, 0);
@@ -268,7 +273,7 @@ START_TEST(test_non_retryable_first_failure_has_no_retry_events)
 	fx_init(&f, "[{\"error\":\"401 Invalid API key\"}]", NULL);
 	prompt(&f, "hi");
 	clock_fake_advance(&f.clock, 100000);
-	ck_assert_str_eq(types(&f), FIRST_TURN ",message_start:assistant,message_end:assistant,turn_end,agent_end");
+	ck_assert_str_eq(types(&f), FIRST_TURN ",message_start:assistant,message_end:assistant,turn_end,agent_end,agent_settled,session_settled");
 	fx_release(&f);
 }
 END_TEST
@@ -286,7 +291,7 @@ START_TEST(test_context_overflow_in_open_chain_ends_it_unretried)
 	ck_assert_ptr_nonnull(ev);
 	ck_assert_int_eq(json_integer_value(json_object_get(ev, "attempt")), 1);
 	ck_assert_str_eq(json_string_value(json_object_get(ev, "finalError")), "429 prompt is too long");
-	ck_assert_ptr_nonnull(strstr(types(&f), "turn_end,auto_retry_end,agent_end"));
+	ck_assert_ptr_nonnull(strstr(types(&f), "turn_end,auto_retry_end,agent_end,agent_settled,session_settled"));
 	fx_release(&f);
 }
 END_TEST
@@ -305,7 +310,7 @@ START_TEST(test_abort_retry_cancels_backoff_at_once)
 	ev = find(&f, "auto_retry_end");
 	ck_assert_str_eq(json_string_value(json_object_get(ev, "finalError")), "Retry cancelled");
 	ck_assert_int_eq(json_integer_value(json_object_get(ev, "attempt")), 1);
-	ck_assert_str_eq(types(&f), "auto_retry_end,agent_end");
+	ck_assert_str_eq(types(&f), "auto_retry_end,agent_end,agent_settled,session_settled");
 	ck_assert_int_eq(clock_fake_next_in(&f.clock), -1);
 	ck_assert(!f.s.busy);
 	/* Nothing pending now: no event. */
@@ -396,7 +401,7 @@ START_TEST(test_abort_during_hang_ends_message_as_aborted)
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "message"), "stopReason")), "aborted");
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "message"), "errorMessage")),
 			 "Request was aborted");
-	ck_assert_str_eq(types(&f), "message_end:assistant,turn_end,agent_end");
+	ck_assert_str_eq(types(&f), "message_end:assistant,turn_end,agent_end,agent_settled,session_settled");
 	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(data, "discardedMessages"), 0)), "later");
 	json_decref(data);
 	clock_fake_advance(&f.clock, 100000);
@@ -419,7 +424,7 @@ START_TEST(test_abort_in_retried_attempt_closes_chain_once)
 	session_abort(&f.s, NULL);
 	ev = find(&f, "auto_retry_end");
 	ck_assert_str_eq(json_string_value(json_object_get(ev, "finalError")), "Retry cancelled");
-	ck_assert_str_eq(types(&f), "message_end:assistant,turn_end,auto_retry_end,agent_end");
+	ck_assert_str_eq(types(&f), "message_end:assistant,turn_end,auto_retry_end,agent_end,agent_settled,session_settled");
 	fx_release(&f);
 }
 END_TEST
@@ -462,7 +467,7 @@ START_TEST(test_follow_up_runs_after_chain_in_same_run)
 	ck_assert_str_eq(types(&f), "turn_start,message_start:assistant,text_start,text_delta,text_end,"
 			 "message_end:assistant,auto_retry_end,turn_end,"
 			 "turn_start,message_start:user,message_end:user,message_start:assistant,text_start,"
-			 "text_delta,text_end,message_end:assistant,turn_end,agent_end");
+			 "text_delta,text_end,message_end:assistant,turn_end,agent_end,agent_settled,session_settled");
 	fx_release(&f);
 }
 END_TEST
@@ -509,7 +514,7 @@ START_TEST(test_disabling_mid_chain_still_closes_chain_once)
 	ck_assert(json_is_false(json_object_get(ev, "success")));
 	ck_assert_int_eq(json_integer_value(json_object_get(ev, "attempt")), 1);
 	ck_assert_str_eq(types(&f), "turn_start,message_start:assistant,message_end:assistant,turn_end,"
-			 "auto_retry_end,agent_end");
+			 "auto_retry_end,agent_end,agent_settled,session_settled");
 	/* Persisted to the settings file. */
 	ck_assert_int_eq(access(f.path, F_OK), 0);
 	fx_release(&f);
@@ -660,7 +665,7 @@ START_TEST(test_output_pause_stops_streaming_until_resumed)
 	session_set_output_paused(&f.s, false);
 	clock_fake_advance(&f.clock, 10);
 	ck_assert(!f.s.busy);
-	ck_assert_ptr_nonnull(strstr(types(&f), "text_end,message_end:assistant,turn_end,agent_end"));
+	ck_assert_ptr_nonnull(strstr(types(&f), "text_end,message_end:assistant,turn_end,agent_end,agent_settled,session_settled"));
 	fx_release(&f);
 }
 END_TEST
@@ -749,7 +754,7 @@ START_TEST(test_set_auto_retry_off_still_stops_a_snapshot_chain)
 	clock_fake_advance(&f.clock, 10);
 	clock_fake_settle(&f.clock);
 	ck_assert_str_eq(types(&f), "turn_start,message_start:assistant,message_end:assistant,turn_end,"
-			 "auto_retry_end,agent_end");
+			 "auto_retry_end,agent_end,agent_settled,session_settled");
 	fx_release(&f);
 }
 END_TEST
@@ -807,7 +812,7 @@ START_TEST(test_structured_hint_above_cap_fails_fast)
 			 "Provider requested 11180000ms wait, exceeds retry.maxDelayMs (100ms). "
 			 "Original error: 503 busy");
 	ck_assert_str_eq(types(&f), FIRST_TURN ",message_start:assistant,message_end:assistant,turn_end,"
-			 "auto_retry_end,agent_end");
+			 "auto_retry_end,agent_end,agent_settled,session_settled");
 	fx_release(&f);
 }
 END_TEST
@@ -857,8 +862,8 @@ START_TEST(test_consecutive_overloads_fall_back_to_next_model_then_revert)
 	ck_assert_str_eq(json_string_value(json_object_get(ev, "to")), "sim-2");
 	ck_assert_str_eq(json_string_value(ev_field(&f, "auto_retry_start", "reason")), "model-fallback");
 	ck_assert_int_eq(json_integer_value(ev_field(&f, "auto_retry_start", "delayMs")), 0);
-	/* The answer came from the fallback model. */
-	ev = json_array_get(f.events, json_array_size(f.events) - 4);
+	/* The answer came from the fallback model (before turn_end, agent_end and the settled pair). */
+	ev = json_array_get(f.events, json_array_size(f.events) - 6);
 	ck_assert_str_eq(json_string_value(json_object_get(ev, "type")), "message_end");
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "message"), "model")), "sim-2");
 	types(&f);
@@ -1100,7 +1105,7 @@ START_TEST(test_provider_events_are_emitted_as_is_inside_the_message)
 	ev = json_incref(json_array_get(f.events, 1));
 	stub_succeed(st);
 	ck_assert_str_eq(types(&f), "message_start:assistant,provider_retry,text_start,text_delta,"
-			 "text_end,tool_execution_start,message_end:assistant,turn_end,agent_end");
+			 "text_end,tool_execution_start,message_end:assistant,turn_end,agent_end,agent_settled,session_settled");
 	ck_assert_str_eq(json_string_value(json_object_get(ev, "errorMessage")), "529 overloaded");
 	ck_assert_int_eq(json_object_size(ev), 3);
 	json_decref(ev);
@@ -1121,7 +1126,7 @@ START_TEST(test_retryable_failure_without_a_context_to_resume_is_final_and_says_
 	ev = find(&f, "message_end");
 	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "message"), "errorMessage")),
 			 "503 Service Unavailable (not retried: the agent reported no session id to resume)");
-	ck_assert_str_eq(types(&f), "message_start:assistant,message_end:assistant,turn_end,agent_end");
+	ck_assert_str_eq(types(&f), "message_start:assistant,message_end:assistant,turn_end,agent_end,agent_settled,session_settled");
 	ck_assert_int_eq(st->starts, 1);
 	ck_assert_int_eq(clock_fake_next_in(&f.clock), -1);
 	/* A failure that is not retryable anyway keeps its own text. */
@@ -1307,7 +1312,7 @@ START_TEST(test_provider_failing_at_start_is_reported_on_the_next_loop_turn)
 	ck_assert_str_eq(types(&f), "message_start:assistant,message_end:assistant,turn_end,"
 			 "turn_start,message_start:user,message_end:user");
 	clock_fake_settle(&f.clock);
-	ck_assert_str_eq(types(&f), "message_start:assistant,message_end:assistant,turn_end,agent_end");
+	ck_assert_str_eq(types(&f), "message_start:assistant,message_end:assistant,turn_end,agent_end,agent_settled,session_settled");
 	ck_assert_int_eq(st->starts, 2);
 	/* An abort while the failure is pending ends the message once. */
 	prompt(&f, "again");

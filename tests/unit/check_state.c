@@ -31,7 +31,8 @@ START_TEST(test_state_has_pis_fields_then_retryds_in_a_fixed_order)
 			    "\"followUpMode\":\"one-at-a-time\",\"sessionId\":\"sid\","
 			    "\"autoCompactionEnabled\":false,\"messageCount\":4,"
 			    "\"pendingMessageCount\":2,\"autoRetryEnabled\":true,\"isRetrying\":true,"
-			    "\"retryAttempt\":2,\"sessionFile\":\"/tmp/s.jsonl\","
+			    "\"retryAttempt\":2,\"isSettled\":false,\"hasPendingAsyncWork\":false,"
+			     "\"sessionFile\":\"/tmp/s.jsonl\","
 			    "\"retryPolicy\":{\"maxRetries\":3},\"retryBudget\":null}");
 	free(s);
 	json_decref(st);
