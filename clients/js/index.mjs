@@ -241,12 +241,18 @@ export class RetrydClient {
 	 */
 	async promptAndWait(message, { timeoutMs = 600000, ...promptOpts } = {}) {
 		const events = [];
-		let off;
+		let off, done = false;
 		const ended = new Promise((resolve, reject) => {
 			off = this.onEvent((e) => {
 				if (e.type === "exit") return reject(new RetrydError(e.error, { exitCode: e.code, stderr: this.#stderr }));
+				// The run's own events: what follows its agent_end (prompt_result,
+				// agent_settled, session_settled) is left to onEvent listeners.
+				if (done) return;
 				events.push(e);
-				if (e.type === "agent_end") resolve();
+				if (e.type === "agent_end") {
+					done = true;
+					resolve();
+				}
 			});
 		});
 		ended.catch(() => {}); // a failed prompt is the error to report, not this

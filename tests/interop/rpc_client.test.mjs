@@ -21,7 +21,7 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "..", "..");
 const RETRYD = resolve(process.env.RETRYD ?? join(ROOT, "build", "retryd"));
 const PI_PREFIX = resolve(process.env.PI_PREFIX ?? join(ROOT, "build", "pi"));
-const PKG_DIR = join(PI_PREFIX, "node_modules", "@mariozechner", "pi-coding-agent");
+const PKG_DIR = resolve(process.env.PI_PKG_DIR ?? join(PI_PREFIX, "node_modules", "@mariozechner", "pi-coding-agent"));
 const LAUNCHER = join(ROOT, "clients", "js", "bin", "retryd-rpc.mjs");
 
 // 0.73.1 exports RpcClient from the package root ("." → dist/index.js);
@@ -66,6 +66,14 @@ async function withClient(plan, sets, fn) {
 const lastAssistant = (messages) => messages.filter((m) => m.role === "assistant").at(-1);
 const textOf = (m) => m.content.filter((c) => c.type === "text").map((c) => c.text).join("");
 const count = (events, type) => events.filter((e) => e.type === type).length;
+// pi up to 0.73 resolves promptAndWait on agent_end; pi 1.6 on agent_settled,
+// which retryd sends right after its run's agent_end (and prompt_result).
+const runEnd = (events) => events.filter((e) => e.type === "agent_end").at(-1);
+const SETTLES = Number.parseInt(version, 10) >= 1;
+function assertEndsTheRun(events) {
+	assert.equal(events.at(-1).type, SETTLES ? "agent_settled" : "agent_end");
+	if (SETTLES) assert.deepEqual(events.at(-1), { type: "agent_settled", aborted: false });
+}
 
 test("prompt, then getState and getLastAssistantText", { timeout: 30000 }, async () => {
 	await withClient([{ text: "hello from retryd" }], {}, async (client) => {
@@ -87,12 +95,12 @@ test("promptAndWait returns after the whole retry chain, with the final answer",
 	const plan = [{ error: "503 Service Unavailable" }, { error: "overloaded_error" }, { text: "final answer" }];
 	await withClient(plan, { "retry.baseDelayMs": 50 }, async (client) => {
 		const events = await client.promptAndWait("hi", undefined, 20000);
-		assert.equal(events.at(-1).type, "agent_end");
+		assertEndsTheRun(events);
 		assert.equal(count(events, "agent_end"), 1);
 		assert.equal(count(events, "auto_retry_start"), 2);
 		const end = events.find((e) => e.type === "auto_retry_end");
 		assert.deepEqual(end, { type: "auto_retry_end", success: true, attempt: 2 });
-		const final = lastAssistant(events.at(-1).messages);
+		const final = lastAssistant(runEnd(events).messages);
 		assert.equal(final.stopReason, "stop");
 		assert.equal(textOf(final), "final answer");
 		const state = await client.getState();
@@ -123,7 +131,7 @@ test("setAutoRetry(false) stops retrying; the failure is final", { timeout: 3000
 		assert.equal((await client.getState()).autoRetryEnabled, false);
 		const events = await client.promptAndWait("hi", undefined, 20000);
 		assert.equal(count(events, "auto_retry_start"), 0);
-		const final = lastAssistant(events.at(-1).messages);
+		const final = lastAssistant(runEnd(events).messages);
 		assert.equal(final.stopReason, "error");
 		assert.equal(final.errorMessage, "503");
 		await client.setAutoRetry(true);
@@ -149,7 +157,7 @@ test("abortRetry during a backoff cancels it at once", { timeout: 30000 }, async
 		assert.equal(during.retryAttempt, 1);
 		const end = events.find((e) => e.type === "auto_retry_end");
 		assert.deepEqual(end, { type: "auto_retry_end", success: false, attempt: 1, finalError: "Retry cancelled" });
-		assert.equal(events.at(-1).type, "agent_end");
+		assertEndsTheRun(events);
 		assert.ok(!events.some((e) => e.type === "message_end" && textOf(e.message) === "never"));
 		assert.equal((await client.getState()).isRetrying, false);
 	});
@@ -174,11 +182,14 @@ test("the README's RpcClient recipe runs as written", { timeout: 30000 }, async 
 	let code = recipe[1];
 	assert.match(code, /cliPath: .*retryd-rpc\.mjs`,/);
 	code = code.replace(/cliPath: .*,\n/, `cliPath: ${JSON.stringify(LAUNCHER)},\n`);
+	// The recipe names pi 1.6's package; an older pi is the same recipe under its old name.
+	const pkgName = JSON.parse(readFileSync(join(PKG_DIR, "package.json"), "utf8")).name;
+	code = code.replace('"@earendil-works/pi-coding-agent"', JSON.stringify(pkgName));
 	code = code.replace(/args: \[[^\]]*\]/, `args: ${JSON.stringify([
 		"--no-session", "--set", "retry.baseDelayMs=10",
 		"--sim-plan", JSON.stringify([{ error: "529 overloaded_error" }, { text: "one line" }])])}`);
 	// Placed beside pi's node_modules, so its import resolves as in a user's project.
-	const file = join(PI_PREFIX, "readme-recipe.mjs");
+	const file = join(dirname(dirname(dirname(PKG_DIR))), "readme-recipe.mjs");
 	writeFileSync(file, code);
 	const home = mkdtempSync(join(tmpdir(), "retryd-readme-"));
 	try {
