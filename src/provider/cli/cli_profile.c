@@ -315,7 +315,7 @@ static const char *const selector_keys[] = { "type", "when", "match", "each", "w
 
 struct kind_info {
 	const char *key;
-	const char *const fields[8];
+	const char *const fields[12]; /* NULL-terminated: at most 11 */
 	const char *required[3];
 };
 
