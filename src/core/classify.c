@@ -177,11 +177,13 @@ static void find_statuses(const struct classify *self, int status, struct facts 
 			/* The status is the first group that took part: a pattern
 			 * with alternatives has one group per alternative. */
 			for (int g = 1; g < groups; g++) {
-				const char *d = f->hay + ov[2 * g];
+				const char *d;
 				int v;
 
+				/* An unset group's offset is no offset: not even added. */
 				if (ov[2 * g] == PCRE2_UNSET || ov[2 * g + 1] - ov[2 * g] != 3)
 					continue;
+				d = f->hay + ov[2 * g];
 				v = (d[0] - '0') * 100 + (d[1] - '0') * 10 + (d[2] - '0');
 				if (v >= 400 && v <= 599)
 					add_status(f, v);
