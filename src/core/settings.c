@@ -70,10 +70,13 @@ json_t *settings_check_file(const char *path)
 	return settings_table_check_file(path);
 }
 
-/* Objects merge recursively; everything else in `src` replaces. For layers
- * that are never changed once built (the defaults, the built-in layer):
- * what dst lacks is shared, not copied. */
-static int merge_shared(json_t *dst, json_t *src)
+/* Objects merge recursively; everything else in `src` replaces.
+ * shared: for layers never changed once built (the defaults, the built-in
+ * layer), what dst lacks is shared, not copied. Otherwise dst is a view
+ * over shared layers: an object on the way to a change is copied (one
+ * level), so the shared ones underneath stay as they are, and what src
+ * adds is copied whole. */
+static int merge(json_t *dst, json_t *src, bool shared)
 {
 	const char *name;
 	json_t *v;
@@ -82,33 +85,17 @@ static int merge_shared(json_t *dst, json_t *src)
 		json_t *d = json_object_get(dst, name);
 
 		if (json_is_object(d) && json_is_object(v)) {
-			if (merge_shared(d, v) < 0)
+			if (!shared) {
+				json_t *own = json_copy(d);
+
+				if (own == NULL || json_object_set_new(dst, name, own) < 0)
+					return -1;
+				d = own;
+			}
+			if (merge(d, v, shared) < 0)
 				return -1;
-		} else if (json_object_set(dst, name, v) < 0) {
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/* The same merge for a view over shared layers: an object on the way to a
- * change is copied (one level), so the shared ones underneath stay as they
- * are; what src adds is copied whole. */
-static int merge_over(json_t *dst, json_t *src)
-{
-	const char *name;
-	json_t *v;
-
-	json_object_foreach(src, name, v) {
-		json_t *d = json_object_get(dst, name);
-
-		if (json_is_object(d) && json_is_object(v)) {
-			json_t *own = json_copy(d);
-
-			if (own == NULL || json_object_set_new(dst, name, own) < 0 ||
-			    merge_over(own, v) < 0)
-				return -1;
-		} else if (json_object_set_new(dst, name, json_deep_copy(v)) < 0) {
+		} else if ((shared ? json_object_set(dst, name, v)
+				   : json_object_set_new(dst, name, json_deep_copy(v))) < 0) {
 			return -1;
 		}
 	}
@@ -121,7 +108,7 @@ static json_t *build_effective(const json_t *defaults, json_t *file, json_t *ove
 {
 	json_t *eff = json_copy((json_t *)defaults);
 
-	if (eff == NULL || merge_over(eff, file) < 0 || merge_over(eff, overrides) < 0) {
+	if (eff == NULL || merge(eff, file, false) < 0 || merge(eff, overrides, false) < 0) {
 		json_decref(eff);
 		return NULL;
 	}
@@ -157,7 +144,7 @@ static json_t *build_defaults(const json_t *builtins, char *err, size_t errlen)
 	}
 	/* The built-in profiles are large JSON: shared with the caller's
 	 * layer, as neither changes (copied once, into effective). */
-	if (merge_shared(defaults, (json_t *)builtins) < 0)
+	if (merge(defaults, (json_t *)builtins, true) < 0)
 		goto oom;
 	return defaults;
 oom:

@@ -9,12 +9,12 @@
 
 #include "base/errbuf.h"
 
-static bool is_strings(const json_t *v, bool may_be_empty)
+bool cli_config_strings(const json_t *v, bool nonempty)
 {
 	size_t i;
 	json_t *x;
 
-	if (!json_is_array(v) || (!may_be_empty && json_array_size(v) == 0))
+	if (!json_is_array(v) || (nonempty && json_array_size(v) == 0))
 		return false;
 	json_array_foreach(v, i, x)
 		if (!json_is_string(x))
@@ -43,11 +43,11 @@ static int read_rule(struct cli_config_rule *r, const char *where, const json_t 
 			return errbuf_set(err, errlen, "%s.%.40s is not a key (files, match, skip, "
 					  "unless, args, otherwise)", where, key);
 	}
-	if (!is_strings(json_object_get(c, "files"), false) ||
-	    !is_strings(json_object_get(c, "args"), false))
+	if (!cli_config_strings(json_object_get(c, "files"), true) ||
+	    !cli_config_strings(json_object_get(c, "args"), true))
 		return errbuf_set(err, errlen, "%s needs \"files\" and \"args\", non-empty lists of "
 				  "strings", where);
-	if (json_object_get(c, "otherwise") != NULL && !is_strings(json_object_get(c, "otherwise"), true))
+	if (json_object_get(c, "otherwise") != NULL && !cli_config_strings(json_object_get(c, "otherwise"), false))
 		return errbuf_set(err, errlen, "%s.otherwise must be a list of strings", where);
 	r->files = json_object_get(c, "files");
 	r->args = json_object_get(c, "args");
@@ -245,19 +245,21 @@ static int apply(const struct cli_config_rule *r, const char *texts[2], char ***
 
 char **cli_config_args(const struct cli_config *self, const json_t *user_args)
 {
+	/* The profile's args as one text, the same for every rule. */
+	char *args = self->n > 0 && cli_config_strings(user_args, false) ? args_text(user_args)
+									  : NULL;
 	char **out = NULL;
 	size_t n = 0;
 	int rc = 0;
 
 	for (size_t i = 0; i < self->n && rc == 0; i++) {
-		char *args = is_strings(user_args, true) ? args_text(user_args) : NULL;
 		char *file = read_config(self->rules[i].files);
 		const char *texts[2] = {args, file};
 
 		rc = apply(&self->rules[i], texts, &out, &n);
-		free(args);
 		free(file);
 	}
+	free(args);
 	if (rc != 0) {
 		for (size_t i = 0; i < n; i++)
 			free(out[i]);

@@ -19,6 +19,7 @@
 #define RETRYD_CLI_CONFIG_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "provider/cli/cli_pattern.h"
@@ -38,6 +39,10 @@ struct cli_config {
 int cli_config_init(struct cli_config *self, const char *where, const json_t *c, char *err,
 		    size_t errlen);
 void cli_config_release(struct cli_config *self);
+
+/* Whether v is a list of strings (with one at least when nonempty): the
+ * shape of every argv-like key of a CLI profile. */
+bool cli_config_strings(const json_t *v, bool nonempty);
 
 /* What the rules add to a run whose profile args are user_args (a list of
  * strings, borrowed, may be NULL): a new NULL-terminated array of new

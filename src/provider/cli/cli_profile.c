@@ -364,19 +364,6 @@ static bool is_path(const json_t *v)
 	return true;
 }
 
-static bool is_strings(const json_t *v, bool nonempty)
-{
-	size_t i;
-	json_t *s;
-
-	if (!json_is_array(v) || (nonempty && json_array_size(v) == 0))
-		return false;
-	json_array_foreach(v, i, s)
-		if (!json_is_string(s))
-			return false;
-	return true;
-}
-
 static int check_field(const char *where, const char *key, const json_t *v, char *err,
 		       size_t errlen)
 {
@@ -441,7 +428,7 @@ static int compile_rule(enum cli_profile_rule_kind kind, const json_t *spec, con
 			return -1;
 	}
 	rule->types = json_object_get(spec, "type");
-	if (rule->types != NULL && !json_is_string(rule->types) && !is_strings(rule->types, true))
+	if (rule->types != NULL && !json_is_string(rule->types) && !cli_config_strings(rule->types, true))
 		return errbuf_set(err, errlen, "%s.type must be a string or a list of strings", where);
 	rule->when = json_object_get(spec, "when");
 	rule->where = json_object_get(spec, "where");
@@ -578,7 +565,7 @@ static size_t args_slots(const json_t *t)
 static int check_template(struct cli_profile *self, const char *key, const json_t *t,
 			  bool needs_session, char *err, size_t errlen)
 {
-	if (!is_strings(t, true) || json_string_length(json_array_get(t, 0)) == 0)
+	if (!cli_config_strings(t, true) || json_string_length(json_array_get(t, 0)) == 0)
 		return errbuf_set(err, errlen, "providers.%s.%s must be a non-empty list of strings, the "
 			          "program first", self->name, key);
 	if (check_placeholders(self, key, t, err, errlen) != 0)
@@ -634,13 +621,13 @@ static int check_top(struct cli_profile *self, char *err, size_t errlen)
 	    check_template(self, "resumeArgv", self->resume_argv, true, err, errlen) != 0)
 		return -1;
 	self->model_args = json_object_get(cfg, "modelArgs");
-	if (self->model_args != NULL && !is_strings(self->model_args, false))
+	if (self->model_args != NULL && !cli_config_strings(self->model_args, false))
 		return errbuf_set(err, errlen, "providers.%s.modelArgs must be a list of strings", self->name);
 	if (self->model_args != NULL &&
 	    check_placeholders(self, "modelArgs", self->model_args, err, errlen) != 0)
 		return -1;
 	self->args = json_object_get(cfg, "args");
-	if (self->args != NULL && !is_strings(self->args, false))
+	if (self->args != NULL && !cli_config_strings(self->args, false))
 		return errbuf_set(err, errlen, "providers.%s.args must be a list of strings", self->name);
 	v = json_object_get(cfg, "command");
 	if (v != NULL && (!json_is_string(v) || json_string_length(v) == 0))
@@ -656,7 +643,7 @@ static int check_top(struct cli_profile *self, char *err, size_t errlen)
 			return errbuf_set(err, errlen, "providers.%s.env.%.40s must be a string or null "
 				          "(and the name may not contain '=')", self->name, key);
 	v = json_object_get(cfg, "models");
-	if (v != NULL && !is_strings(v, true))
+	if (v != NULL && !cli_config_strings(v, true))
 		return errbuf_set(err, errlen, "providers.%s.models must be a non-empty list of model ids",
 			          self->name);
 	if (get_ms(self, "timeoutMs", 0, 30 * DAY_MS, 0, &self->timeout_ms, err, errlen) != 0 ||
