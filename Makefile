@@ -271,8 +271,10 @@ demo: deps
 
 # Not part of make check. bench prints one table and a check line per target
 # (scripts/bench.py; BENCH_ARGS="--quick" for a short run), comparing with pi
-# when build/pi holds it (scripts/pi-install.sh); conformance installs pi
-# from npm into build/pi (when the registry is reachable) and compares.
+# 0.73.1 when build/pi holds it and with pi 1.6, which it installs into
+# build/pi16 with its Node 22 when the npm registry is reachable
+# (scripts/pi-install.sh); conformance installs both and runs every plan
+# against pi 1.6 side by side, pi 0.73.1 as a second verdict.
 BENCH_ARGS ?=
 bench: deps
 	@$(MAKE) --no-print-directory $(BIN)
@@ -303,8 +305,11 @@ conformance: deps
 	@$(MAKE) --no-print-directory $(BIN)
 	RETRYD=$(abspath $(BIN)) python3 scripts/conformance.py
 
-# clients/js, pi's and oh-my-pi's RpcClient against retryd (scripts/interop.sh);
-# a client that cannot be installed (npm unreachable) is skipped, saying so.
+# clients/js, pi's (1.6.0 and 0.73.1) and oh-my-pi's (18.3.4 and 18.2.3)
+# RpcClients against retryd (scripts/interop.sh; the versions are variables:
+# PI_NEW, PI_OLD, OMP_NEW, OMP_OLD); a client that cannot be installed (npm
+# unreachable) is skipped, saying so. ~30 s once installed, ~5 min the first
+# time.
 interop: deps
 	@$(MAKE) --no-print-directory $(BIN)
 	RETRYD=$(abspath $(BIN)) scripts/interop.sh

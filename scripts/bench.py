@@ -12,8 +12,9 @@ shows there that no row got slower, within this machine's noise.
 
 Every row is measured in the same run, as the median of several runs (each
 run a fresh daemon unless said otherwise), next to what it is compared with:
-`pi --mode rpc` (build/pi, installed by scripts/pi-install.sh; left out when
-it is not there), `cat` replaying the very bytes retryd wrote, or the
+`pi --mode rpc` (pi 0.73.1 in build/pi and pi 1.6 in build/pi16 with its
+Node 22, installed by scripts/pi-install.sh; each left out when it is not
+there), `cat` replaying the very bytes retryd wrote, or the
 scheduled value. Rows that depend on a size N come in a series (N, 10N, 100N)
 with a growth column: "t/N x1.00" is time per unit relative to the smallest N
 (1.00 = linear), "RSS x1.00" peak RSS relative to the smallest N.
@@ -24,7 +25,8 @@ Cases (--case):
              With the sim provider (no libcurl: src/io/curlsym.c loads it only
              for HTTP) and with an HTTP provider configured (libcurl loaded
              before ready). pi prints no ready line; its row is spawn ->
-             first response.
+             first response. pi 1.6 gets rows of its own beside the same
+             retryd runs ("..., vs pi 1.6.0").
   get_state  N get_state lines written at once (by a writer thread), time to
              the Nth response: round trips per second, N = 1,000 / 10,000 /
              100,000. One pi process answers the same batches.
@@ -47,7 +49,8 @@ Cases (--case):
              20,000 / 1,000,000), retryd full (pi's shape: every update
              repeats the partial message, so N^2 output; N <= 20,000), pi
              (full; N = 2,000 / 5,000 / 20,000, under a watchdog: RSS cap
-             3 GiB, 90 s), cat of retryd's bytes, and curl reading the
+             3 GiB, 90 s), pi 1.6 (the same, N = 2,000 / 5,000), cat of
+             retryd's bytes, and curl reading the
              same delta-mode answers from the server (what the server alone
              can send: the relay cannot be faster than that). The same delta
              relay with the server speaking the Gemini format
@@ -63,7 +66,10 @@ answer, which text_end, message_end, turn_end and agent_end each carry whole
 and are queued together at the end, but not with the number of chunks: at
 most 10 bytes of RSS per byte of answer between the smallest and the
 largest N, where keeping or queueing events would cost ~100 bytes per
-chunk). A missed target says by how much.
+chunk); a cut 2,000-token answer finished by a resume or a prefill
+generates <= 1.02 times the answer's tokens, by a continuation turn <=
+1.10, with the final answer whole (cut-answers; replay, today's way, is
+shown beside them). A missed target says by how much.
 
 The machine may have 2 cores shared with the fake server, the reader and
 other work: expect +-10-20 % between runs; compare within one run.
@@ -88,6 +94,12 @@ SERVER = os.path.join(ROOT, "tests", "fixtures", "fake_llm_server.py")
 PI_DIR = os.environ.get("PI_PREFIX") or os.path.join(ROOT, "build", "pi")
 PI_CLI = os.path.join(PI_DIR, "node_modules", "@mariozechner", "pi-coding-agent", "dist",
                       "cli.js")
+# pi 1.6 (npm @earendil-works/pi-coding-agent) and the Node 22 it needs, as
+# PI_VERSION=1.6.0 scripts/pi-install.sh puts them in build/pi16.
+PI16_DIR = os.environ.get("PI16_PREFIX") or os.path.join(ROOT, "build", "pi16")
+PI16_CLI = os.path.join(PI16_DIR, "node_modules", "@earendil-works", "pi-coding-agent", "dist",
+                        "bundle", "cli.js")
+PI16_NODE = os.path.join(PI16_DIR, "node_modules", ".bin", "node")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 MIB = 1024 * 1024
 MARKER = b'{"type":"agent_end"'
@@ -199,7 +211,7 @@ def retryd_argv(retryd, url, home, mode, api="openai-completions"):
              "--no-session", "--set", "rpc.messageUpdates=" + mode], env)
 
 
-def pi_argv(url, home):
+def pi_argv(url, home, node="node", cli=PI_CLI):
     agent = os.path.join(home, "agent")
     os.makedirs(agent, exist_ok=True)
     with open(os.path.join(agent, "models.json"), "w") as f:
@@ -216,7 +228,7 @@ def pi_argv(url, home):
     env = base_env(home)
     env.update(PI_CODING_AGENT_DIR=agent, PI_OFFLINE="1", PI_SKIP_VERSION_CHECK="1",
                PI_TELEMETRY="0")
-    return (["node", PI_CLI, "--mode", "rpc", "--provider", "fake", "--model", "m1",
+    return ([node, cli, "--mode", "rpc", "--provider", "fake", "--model", "m1",
              "--no-session", "--no-tools", "--no-extensions", "--no-skills",
              "--no-prompt-templates", "--no-themes", "--no-context-files"], env)
 
@@ -428,15 +440,36 @@ class PiRelay(Case):
             pass
         return True, ""
 
+    def argv(self, url, home):
+        return pi_argv(url, home)
+
     def measure(self, ctx, n):
         srv = FakeServerProcess(relay_plan(n), PI_T_RUN + T_START + 30)
         home = tempfile.mkdtemp(prefix="bench-pi-")
         try:
-            argv, env = pi_argv(srv.url, home)
+            argv, env = self.argv(srv.url, home)
             return measure_prompt(argv, env, home, n, PI_T_RUN, rss_cap=PI_RSS_CAP)
         finally:
             srv.stop()
             subprocess.run(["rm", "-rf", home])
+
+
+class Pi16Relay(PiRelay):
+    """pi 1.6 on its Node 22; the two smaller N only (its 20,000 would add
+    ~10 s and pi 0.73's row shows the N^2 growth already)."""
+    name = "relay-pi16"
+    label = "pi 1.x (full)"
+    ns = (2000, 5000)
+    ns_runs = {}
+
+    def available(self):
+        ok, why = pi16_available()
+        if ok:
+            self.label = "%s (full)" % pi16_label()
+        return ok, why
+
+    def argv(self, url, home):
+        return pi_argv(url, home, PI16_NODE, PI16_CLI)
 
 
 class CurlBaseline(Case):
@@ -526,12 +559,55 @@ def pi_available():
     return True, ""
 
 
+def pi16_install():
+    """pi 1.6 is installed for the run when it is not there yet (pi-install.sh
+    says why it could not be: offline, no npm); its rows are left out then."""
+    if os.path.exists(PI16_CLI) and os.access(PI16_NODE, os.X_OK):
+        return
+    print("bench: installing pi 1.6 to compare with (scripts/pi-install.sh)", file=sys.stderr)
+    try:
+        subprocess.run([os.path.join(ROOT, "scripts", "pi-install.sh")],
+                       env=dict(os.environ, PI_VERSION="1.6.0", PI16_PREFIX=PI16_DIR),
+                       stdout=subprocess.DEVNULL, timeout=900)
+    except (OSError, subprocess.SubprocessError) as e:
+        print("bench: pi-install.sh: %s" % e, file=sys.stderr)
+
+
+def pi16_available():
+    if not os.path.exists(PI16_CLI) or not os.access(PI16_NODE, os.X_OK):
+        return False, ("pi 1.6 is not installed (PI_VERSION=1.6.0 scripts/pi-install.sh, or a "
+                       "make conformance run, puts it and its Node in build/pi16)")
+    try:
+        subprocess.run([PI16_NODE, "--version"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return False, "build/pi16's node does not run here"
+    return True, ""
+
+
+def pi16_label():
+    try:
+        with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(PI16_CLI))),
+                               "package.json")) as f:
+            return "pi %s" % json.load(f).get("version", "?")
+    except (OSError, ValueError):
+        return "pi 1.x"
+
+
 def pi_label():
     try:
         with open(os.path.join(os.path.dirname(os.path.dirname(PI_CLI)), "package.json")) as f:
             return "pi %s" % json.load(f).get("version", "?")
     except (OSError, ValueError):
         return "pi"
+
+
+def node_version(node):
+    try:
+        return subprocess.run([node, "--version"], stdout=subprocess.PIPE, timeout=10,
+                              check=True).stdout.decode().strip().lstrip("v")
+    except (OSError, subprocess.SubprocessError):
+        return "?"
 
 
 def quantile(values, q):
@@ -635,6 +711,117 @@ def http_settings(home, url):
 
 
 # --------------------------------------------------------------------------
+# Cut answers (retry.continueCutAnswers): a 2,000-token answer cut at a
+# random point, then finished by each mode. Tokens are the fake server's
+# content chunks (one word each), counted from what it was asked to send.
+
+CUT_TOKENS = 2000
+CUT_MODES = [  # label, api, model, setting
+    ("replay", "openai-completions", "m1", "off"),
+    ("resume", "openai-responses", "gpt-4.1", "lossless"),
+    ("prefill", "anthropic-messages", "claude-sonnet-4-5", "lossless"),
+    ("turn", "openai-completions", "m1", "always"),
+]
+CUT_GOALS = {"replay": None, "resume": 1.02, "prefill": 1.02, "turn": 1.10}
+
+
+def cut_answer_text(rng):
+    words = ("river", "valley", "stone", "water", "carries", "slowly", "the", "a", "sediment",
+             "over", "years", "and", "downstream", "erodes", "bank", "flood", "plain", "delta")
+    out = []
+    for i in range(CUT_TOKENS):
+        w = rng.choice(words)
+        out.append(w.capitalize() if i == 0 or out[-1].endswith(".") else w)
+        if rng.random() < 0.08:
+            out[-1] += "."
+    return " ".join(out)
+
+
+def cut_generated(fls, rec, answer_pieces):
+    """Content chunks the fake server generated for one recorded request."""
+    if rec["method"] == "GET":
+        after = int(rec["path"].rsplit("starting_after=", 1)[1])
+        return max(0, answer_pieces - (after - 3))
+    step = fls.continued_step(rec["step"] or {}, rec["body"])
+    _, n = fls.text_pieces(step)
+    return min(n, int(step["dropAfterChunks"])) if "dropAfterChunks" in step else n
+
+
+def cut_answers(bench):
+    """One row per mode: generated tokens per answer / answer tokens, and
+    the repeated text a delta client was shown."""
+    import random
+    sys.path.insert(0, os.path.join(ROOT, "tests", "fixtures"))
+    import fake_llm_server as fls
+    n_runs = 20 if bench.quick else 100
+    rng = random.Random(26)
+    for label, api, model, setting in CUT_MODES:
+        answers = [cut_answer_text(rng) for _ in range(n_runs)]
+        cuts = [rng.randint(1, CUT_TOKENS - 1) for _ in range(n_runs)]
+        plan = []
+        for a, k in zip(answers, cuts):
+            plan.append({"text": a, "dropAfterChunks": k})
+            if api != "openai-responses":
+                plan.append({"text": a, "continues": True})
+        srv = fls.FakeServer(plan, max_seconds=600).start()
+        with Tmp() as home:
+            path = os.path.join(home, "settings.json")
+            with open(path, "w") as f:
+                json.dump({"providers": {"fake": {"api": api, "baseUrl": srv.url + "/v1", "apiKey": "k",
+                                                  "models": [model]}}}, f)
+            env = base_env(home)
+            argv = [bench.retryd, "--provider", "fake", "--model", model, "--settings", path,
+                    "--no-session", "--set", "retry.baseDelayMs=0", "--set",
+                    "retry.continueCutAnswers=" + setting, "--set", "rpc.messageUpdates=delta"]
+            p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=home)
+            shown_extra, with_repeat, wrong = 0, 0, 0
+            try:
+                for i, a in enumerate(answers):
+                    p.stdin.write((json.dumps({"type": "prompt", "id": "c%d" % i, "message": "q"}) + "\n").encode())
+                    p.stdin.flush()
+                    shown, final = [], None
+                    while True:
+                        line = p.stdout.readline()
+                        if not line:
+                            raise RunFailed("retryd exited during the cut-answers run")
+                        o = json.loads(line)
+                        if o.get("type") == "message_update" and \
+                                o.get("assistantMessageEvent", {}).get("type") == "text_delta":
+                            shown.append(o["assistantMessageEvent"]["delta"])
+                        elif o.get("type") == "agent_end":
+                            final = o["messages"][-1]
+                            break
+                    text = "".join(shown)
+                    whole = "".join(c.get("text", "") for c in final.get("content", []))
+                    wrong += whole != a
+                    shown_extra += max(0, len(text) - len(a))
+                    with_repeat += len(text) > len(a)
+            finally:
+                p.stdin.close()
+                p.wait(timeout=30)
+        recs = srv.requests()
+        srv.stop()
+        pieces = CUT_TOKENS
+        generated = sum(cut_generated(fls, r, pieces) for r in recs
+                        if (r["method"] == "POST" and r.get("api")) or "starting_after=" in r["path"])
+        ratio = generated / float(pieces * n_runs)
+        total_chars = sum(len(a) for a in answers)
+        bench.rows.append(Row("cut-answers", "2,000-token answer cut at random, %s: generated tokens "
+                              "/ answer tokens; repeated text a delta client saw" % label,
+                              "{:,}".format(n_runs), "%.3f; %.2f %% of chars, %d/%d answers" % (
+                                  ratio, 100.0 * shown_extra / total_chars, with_repeat, n_runs),
+                              "", "", "", "", "1"))
+        bench.raw.setdefault("cut-answers", {})[label] = {
+            "ratio": ratio, "repeated_chars": shown_extra, "answers_with_repeat": with_repeat,
+            "wrong_final": wrong, "runs": n_runs}
+        goal = CUT_GOALS[label]
+        if goal is not None:
+            bench.checks.append(Check("cut-answers %s <= %.2f generated/answer, final answer whole" % (label, goal),
+                                      "%.3f, %d wrong" % (ratio, wrong), ratio <= goal and wrong == 0,
+                                      "%.3f over" % (ratio - goal)))
+
+
+# --------------------------------------------------------------------------
 # The table.
 
 class Row:
@@ -676,6 +863,8 @@ class Bench:
         self.quick = quick
         self.pi_ok, self.pi_why = (False, "left out (--no-pi)") if no_pi else pi_available()
         self.pi = pi_label() if self.pi_ok else "pi"
+        self.pi16_ok, self.pi16_why = (False, "left out (--no-pi)") if no_pi else pi16_available()
+        self.pi16 = pi16_label() if self.pi16_ok else "pi 1.x"
         self.rows = []
         self.checks = []
         self.notes = []
@@ -683,6 +872,9 @@ class Bench:
 
     def say(self, what):
         print("  " + what, file=sys.stderr, flush=True)
+
+    def case_cut_answers(self):
+        cut_answers(self)
 
     # -- start-up and idle RSS -------------------------------------------------
 
@@ -724,6 +916,12 @@ class Bench:
                 argv, penv = pi_argv("http://127.0.0.1:9", home)
                 pi = [self._spawn(argv, penv, home, False) for _ in range(n_pi)]
                 self.say("startup: %s x%d" % (self.pi, n_pi))
+            p16 = []
+            if self.pi16_ok:
+                n_pi = 1 if self.quick else 3
+                argv, penv = pi_argv("http://127.0.0.1:9", home, PI16_NODE, PI16_CLI)
+                p16 = [self._spawn(argv, penv, home, False) for _ in range(n_pi)]
+                self.say("startup: %s x%d" % (self.pi16, n_pi))
 
         def med(rs, i):
             return statistics.median(r[i] for r in rs)
@@ -748,11 +946,28 @@ class Bench:
         self.rows.append(Row("startup", "idle RSS (HTTP provider)", "", "%.1f MiB" % (h_rss / MIB),
                              "%s: %.0f MiB" % (self.pi, p_rss / MIB) if pi else "-",
                              "%.0fx less" % (p_rss / h_rss) if pi else "", runs=len(http)))
+        if p16:
+            # pi 1.6 beside the same retryd runs: its own rows, so the ones
+            # above stay as they were.
+            f16, r16 = med(p16, 1), med(p16, 2)
+            vs = self.pi16 + " (node %s)" % node_version(PI16_NODE)
+            for what, mine, theirs, fmt, cmp in (
+                    ("spawn -> first response (get_state, sim)", first, f16, fmt_ms, "faster"),
+                    ("spawn -> first response (HTTP provider)", h_first, f16, fmt_ms, "faster"),
+                    ("idle RSS (sim provider)", rss, r16, lambda b: "%.1f MiB" % (b / MIB), "less"),
+                    ("idle RSS (HTTP provider)", h_rss, r16, lambda b: "%.1f MiB" % (b / MIB),
+                     "less")):
+                self.rows.append(Row("startup", what + ", vs " + self.pi16, "", fmt(mine),
+                                     "%s: %s" % (vs, fmt_ms(theirs) if fmt is fmt_ms else
+                                                 "%.0f MiB" % (theirs / MIB)),
+                                     "%.0fx %s" % (theirs / mine, cmp), runs=len(sim)))
+        elif not self.pi16_ok:
+            self.notes.append("pi 1.6 rows left out: " + self.pi16_why)
         self.checks.append(Check("ready < 5 ms", fmt_ms(ready), ready < 5,
                                  "%.1fx over (by %s)" % (ready / 5, fmt_ms(ready - 5))))
         self.checks.append(Check("idle RSS < 4 MiB", "%.1f MiB" % (rss / MIB), rss < 4 * MIB,
                                  "%.1fx over (by %.1f MiB)" % (rss / (4 * MIB), (rss - 4 * MIB) / MIB)))
-        self.raw["startup"] = {"sim": sim, "http": http, "pi": pi}
+        self.raw["startup"] = {"sim": sim, "http": http, "pi": pi, "pi16": p16}
 
     # -- get_state rate --------------------------------------------------------
 
@@ -995,6 +1210,8 @@ class Bench:
             cases = [RetrydRelay("delta", RELAY_DELTA_NS), RetrydRelay("full", RELAY_FULL_NS)]
             if self.pi_ok:
                 cases.append(PiRelay())
+            if self.pi16_ok:
+                cases.append(Pi16Relay())
             cases += [CatBaseline("delta", RELAY_DELTA_NS), CatBaseline("full", RELAY_FULL_NS)]
             cases += [RetrydRelay("delta", RELAY_DELTA_NS, "google-generative-ai"),
                       CatBaseline("delta-gemini", RELAY_DELTA_NS),
@@ -1036,7 +1253,8 @@ class Bench:
                         for r in series.get("relay-cat-" + key, (None, []))[1] if r["time"]})
         full = {r["n"]: r for r in series.get("relay-retryd-full", (None, []))[1] if r["time"]}
         curl = {r["n"]: r for r in series.get("relay-curl", (None, []))[1] if r["time"]}
-        for name in ("relay-retryd-delta", "relay-retryd-full", "relay-pi", "relay-retryd-delta-gemini",
+        for name in ("relay-retryd-delta", "relay-retryd-full", "relay-pi", "relay-pi16",
+                     "relay-retryd-delta-gemini",
                      "relay-retryd-delta-responses"):
             if name not in series:
                 continue
@@ -1053,7 +1271,7 @@ class Bench:
                 value = "%.3f s (cpu %.2f s), %s stdout%s" % (
                     r["time"], r["cpu"] or 0, fmt_bytes(r["bytes"]), "" if r["ok"] else ", TEXT WRONG")
                 vs = ratio = ""
-                if name == "relay-pi":
+                if name in ("relay-pi", "relay-pi16"):
                     f = full.get(r["n"])
                     if f:
                         vs = "retryd full: %.3f s, %s" % (f["time"], fmt_rss(f["rss"]))
@@ -1173,7 +1391,7 @@ def print_against(new, old, baseline):
                                                    "x%.2f" % sp if sp else "-"))
 
 
-CASES = ["startup", "get_state", "sim-relay", "timer", "abort", "http-relay"]
+CASES = ["startup", "get_state", "sim-relay", "timer", "abort", "http-relay", "cut-answers"]
 
 
 def main():
@@ -1193,6 +1411,8 @@ def main():
     if not os.access(retryd, os.X_OK):
         print("bench: %s is not built (make)" % retryd, file=sys.stderr)
         return 2
+    if not args.no_pi:
+        pi16_install()
     b = Bench(retryd, args.runs, args.quick, args.no_pi)
     old = None
     if args.baseline:
@@ -1210,7 +1430,8 @@ def main():
             if each is not None:
                 getattr(each, "case_" + name.replace("-", "_"))()
 
-    print("Machine: %s. %s." % (machine(), "pi: " + b.pi if b.pi_ok else "pi: not measured"))
+    print("Machine: %s. %s; %s." % (machine(), "pi: " + b.pi if b.pi_ok else "pi: not measured",
+                                    b.pi16 if b.pi16_ok else "pi 1.6: not measured"))
     print()
     print("| case | measure | N | retryd | compared with | ratio | growth | peak RSS | runs |")
     print("| --- | --- | ---: | --- | --- | --- | --- | ---: | ---: |")

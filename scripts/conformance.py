@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """Side by side with pi: run the same fault plans against retryd and against the
-real `pi --mode rpc`, normalise both event streams and show the differences.
+real `pi --mode rpc` (pi 1.6.0 and 0.73.1), normalise the event streams and show
+the differences.
 
     RETRYD=build/retryd python3 scripts/conformance.py [--plan NAME]... [--raw DIR]
-                                                       [--no-install] [--self-test]
+                                      [--pi VERSION]... [--no-install] [--self-test]
+
+The first pi release (1.6.0) is printed side by side with retryd; the others
+(0.73.1) are judged the same way and shown in full only when they differ
+beyond the documented rules. Differences from pi 1.6: protocol/README.md 17.1.
 
 Each plan gets its own FakeServer (tests/fixtures/fake_llm_server.py) per side,
 so both daemons see the same scripted responses. The same command script is
@@ -18,11 +23,13 @@ difference did not exist. Whatever still differs afterwards is UNDOCUMENTED
 and the script exits 1; so does a plan that fails to show the improvement it
 is there for ("expect"), or a daemon that misses a step (every wait is
 bounded). --self-test then plants differences in the recorded streams and
-checks that each one is caught. The whole run takes ~30 s (plus ~35 s for the
-first npm install).
+checks that each one is caught. The whole run takes ~90 s on a busy 2-core
+machine (plus ~2 min for the first npm installs).
 
-pi is installed by scripts/pi-install.sh into build/pi (npm). When the npm
-registry cannot be reached the comparison is skipped: "skipped", exit 0.
+pi is installed by scripts/pi-install.sh (npm): 0.73.1 into build/pi, 1.6.0
+with its Node 22 into build/pi16. A release that cannot be installed (the npm
+registry unreachable) is left out, saying so; with none the run says
+"skipped", exit 0.
 
 How pi is pointed at the fake server (per run, in a throwaway directory):
     HOME=$TMP  PI_CODING_AGENT_DIR=$TMP/agent  PI_OFFLINE=1
@@ -32,6 +39,7 @@ How pi is pointed at the fake server (per run, in a throwaway directory):
     $TMP/agent/settings.json  {"retry": {"enabled": true, "maxRetries": 3,
                                "baseDelayMs": B, "provider": {"maxRetries": 0}}}
     node build/pi/.../dist/cli.js --mode rpc --provider fake --model m1 --no-session
+         (pi 1.6: build/pi16/node_modules/.bin/node .../dist/bundle/cli.js)
          --no-tools --no-extensions --no-skills --no-prompt-templates --no-themes
          --no-context-files        (cwd $TMP, so no AGENTS.md is found)
 A plan with "api" runs both sides with that provider api instead
@@ -45,6 +53,7 @@ retry sees them.
 
 import argparse
 import copy
+import re
 import difflib
 import json
 import os
@@ -59,9 +68,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "fixtures"))
 from fake_llm_server import FakeServer  # noqa: E402
 
-PI_DIR = os.environ.get("PI_PREFIX") or os.path.join(ROOT, "build", "pi")   # as pi-install.sh
-PI_CLI = os.path.join(PI_DIR, "node_modules", "@mariozechner", "pi-coding-agent", "dist",
-                      "cli.js")
+# The pi releases compared, newest first: the first gets the full side by
+# side, the others their verdict and what differs (--pi, or CONFORMANCE_PI as
+# "1.6.0 0.73.1"). scripts/pi-install.sh installs each (PI_VERSION) and
+# prints its package directory and the node that runs it.
+PI_VERSIONS = (os.environ.get("CONFORMANCE_PI") or "1.6.0 0.73.1").split()
+PI_ENTRY = {"0": "dist/cli.js", "1": "dist/bundle/cli.js"}     # by major: package.json "bin"
+PI = {}     # version -> {"version", "dir", "node", "cli"}, filled by install_pi
 PI_FLAGS = ["--no-session", "--no-tools", "--no-extensions", "--no-skills",
             "--no-prompt-templates", "--no-themes", "--no-context-files"]
 PROVIDER = "fake"
@@ -327,6 +340,9 @@ def base_url(url, api):
 # --------------------------------------------------------------------------
 # Driving one daemon.
 
+RUN_OVER = ("agent_end", "prompt_result", "agent_settled", "session_settled")
+
+
 class StepFailed(Exception):
     pass
 
@@ -385,15 +401,17 @@ class Daemon:
                 self.cond.wait(left)
 
     def settle(self, start_index, timeout):
-        """Until the last event ends a chain (agent_end, or auto_retry_end
-        success:false) and T_SETTLE passes without another line."""
+        """Until the last event ends a chain (agent_end, auto_retry_end
+        success:false, or what follows a run's agent_end: prompt_result,
+        agent_settled, session_settled) and T_SETTLE passes without another
+        line."""
         deadline = time.monotonic() + timeout
         with self.cond:
             while True:
                 n = len(self.events)
                 if n > start_index:
                     last = self.events[-1][1]
-                    ended = last.get("type") == "agent_end" or (
+                    ended = last.get("type") in RUN_OVER or (
                         last.get("type") == "auto_retry_end" and not last.get("success"))
                     if ended and time.monotonic() - self.events[-1][0] >= T_SETTLE:
                         return n
@@ -442,7 +460,7 @@ def base_env(home):
     return env
 
 
-def pi_command(url, base_delay, home, api="openai-completions", reasoning=False):
+def pi_command(pi, url, base_delay, home, api="openai-completions", reasoning=False):
     """Writes pi's agent dir under home; returns (argv, env)."""
     agent = os.path.join(home, "agent")
     os.makedirs(agent, exist_ok=True)
@@ -460,7 +478,7 @@ def pi_command(url, base_delay, home, api="openai-completions", reasoning=False)
     env = base_env(home)
     env.update(PI_CODING_AGENT_DIR=agent, PI_OFFLINE="1", PI_SKIP_VERSION_CHECK="1",
                PI_TELEMETRY="0")
-    argv = ["node", PI_CLI, "--mode", "rpc", "--provider", PROVIDER, "--model", MODEL["id"]]
+    argv = [pi["node"], pi["cli"], "--mode", "rpc", "--provider", PROVIDER, "--model", MODEL["id"]]
     return argv + PI_FLAGS, env
 
 
@@ -490,8 +508,8 @@ def run_side(side, plan, retryd, keep_dir=None):
     try:
         api = plan.get("api", "openai-completions")
         reasoning = plan.get("reasoning", False)
-        if side == "pi":
-            argv, env = pi_command(srv.url, base_delay, home, api, reasoning)
+        if side != "retryd":
+            argv, env = pi_command(PI[side], srv.url, base_delay, home, api, reasoning)
         else:
             argv, env = retryd_command(srv.url, base_delay, home, retryd, api, reasoning)
         d = Daemon(argv, env, home, os.path.join(home, "stderr.txt"))
@@ -724,7 +742,8 @@ def render(n):
 TRUNCATED = "connection error: stream ended before completion"
 BUSY = "Agent is already processing"
 STATE_EXTRAS = {"autoRetryEnabled", "isRetrying", "retryAttempt", "retryPolicy", "retryBudget",
-                "fleet"}
+                "fleet", "isSettled", "hasPendingAsyncWork"}
+OMP_FRAMES = ("prompt_result", "session_settled")
 RETRY_START_EXTRAS = {"reason", "hintMs", "errorClass", "rule", "overload"}
 
 
@@ -738,6 +757,154 @@ def rule_message_start(pi, rd, plan):
         if n["type"] == "message_start":
             for k in ("stop", "err", "text"):
                 n.pop(k, None)
+    return pi, rd
+
+
+def pi_major(plan):
+    return int(str(plan.get("pi_version", "0")).split(".")[0])
+
+
+def rule_settled_frames(pi, rd, plan):
+    """After a run's agent_end retryd writes oh-my-pi 18.3's prompt_result
+    and session_settled, and pi 1.6's agent_settled (§2, the lifecycles of
+    pi 1.6 and oh-my-pi 18.3); pi 0.73 has none of them, pi 1.6 only
+    agent_settled."""
+    drop = OMP_FRAMES + (("agent_settled",) if pi_major(plan) < 1 else ())
+    return pi, [n for n in rd if n["type"] not in drop]
+
+
+def rule_prompt_disposition(pi, rd, plan):
+    """The prompt/steer/follow_up responses carry data.disposition (pi 1.6's)
+    and data.agentInvoked (oh-my-pi 18.3's); pi 0.73 sends no data."""
+    keep = ("disposition",) if pi_major(plan) >= 1 else ()
+    for n in rd:
+        if n["type"] == "response" and n.get("command") in ("prompt", "steer", "follow_up") \
+                and isinstance(n.get("data"), dict):
+            n["data"] = {k: v for k, v in n["data"].items() if k in keep}
+            if not n["data"]:
+                del n["data"]
+    return pi, rd
+
+
+def rule_system_message(pi, rd, plan):
+    """pi 1.6 streams its system prompt as a message (message_start/end
+    role "system", first in agent_end.messages, counted in messageCount);
+    retryd sends no system prompt of its own, so there is none to show."""
+    if not any(n["type"] == "message_start" and n.get("role") == "system" for n in pi):
+        return pi, rd
+    out = []
+    for n in pi:
+        if n["type"] in ("message_start", "message_end") and n.get("role") == "system":
+            continue
+        if n["type"] == "agent_end":
+            n["messages"] = [m for m in n["messages"] if m.get("role") != "system"]
+        if "state" in n and isinstance(n["state"].get("messageCount"), int) and \
+                n["state"]["messageCount"] > 0:
+            n["state"]["messageCount"] -= 1
+        out.append(n)
+    return out, rd
+
+
+def rule_entry_appended(pi, rd, plan):
+    """pi 1.6 announces each session entry it appends (entry_appended);
+    retryd's session file is its journal and is not streamed (§18)."""
+    return [n for n in pi if n["type"] != "entry_appended"], rd
+
+
+STATUS_BODY = re.compile(r"^(?:[^()]*\((\d{3})\)|(\d{3})): (\{.*\})$", re.S)
+
+
+def status_body_text(text):
+    """(status, message) of pi 1.6's HTTP error text, "<status>: <JSON body>"
+    or "<Provider> API error (<status>): <JSON body>", with the body's
+    message or error.message; or None."""
+    m = STATUS_BODY.match(text)
+    if not m:
+        return None
+    try:
+        obj = json.loads(m.group(3))
+        msg = obj.get("message") or (obj.get("error") or {}).get("message")
+    except (ValueError, AttributeError):
+        return None
+    return (int(m.group(1) or m.group(2)), msg) if isinstance(msg, str) else None
+
+
+def rule_status_body_text(pi, rd, plan):
+    """An HTTP error's text: pi 1.6 writes "<status>: <the JSON body>" (the
+    Responses APIs: "<Provider> API error (<status>): <the JSON body>");
+    retryd "<status> <the body's message>" for every format, as pi 0.73 did
+    (the details go to the classifier). pi's text is rewritten to retryd's
+    where the two say the same."""
+    said = set()
+    for n in rd:
+        for m in [n] + list(n.get("messages") or []):
+            for k in ("err", "errorMessage", "finalError"):
+                if isinstance(m.get(k), str):
+                    said.add(m[k])
+    for n in pi:
+        for m in [n] + list(n.get("messages") or []):
+            for k in ("err", "errorMessage", "finalError"):
+                st = status_body_text(m.get(k)) if isinstance(m.get(k), str) else None
+                if st and "%d %s" % st in said:
+                    m[k] = "%d %s" % st
+    return pi, rd
+
+
+# pi 1.6's words for a stream that ended without its terminal marker, per
+# wire format; retryd says TRUNCATED for every format.
+PI16_TRUNCATED = ("Stream ended without finish_reason",
+                  "OpenAI Responses stream ended before a terminal response event",
+                  "Google stream ended without a finish reason")
+
+
+def rule_truncated_text(pi, rd, plan):
+    """pi 1.6 retries a stream that ends without its terminal marker, as
+    retryd does (the decision is the same); its error text names the wire
+    format's marker, retryd's is one text for all (TRUNCATED), which the
+    classifier's transport rule reads."""
+    if not any(n.get("err") == TRUNCATED or n.get("errorMessage") == TRUNCATED for n in rd):
+        return pi, rd
+    for n in pi:
+        for m in [n] + list(n.get("messages") or []):
+            for k in ("err", "errorMessage", "finalError"):
+                if m.get(k) in PI16_TRUNCATED:
+                    m[k] = TRUNCATED
+    return pi, rd
+
+
+def rule_settled_before_response(pi, rd, plan):
+    """abort_retry in a backoff: retryd ends the run -- auto_retry_end,
+    agent_end, then its settled frames -- before it answers the command
+    (§10.6); pi 1.6 answers first and then writes agent_settled."""
+    out = list(rd)
+    for k in range(len(out) - 1):
+        if out[k]["type"] == "agent_settled" and out[k + 1]["type"] == "response" and \
+                out[k + 1].get("command") in ("abort_retry", "abort") and \
+                any(n["type"] == "response" and n.get("command") == out[k + 1]["command"]
+                    and k2 + 1 < len(pi) and pi[k2 + 1]["type"] == "agent_settled"
+                    for k2, n in enumerate(pi)):
+            out[k], out[k + 1] = out[k + 1], out[k]
+    return pi, out
+
+
+def rule_cache_write_usage(pi, rd, plan):
+    """OpenAI chat completions with prompt_tokens_details.cache_write_tokens:
+    retryd counts cached_tokens as reads plus writes, as pi 0.73 did
+    (cacheRead = cached - writes); pi 1.6 takes cached_tokens as reads only
+    (cacheRead = cached, input lower by the writes). Same total."""
+    def usages(seq):
+        out = [n["usage"] for n in seq if n.get("usage")]
+        out += [n["data"]["tokens"] for n in seq if n["type"] == "response"
+                and isinstance(n.get("data"), dict) and isinstance(n["data"].get("tokens"), dict)]
+        return out
+    a, b = usages(pi), usages(rd)
+    if pi_major(plan) < 1 or len(a) != len(b):
+        return pi, rd
+    for x, y in zip(a, b):
+        w = y.get("cacheWrite") or 0
+        read = "cacheRead"
+        if w and x.get(read) == y.get(read, 0) + w and x.get("input") == y.get("input", 0) - w:
+            x[read], x["input"] = y[read], y["input"]
     return pi, rd
 
 
@@ -1002,9 +1169,22 @@ def rule_no_empty_delta(pi, rd, plan):
                                   and n.get("delta") == "")], rd
 
 
+# Improvements over pi 0.73 that pi itself made since (from this major on):
+# there the decision is the same on both sides, and the plan shows "equal".
+PI_FIXED = {"truncated stream retried": 1, "busy prompt refused": 1}
+
 RULES = [
     # (name, kind, function)
     ("Gemini error text", "documented difference", rule_gemini_error_text),
+    ("pi 1.6 HTTP error text", "documented difference", rule_status_body_text),
+    ("pi 1.6 system message", "documented difference", rule_system_message),
+    ("pi 1.6 truncated-stream text", "documented difference", rule_truncated_text),
+    ("pi 1.6 cache-write usage", "documented difference", rule_cache_write_usage),
+    ("pi 1.6 entry_appended", "documented difference", rule_entry_appended),
+    ("settled frames", "retryd extra", rule_settled_frames),
+    ("prompt response data", "retryd extra", rule_prompt_disposition),
+    ("settled before the abort_retry response", "documented difference",
+     rule_settled_before_response),
     ("no empty text_delta", "documented difference", rule_no_empty_delta),
     ("ready line", "retryd extra", rule_ready),
     ("Retry-After honoured", "improvement", rule_retry_after),
@@ -1037,13 +1217,13 @@ def cell(t, s):
     return s if len(s) <= COL else s[:COL - 1] + "~"
 
 
-def side_by_side(pi_rows, rd_rows):
+def side_by_side(pi_rows, rd_rows, version):
     """rows: (ms or None, text). Left pi, right retryd; '<' only in pi,
     '>' only in retryd, '|' both but different."""
     a = [r[1] for r in pi_rows]
     b = [r[1] for r in rd_rows]
     sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    out = ["  %-*s   %s" % (COL, "pi (ms since the first event)", "retryd"),
+    out = ["  %-*s   %s" % (COL, "pi %s (ms since the first event)" % version, "retryd"),
            "  %s   %s" % ("-" * COL, "-" * COL)]
     for tag, i1, i2, j1, j2 in sm.get_opcodes():
         for k in range(max(i2 - i1, j2 - j1)):
@@ -1095,26 +1275,36 @@ def compare(plan, pi_events, rd_events):
     return applied, residual
 
 
-def install_pi(no_install):
-    """Returns (ok, message)."""
-    if os.path.exists(PI_CLI) and no_install:
-        return True, "pi found in build/pi"
+def install_pi(version, no_install):
+    """Fills PI[version]; returns (ok, message)."""
+    env = dict(os.environ, PI_VERSION=version)
     if no_install:
-        return False, "pi is not installed in build/pi (--no-install)"
-    r = subprocess.run([os.path.join(ROOT, "scripts", "pi-install.sh")],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=900)
-    msg = r.stderr.decode(errors="replace").strip()
-    if r.returncode == 0:
-        return True, msg
-    return False, "%s (pi-install.sh exit %d)" % (msg, r.returncode)
-
-
-def pi_version():
+        prefix = os.path.join(ROOT, "build", "pi" if version.startswith("0.") else "pi16")
+        name = "@mariozechner" if version.startswith("0.") else "@earendil-works"
+        pkg = os.path.join(prefix, "node_modules", name, "pi-coding-agent")
+        node = os.path.join(prefix, "node_modules", ".bin", "node")
+        lines = [pkg, node if os.path.exists(node) else shutil.which("node") or "node"]
+        if not os.path.exists(os.path.join(pkg, "package.json")):
+            return False, "pi %s is not installed in %s (--no-install)" % (version, prefix)
+        msg = "pi found in %s" % prefix
+    else:
+        r = subprocess.run([os.path.join(ROOT, "scripts", "pi-install.sh")], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=900)
+        msg = r.stderr.decode(errors="replace").strip()
+        if r.returncode != 0:
+            return False, "%s (pi-install.sh exit %d)" % (msg, r.returncode)
+        lines = r.stdout.decode().split("\n")
+    pkg, node = lines[0], lines[1]
     try:
-        with open(os.path.join(os.path.dirname(os.path.dirname(PI_CLI)), "package.json")) as f:
-            return json.load(f).get("version", "?")
+        with open(os.path.join(pkg, "package.json")) as f:
+            got = json.load(f).get("version", "?")
     except (OSError, ValueError):
-        return "?"
+        got = "?"
+    if got != version:
+        return False, "%s holds pi %s, not %s" % (pkg, got, version)
+    PI[version] = {"version": version, "dir": pkg, "node": node,
+                   "cli": os.path.join(pkg, PI_ENTRY.get(version.split(".")[0], "dist/cli.js"))}
+    return True, msg
 
 
 def judge(plan, pi_ev, rd_ev):
@@ -1122,11 +1312,12 @@ def judge(plan, pi_ev, rd_ev):
     the unexplained diff, and the expected improvements that did not show."""
     applied, residual = compare(plan, pi_ev, rd_ev)
     names = {name for name, kind, count in applied}
-    missing = [e for e in plan.get("expect", []) if e not in names]
+    missing = [e for e in plan.get("expect", []) if e not in names and
+               pi_major(plan) < PI_FIXED.get(e, 99)]
     return applied, residual, missing
 
 
-def self_test(results):
+def self_test(results, version):
     """Feeds the checker streams with one planted difference each and makes
     sure every one is caught: the rules must not explain away too much."""
     def mutated(name, fn):
@@ -1175,8 +1366,19 @@ def self_test(results):
         rd[i][1]["data"]["surprise"] = 1
         return pi, rd
 
+    def other_error_text(pi, rd):
+        i = first(rd, lambda ev: ev.get("type") == "message_end"
+                  and ev["message"].get("stopReason") == "error")
+        rd[i][1]["message"]["errorMessage"] = "503 Something Else"
+        return pi, rd
+
+    def no_agent_settled(pi, rd):
+        return pi, [(t, ev) for t, ev in rd if ev.get("type") != "agent_settled"]
+
     cases = [
         ("a-503-then-ok", "a longer backoff", longer_backoff),
+        ("a-503-then-ok", "another HTTP error text", other_error_text),
+        ("a-503-then-ok", "no agent_settled", no_agent_settled),
         ("a-503-then-ok", "agent_end per attempt, as pi", agent_end_per_attempt),
         ("a-503-then-ok", "a different final text", other_text),
         ("c-max-exceeded", "no auto_retry_end", no_retry_end),
@@ -1195,7 +1397,7 @@ def self_test(results):
         if m is None:
             print("  %-26s %-40s (plan not run)" % (name, what))
             continue
-        applied, residual, missing = judge(plans[name], *m)
+        applied, residual, missing = judge(dict(plans[name], pi_version=version), *m)
         caught = bool(residual or missing)
         bad += not caught
         print("  %-26s %-40s %s" % (name, what, "caught" if caught else "MISSED"))
@@ -1208,7 +1410,11 @@ def main():
                     help="run only this plan (repeatable): " + ", ".join(p["name"] for p in PLANS))
     ap.add_argument("--raw", metavar="DIR", help="keep the raw streams and stderr in DIR")
     ap.add_argument("--no-install", action="store_true",
-                    help="do not run scripts/pi-install.sh; use build/pi as it is")
+                    help="do not run scripts/pi-install.sh; use build/pi and build/pi16 as "
+                         "they are")
+    ap.add_argument("--pi", action="append", default=[], metavar="VERSION",
+                    help="compare with this pi release (repeatable; default: %s)"
+                         % " ".join(PI_VERSIONS))
     ap.add_argument("--self-test", action="store_true",
                     help="afterwards, plant differences in the recorded streams and check "
                          "that each one is caught")
@@ -1223,22 +1429,31 @@ def main():
         print("conformance: no such plan", file=sys.stderr)
         return 2
 
-    ok, msg = install_pi(args.no_install)
-    if not ok:
-        print("conformance: pi is not available, so nothing to compare against:")
-        print("  " + msg.replace("\n", "\n  "))
-        print("conformance: skipped")
+    versions = args.pi or PI_VERSIONS
+    for v in versions:
+        ok, msg = install_pi(v, args.no_install)
+        if not ok:
+            print("conformance: pi %s is not available, so it is left out:" % v)
+            print("  " + msg.replace("\n", "\n  "))
+    versions = [v for v in versions if v in PI]
+    if not versions:
+        print("conformance: skipped: no pi to compare against")
         return 0
-    print("conformance: retryd %s vs pi %s (%s)" % (retryd, pi_version(), PI_CLI))
-    print("  %d plans; both daemons run each plan at the same time, each with its own fake "
+    for v in versions:
+        print("conformance: retryd %s vs pi %s (%s on %s)" % (retryd, v, PI[v]["cli"],
+                                                               PI[v]["node"]))
+    print("  %d plans; the daemons run each plan at the same time, each with its own fake "
           "server" % len(plans))
-    print("  left: pi, right: retryd; '<' only in pi, '>' only in retryd, '|' different")
+    print("  side by side with pi %s (left) and retryd (right); '<' only in pi, '>' only in "
+          "retryd, '|' different%s" % (versions[0], "; then pi %s's verdict" %
+                                       ", ".join(versions[1:]) if versions[1:] else ""))
 
     started = time.monotonic()
     summary = []
     recorded = {}
     for plan in plans:
         results = {}
+        sides = versions + ["retryd"]
 
         def run(side, plan=plan, results=results):
             try:
@@ -1246,8 +1461,7 @@ def main():
             except Exception as e:      # a harness bug or a daemon that cannot start
                 results[side] = ([], "%s: %s" % (type(e).__name__, e), [])
 
-        threads = [threading.Thread(target=run, args=(side,), daemon=True)
-                   for side in ("pi", "retryd")]
+        threads = [threading.Thread(target=run, args=(side,), daemon=True) for side in sides]
         for t in threads:
             t.start()
         for t in threads:
@@ -1256,60 +1470,78 @@ def main():
         print("=" * (2 * COL + 5))
         print("plan %s: %s   (base delay %d ms, maxRetries %d)" % (
             plan["name"], plan["what"], plan.get("baseDelayMs", 200), MAX_RETRIES))
-        print("  api %s; server paths: pi %s; retryd %s" % (
-            plan.get("api", "openai-completions"),
-            sorted({r.get("path") for r in results.get("pi", ([], None, []))[2]}),
-            sorted({r.get("path") for r in results.get("retryd", ([], None, []))[2]})))
-        if set(results) != {"pi", "retryd"}:
-            print("  ERROR: a side did not finish")
-            summary.append((plan["name"], "ERROR", "a side did not finish"))
+        print("  api %s; server paths: %s" % (
+            plan.get("api", "openai-completions"), "; ".join(
+                "%s %s" % ("retryd" if side == "retryd" else "pi " + side,
+                           sorted({r.get("path") for r in results.get(side, ([], None, []))[2]}))
+                for side in sides)))
+        if "retryd" not in results:
+            print("  ERROR: retryd did not finish")
+            summary.append((plan["name"], [("ERROR", "retryd did not finish")] * len(versions)))
             continue
-        (pi_ev, pi_err, pi_reqs), (rd_ev, rd_err, rd_reqs) = results["pi"], results["retryd"]
-        recorded[plan["name"]] = (pi_ev, rd_ev)
-        print("  server requests: pi %s; retryd %s" % (
-            [r.get("outcome") for r in pi_reqs], [r.get("outcome") for r in rd_reqs]))
-        print(side_by_side(rows(pi_ev), rows(rd_ev)))
-        errors = ["%s: %s" % (side, err) for side, err in (("pi", pi_err), ("retryd", rd_err))
-                  if err]
-        applied, residual, missing = judge(plan, pi_ev, rd_ev)
-        if applied:
-            print("  explained by documented differences:")
-            for name, kind, count in applied:
-                print("    - %-32s %-24s %2d line%s" % (name, "(%s)" % kind, count,
-                                                       "" if count == 1 else "s"))
-        for e in errors:
-            print("  ERROR " + e)
-        for m in missing:
-            print("  MISSING: the documented improvement %r does not show" % m)
-        if residual:
-            print("  UNDOCUMENTED differences:")
-            for line in residual:
-                print("    " + line)
-        if errors or residual or missing:
-            n = sum(1 for l in residual if l[:1] in "+-" and l[:3] not in ("+++", "---"))
-            summary.append((plan["name"], "FAIL", "; ".join(
-                errors + ["missing: " + m for m in missing] +
-                (["%d undocumented line(s)" % n] if residual else []))))
-        else:
-            summary.append((plan["name"], "ok", ", ".join(
-                n for n, k, c in applied if k == "improvement") or "no improvement applies"))
+        rd_ev, rd_err, rd_reqs = results["retryd"]
+        verdicts = []
+        for k, v in enumerate(versions):
+            if v not in results:
+                print("  ERROR: pi %s did not finish" % v)
+                verdicts.append(("ERROR", "pi %s did not finish" % v))
+                continue
+            pi_ev, pi_err, pi_reqs = results[v]
+            if k == 0:
+                recorded[plan["name"]] = (pi_ev, rd_ev)
+            vplan = dict(plan, pi_version=v)
+            print("  server requests: pi %s %s; retryd %s" % (
+                v, [r.get("outcome") for r in pi_reqs], [r.get("outcome") for r in rd_reqs]))
+            applied, residual, missing = judge(vplan, pi_ev, rd_ev)
+            errors = ["%s: %s" % (side, err) for side, err in
+                      (("pi " + v, pi_err), ("retryd", rd_err)) if err]
+            bad = errors or residual or missing
+            if k == 0 or bad:
+                if k > 0:
+                    print("  pi %s differs beyond its documented differences: side by side" % v)
+                print(side_by_side(rows(pi_ev), rows(rd_ev), v))
+            if applied:
+                print("  pi %s: explained by documented differences:" % v)
+                for name, kind, count in applied:
+                    print("    - %-32s %-24s %2d line%s" % (name, "(%s)" % kind, count,
+                                                           "" if count == 1 else "s"))
+            for e in errors:
+                print("  ERROR " + e)
+            for m in missing:
+                print("  MISSING (pi %s): the documented improvement %r does not show" % (v, m))
+            if residual:
+                print("  UNDOCUMENTED differences from pi %s:" % v)
+                for line in residual:
+                    print("    " + line)
+            if bad:
+                n = sum(1 for l in residual if l[:1] in "+-" and l[:3] not in ("+++", "---"))
+                verdicts.append(("FAIL", "; ".join(
+                    errors + ["missing: " + m for m in missing] +
+                    (["%d undocumented line(s)" % n] if residual else []))))
+            else:
+                verdicts.append(("ok", ", ".join(
+                    n for n, kd, c in applied if kd == "improvement") or "equal"))
+        summary.append((plan["name"], verdicts))
 
     print()
     print("=" * (2 * COL + 5))
-    print("summary (%.0f s): per plan, ok + the documented improvements it shows, or FAIL + why"
-          % (time.monotonic() - started))
-    for name, status, why in summary:
-        print("  %-26s %-5s %s" % (name, status, why))
+    print("summary (%.0f s): per plan and pi release, ok + the documented improvements it "
+          "shows (or equal), or FAIL + why" % (time.monotonic() - started))
+    for name, verdicts in summary:
+        for k, (status, why) in enumerate(verdicts):
+            print("  %-26s %-12s %-5s %s" % (name if k == 0 else "", "pi " + versions[k],
+                                              status, why))
     print("  (every plan also differs by the retryd extras and documented differences listed "
           "under it)")
-    failed = [s for s in summary if s[1] != "ok"]
+    failed = [(name, versions[k]) for name, verdicts in summary
+              for k, (status, why) in enumerate(verdicts) if status != "ok"]
     rc = 0
-    if args.self_test and not self_test(recorded):
+    if args.self_test and not self_test(recorded, versions[0]):
         print("conformance: self-test FAILED: a planted difference was not caught")
         rc = 1
     if failed:
-        print("conformance: FAILED: %d of %d plans show undocumented differences or errors"
-              % (len(failed), len(summary)))
+        print("conformance: FAILED: %d of %d comparisons show undocumented differences or "
+              "errors" % (len(failed), len(summary) * len(versions)))
         return 1
     if rc == 0:
         print("conformance: ok: every difference is a documented one")

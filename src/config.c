@@ -15,6 +15,7 @@
 #include "core/builtins.h"
 #include "core/classify.h"
 #include "core/settings.h"
+#include "provider/http/base_url.h"
 #include "provider/provider_sim.h"
 
 /* An explicit --settings must name a file (a typo there would otherwise
@@ -40,7 +41,7 @@ int config_load(struct settings *settings, struct classify **classify, const cha
 
 	if (check_settings_path(path) != 0)
 		return 1;
-	builtins = builtins_settings();
+	builtins = builtins_settings_env();
 	if (builtins == NULL) {
 		fprintf(stderr, "retryd: settings: out of memory\n");
 		return 1;
@@ -184,11 +185,21 @@ static void mask_config_value(json_t *v, const char *name)
 	}
 }
 
-/* One line of `retryd config`: ORIGIN<TAB>KEY=JSON. */
-static void print_setting(void *ctx, const char *key, const json_t *value,
-			  enum settings_origin origin)
+/* What `retryd config` prints in one pass: the provider entries are long,
+ * so the keys people look for (retry.*) come first. */
+struct config_pass {
+	const struct settings *settings;
+	bool providers;
+};
+
+static bool is_provider_key(const char *key)
 {
-	const struct settings *s = ctx;
+	return strncmp(key, "providers.", 10) == 0;
+}
+
+/* origin, then path (NULL: none), make the line's first column. */
+static void print_line(const char *origin, const char *path, const char *key, const json_t *value)
+{
 	const char *dot = strrchr(key, '.');
 	json_t *copy = json_deep_copy(value);
 	char *text;
@@ -200,13 +211,52 @@ static void print_setting(void *ctx, const char *key, const json_t *value,
 	text = json_dumps(copy, JSON_ENCODE_ANY | JSON_COMPACT | JSON_PRESERVE_ORDER |
 			  JSON_REAL_PRECISION(15));
 	json_decref(copy);
-	if (text == NULL)
+	if (text != NULL)
+		printf("%s%s\t%s=%s\n", origin, path != NULL ? path : "", key, text);
+	free(text);
+}
+
+/* Whether a layer (borrowed, may be NULL) holds providers.NAME.baseUrl. */
+static bool layer_sets_base_url(const json_t *layer, const char *name)
+{
+	return json_object_get(json_object_get(json_object_get(layer, "providers"), name),
+			       "baseUrl") != NULL;
+}
+
+/* A built-in provider's baseUrl that an SDK's environment variable set gets
+ * a line of its own, naming the variable: "env OPENAI_BASE_URL". */
+static void print_env_base_url(const struct settings *s, const char *key, const json_t *entry)
+{
+	const char *name = key + 10, *var;
+	const json_t *url = json_object_get(entry, "baseUrl");
+	char origin[80], line_key[200];
+
+	if (!json_is_string(url) || layer_sets_base_url(s->file, name) ||
+	    layer_sets_base_url(s->overrides, name))
+		return;
+	var = base_url_env_of(name, json_string_value(url));
+	if (var == NULL)
+		return;
+	snprintf(origin, sizeof(origin), "env %s", var);
+	snprintf(line_key, sizeof(line_key), "%s.baseUrl", key);
+	print_line(origin, NULL, line_key, url);
+}
+
+/* One line of `retryd config`: ORIGIN<TAB>KEY=JSON. */
+static void print_setting(void *ctx, const char *key, const json_t *value,
+			  enum settings_origin origin)
+{
+	const struct config_pass *pass = ctx;
+	const struct settings *s = pass->settings;
+
+	if (is_provider_key(key) != pass->providers)
 		return;
 	if (origin == SETTINGS_ORIGIN_FILE)
-		printf("file:%s\t%s=%s\n", s->path, key, text);
+		print_line("file:", s->path, key, value);
 	else
-		printf("%s\t%s=%s\n", settings_origin_name(origin), key, text);
-	free(text);
+		print_line(settings_origin_name(origin), NULL, key, value);
+	if (pass->providers)
+		print_env_base_url(s, key, value);
 }
 
 int config_check(const char *path)
@@ -252,7 +302,7 @@ int config_print(const char *path, const char *const *sets, size_t nsets)
 
 	if (check_settings_path(path) != 0)
 		return 1;
-	builtins = builtins_settings();
+	builtins = builtins_settings_env();
 	if (builtins == NULL || settings_load(&s, builtins, path, err, sizeof(err)) != 0) {
 		fprintf(stderr, "retryd: %s\n", builtins != NULL ? err : "out of memory");
 		json_decref(builtins);
@@ -265,7 +315,8 @@ int config_print(const char *path, const char *const *sets, size_t nsets)
 			rc = 1;
 		}
 	}
-	if (rc == 0 && settings_foreach(&s, print_setting, &s) != 0) {
+	if (rc == 0 && (settings_foreach(&s, print_setting, &(struct config_pass){ &s, false }) != 0 ||
+			settings_foreach(&s, print_setting, &(struct config_pass){ &s, true }) != 0)) {
 		fprintf(stderr, "retryd: out of memory\n");
 		rc = 1;
 	}

@@ -122,7 +122,7 @@ static bool on_line(void *ctx, enum retryd_lines_kind kind, const char *line, si
 	struct daemon *d = ctx;
 
 	if (kind == RETRYD_LINES_OVERSIZE)
-		rpc_handle_oversize(&d->rpc);
+		rpc_handle_oversize(&d->rpc, line, len);
 	else
 		rpc_handle_line(&d->rpc, line, len);
 	return true;
@@ -146,6 +146,13 @@ static void on_input_eof(void *ctx)
 	d->input_done = true;
 	if (!d->exiting)
 		retryd_lines_finish(&d->framer, on_line, d);
+	/* A park can last hours, and nobody would read its answer. */
+	if (!d->exiting && session_parked(&d->session)) {
+		LOG_WARN("stdin closed while parked; the park is kept for --continue");
+		session_stop(&d->session);
+		begin_exit(d, true);
+		return;
+	}
 	/* Finish what is in flight, queued follow-ups included, then leave. */
 	session_when_idle(&d->session, on_idle_after_eof, d);
 }
@@ -169,7 +176,7 @@ static void on_output_failed(void *ctx, int err)
 
 	(void)err;
 	LOG_INFO("stdout closed; stopping");
-	session_abort(&d->session, NULL);
+	session_stop(&d->session);
 	begin_exit(d, true);
 }
 
@@ -178,7 +185,7 @@ static void on_signal(uv_signal_t *h, int signum)
 	struct daemon *d = h->data;
 
 	LOG_INFO("signal %d; cancelling and exiting", signum);
-	session_abort(&d->session, NULL);
+	session_stop(&d->session);
 	begin_exit(d, true);
 }
 
@@ -372,6 +379,7 @@ static int run(struct daemon *d, const struct options *o)
 
 	config_warn_if_retries_off(&d->settings);
 	emit_cb(d, json_pack("{s:s}", "type", "ready"));
+	session_resume_park(&d->session, d->resume.park);
 	reader_start(d->reader);
 	uv_run(d->loop, UV_RUN_DEFAULT);
 	return 0;
@@ -380,14 +388,18 @@ static int run(struct daemon *d, const struct options *o)
 /* A daemon started with stdin, stdout or stderr closed (`retryd 2>&-`, an
  * editor that closes stderr) gets /dev/null there before anything opens an
  * fd: else the next fd opened (libuv's own, a session file) lands on 0-2 and
- * libuv aborts when it closes it. Returns -1 when that cannot be done. */
-static int fill_std_fds(void)
+ * libuv aborts when it closes it. *stdout_closed: fd 1 was one of them.
+ * Returns -1 when that cannot be done. */
+static int fill_std_fds(bool *stdout_closed)
 {
+	*stdout_closed = false;
 	for (int fd = 0; fd <= 2; fd++) {
 		int nul;
 
 		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
 			continue;
+		if (fd == 1)
+			*stdout_closed = true;
 		nul = open("/dev/null", O_RDWR);
 		if (nul < 0)
 			return -1;
@@ -409,12 +421,20 @@ int main(int argc, char **argv)
 	const char **sets;
 	struct options o;
 	struct daemon d;
+	bool stdout_closed;
 	int rc;
 
-	if (fill_std_fds() != 0) {
+	if (fill_std_fds(&stdout_closed) != 0) {
 		/* Written only if stderr is open (else EBADF, harmlessly). */
 		fprintf(stderr, "retryd: cannot open /dev/null for a closed stdin, stdout or stderr: %s\n",
 			strerror(errno));
+		return 1;
+	}
+	/* Every answer of every mode goes to stdout: a caller that closed it
+	 * would read a run that never happened as a success. */
+	if (stdout_closed) {
+		fprintf(stderr, "retryd: stdout is closed: the replies and events have nowhere to "
+			"go (give retryd a pipe, a file or /dev/null)\n");
 		return 1;
 	}
 	/* At most one --set per argument. */
@@ -426,6 +446,8 @@ int main(int argc, char **argv)
 	}
 	memset(&d, 0, sizeof(d));
 	signal(SIGPIPE, SIG_IGN);
+	/* A file size limit is a failed write (EFBIG), not a kill. */
+	signal(SIGXFSZ, SIG_IGN);
 	log_init_from_env();
 	if (argc > 1 && strcmp(argv[1], "config") == 0) {
 		rc = options_parse_config(argc - 1, argv + 1, &o);
@@ -447,7 +469,8 @@ int main(int argc, char **argv)
 	} else if (rc == 0) {
 		char *dir = session_dir(&o);
 
-		rc = resume_load(&d.resume, o.resume_file, o.continue_newest, dir);
+		rc = resume_load(&d.resume, o.resume_file, o.continue_newest, dir,
+				 o.no_session ? NULL : o.session_file);
 		free(dir);
 	}
 	if (rc == 0 && o.classify_text == NULL)

@@ -36,6 +36,8 @@ struct fleet *membership_start(uv_loop_t *loop, struct settings *settings, const
 			.url = settings_get_string(settings, "fleet.redis.url"),
 			.password = settings_string(settings, "fleet.redis.password", NULL),
 			.timeout_ms = (int)settings_get_int(settings, "fleet.redis.timeoutMs"),
+			.max_reply_bytes =
+				(size_t)settings_get_int(settings, "fleet.redis.maxReplyBytes"),
 		};
 		const char *ping[] = { "PING" };
 

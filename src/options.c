@@ -20,7 +20,7 @@ static const char usage_text[] =
 	"\n"
 	"  --mode rpc         accepted for pi clients; rpc is the only mode\n"
 	"  --provider NAME    the backend: sim (built in, scripted), an HTTP API (openai,\n"
-	"                     anthropic, google, openrouter, ollama) or an agent CLI\n"
+	"                     anthropic, google, openrouter, ollama, azure) or an agent CLI\n"
 	"                     (claude, codex, gemini, pi), or any providers.NAME in the\n"
 	"                     settings\n"
 	"  --model ID         the model to use\n"
@@ -39,13 +39,17 @@ static const char usage_text[] =
 	"  --classify TEXT    print how the retry classifier, with these settings, judges an\n"
 	"                     error text ({\"errorClass\",\"overload\",\"hintMs\",\"rule\"}) and exit\n"
 	"  config             print the effective settings, one per line, as\n"
-	"                     ORIGIN<TAB>KEY=JSON; ORIGIN is default, built-in, file:PATH\n"
-	"                     (by hand or persisted by set_auto_retry/set_retry_policy)\n"
-	"                     or --set\n"
+	"                     ORIGIN<TAB>KEY=JSON; ORIGIN is default, built-in, env VAR\n"
+	"                     (a built-in's baseUrl from OPENAI_BASE_URL and the like),\n"
+	"                     file:PATH (by hand or persisted by set_auto_retry or\n"
+	"                     set_retry_policy) or --set; the retry keys first\n"
 	"  config --check FILE  check a settings file: \"FILE: ok\" (exit 0), else every\n"
 	"                     unknown key and wrong value, one per line (exit 1)\n"
 	"\n"
-	"Logs go to stderr; RETRYD_LOG=error|warn|info|debug sets how much.\n";
+	"Logs go to stderr; RETRYD_LOG=error|warn|info|debug sets how much.\n"
+	"The built-in HTTP providers read their SDKs' base-URL variables:\n"
+	"OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, OLLAMA_HOST,\n"
+	"AZURE_OPENAI_ENDPOINT (a providers.NAME.baseUrl setting wins).\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {

@@ -23,7 +23,7 @@ static json_t *response(const char *id, const char *command, bool success)
 	if (r == NULL)
 		return NULL;
 	if (id != NULL)
-		json_object_set_new(r, "id", json_string(id));
+		json_object_set_new(r, "id", command_id_value(id));
 	json_object_set_new(r, "type", json_string("response"));
 	json_object_set_new(r, "command", json_string(command));
 	json_object_set_new(r, "success", json_boolean(success));
@@ -219,6 +219,30 @@ static void dispatch(struct rpc *self, struct command *cmd)
 	case CMD_FLEET_CLEAR:
 		respond_ok(self, cmd, session_fleet_clear(s));
 		return;
+	case CMD_SET_EVENT_FILTER:
+		if (session_events_set_filter(&s->events, cmd->events, &data, err, sizeof(err)) != 0)
+			respond_error(self, cmd->id, cmd->name, err);
+		else
+			respond_ok(self, cmd, json_pack("{s:o}", "events", data));
+		return;
+	case CMD_OPEN_SESSION:
+		if (session_open(s, cmd->text, &data, err, sizeof(err)) != 0)
+			respond_error(self, cmd->id, cmd->name, err);
+		else
+			respond_ok(self, cmd, data);
+		return;
+	case CMD_CLEAR_QUEUE:
+		respond_ok(self, cmd, session_clear_queue(s));
+		return;
+	case CMD_GET_AVAILABLE_THINKING_LEVELS:
+		respond_ok(self, cmd, session_thinking_levels(s));
+		return;
+	case CMD_GET_ENTRIES:
+		if (session_entries(s, cmd->text, &data, err, sizeof(err)) != 0)
+			respond_error(self, cmd->id, cmd->name, err);
+		else
+			respond_ok(self, cmd, data);
+		return;
 	case CMD_UNSUPPORTED:
 		break;
 	}
@@ -236,12 +260,11 @@ void rpc_handle_line(struct rpc *self, const char *line, size_t len)
 	command_release(&cmd);
 }
 
-void rpc_handle_oversize(struct rpc *self)
+void rpc_handle_oversize(struct rpc *self, const char *head, size_t len)
 {
-	char err[200];
+	struct command cmd;
 
-	errbuf_set(err, sizeof(err),
-		   "Failed to parse command: line longer than rpc.maxLineBytes (%zu bytes); "
-		   "the rest of it was discarded", self->max_line);
-	respond_error(self, NULL, "parse", err);
+	command_parse_oversize(head, len, self->max_line, &cmd);
+	respond_error(self, cmd.id, cmd.name, cmd.error);
+	command_release(&cmd);
 }

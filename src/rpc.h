@@ -18,7 +18,8 @@ void rpc_init(struct rpc *self, struct session *session, session_emit_fn emit, v
 	      size_t max_line);
 /* line: borrowed, `len` bytes, no LF. */
 void rpc_handle_line(struct rpc *self, const char *line, size_t len);
-/* A line passed rpc.maxLineBytes and was discarded. */
-void rpc_handle_oversize(struct rpc *self);
+/* A line passed rpc.maxLineBytes and was discarded; head (borrowed, `len`
+ * bytes) is its start, read for an id to answer with. */
+void rpc_handle_oversize(struct rpc *self, const char *head, size_t len);
 
 #endif

@@ -29,18 +29,39 @@ export interface PromptOptions {
 	streamingBehavior?: "steer" | "followUp";
 	/** Retry settings for this prompt only (retryd), e.g. `{ maxRetries: 5 }`. */
 	retry?: Record<string, unknown>;
+	/** The command's id (default: the client's next one); its prompt_result carries it. */
+	id?: string;
+}
+
+/** oh-my-pi's prompt_result frame: once per accepted prompt, after its run. */
+export interface PromptResult {
+	type: "prompt_result";
+	id?: string;
+	agentInvoked: boolean;
+	status: "completed" | "aborted" | "error";
+	error?: { message: string; provider?: string; model?: string; httpStatus?: number; retryable: boolean };
+	sessionSettled: boolean;
 }
 
 /** How a prompt's run ended. */
 export interface RunResult {
-	/** The final assistant message's stopReason is "stop", "length" or "toolUse". */
+	/** prompt_result's status is "completed" (from a daemon without prompt_result: the final
+	 * assistant message's stopReason is "stop", "length" or "toolUse"). */
 	success: boolean;
+	/** prompt_result's status; null from a daemon without prompt_result. */
+	status: "completed" | "aborted" | "error" | null;
 	/** That message's text (null when there was none). */
 	text: string | null;
 	stopReason: string | null;
 	errorMessage: string | null;
-	/** null on success; else the retry chain's finalError, else errorMessage. */
+	/** null on success; else "Retry cancelled" for a cancelled backoff, else prompt_result's
+	 * error.message, else the retry chain's finalError, else errorMessage. */
 	error: string | null;
+	/** From prompt_result's error (null when absent): whether resubmitting later may succeed. */
+	retryable: boolean | null;
+	httpStatus: number | null;
+	provider: string | null;
+	model: string | null;
 	/** How many auto_retry_start events the run had. */
 	retries: number;
 	/** Aborted, or the retry chain ended "Retry cancelled". */
@@ -48,7 +69,9 @@ export interface RunResult {
 	message: RetrydMessage | null;
 	/** agent_end's messages. */
 	messages: RetrydMessage[];
-	/** Every event of the run, in order, up to and including agent_end. */
+	/** The prompt's own prompt_result, or null. */
+	promptResult: PromptResult | null;
+	/** Every event of the run, in order, up to and including its prompt_result (or agent_end). */
 	events: RetrydEvent[];
 }
 
@@ -60,6 +83,9 @@ export interface RetrydState {
 	messageCount: number;
 	pendingMessageCount: number;
 	sessionId: string;
+	/** Nothing runs, waits or is queued (oh-my-pi's predicate). */
+	isSettled: boolean;
+	hasPendingAsyncWork: boolean;
 	[key: string]: unknown;
 }
 
@@ -104,11 +130,15 @@ export class RetrydClient {
 	/** The events from now on; ends when the daemon exits or the loop breaks. */
 	events(): AsyncIterableIterator<RetrydEvent>;
 	/** Any command; an id is added; resolves with the response's data. */
-	request<T = any>(command: { type: string; [key: string]: unknown }, options?: { timeoutMs?: number }): Promise<T>;
+	request<T = any>(command: { type: string; [key: string]: unknown }, options?: { timeoutMs?: number; id?: string }): Promise<T>;
 	/** Resolves once the daemon has taken the prompt, not when its run ends. */
 	prompt(message: string, options?: PromptOptions): Promise<void>;
-	/** Runs a prompt to agent_end, after the whole retry chain. timeoutMs default 600000. */
+	/** Runs a prompt to its prompt_result (after the whole retry chain; from an older daemon,
+	 * agent_end). timeoutMs default 600000. */
 	promptAndWait(message: string, options?: PromptOptions & { timeoutMs?: number }): Promise<RunResult>;
+	/** Resolves once nothing runs, waits or is queued: at once when get_state says isSettled,
+	 * else at the next session_settled. timeoutMs default 600000. */
+	waitForSettled(options?: { timeoutMs?: number }): Promise<void>;
 	abort(): Promise<{ discardedMessages: string[] }>;
 	/** Cancels a pending backoff; no effect otherwise. */
 	abortRetry(): Promise<void>;

@@ -70,9 +70,20 @@ export class LineFramer {
 	}
 }
 
+/**
+ * Whether e ends the run of the prompt with promptId: its own prompt_result;
+ * or agent_end from a daemon that sends no prompt_result (one that does
+ * marks its agent_end with willRetry, pi 1.6's field that came with them).
+ */
+function runEnded(e, promptId) {
+	if (e.type === "prompt_result") return e.id === promptId;
+	return e.type === "agent_end" && !("willRetry" in e);
+}
+
 /** How a prompt's run ended, from its events (the same fields as the Python client's Result). */
-function summarize(events) {
+function summarize(events, promptId) {
 	let message = null, retries = 0, finalError = null, cancelled = false, messages = [];
+	let promptResult = null;
 	for (const e of events) {
 		if (e.type === "message_end" && e.message?.role === "assistant") message = e.message;
 		else if (e.type === "auto_retry_start") retries++;
@@ -80,14 +91,24 @@ function summarize(events) {
 			finalError = e.success === false ? (e.finalError ?? null) : null;
 			cancelled ||= e.finalError === "Retry cancelled";
 		} else if (e.type === "agent_end" && Array.isArray(e.messages)) messages = e.messages;
+		else if (e.type === "prompt_result" && promptId != null && e.id === promptId) promptResult = e;
 	}
 	const stopReason = message?.stopReason ?? null;
-	const success = ["stop", "length", "toolUse"].includes(stopReason);
+	const status = promptResult?.status ?? null;
+	const perr = promptResult?.error ?? null;
+	// The daemon's word when it sends one: prompt_result's status.
+	const success = status !== null ? status === "completed" : ["stop", "length", "toolUse"].includes(stopReason);
 	const text = message ? textOf(message) : null;
 	const errorMessage = message?.errorMessage ?? null;
-	const error = success ? null : (finalError ?? errorMessage ?? "the run ended without an answer");
-	return { success, text, stopReason, errorMessage, error, retries,
-		cancelled: cancelled || stopReason === "aborted", message, messages, events };
+	// A cancelled backoff says so rather than repeating the failure before it.
+	const error = success ? null
+		: finalError === "Retry cancelled" ? finalError
+		: (perr?.message ?? finalError ?? errorMessage ?? (status === "aborted" ? "aborted" : "the run ended without an answer"));
+	return { success, status, text, stopReason, errorMessage, error,
+		retryable: perr?.retryable ?? null, httpStatus: perr?.httpStatus ?? null,
+		provider: perr?.provider ?? null, model: perr?.model ?? null, retries,
+		cancelled: cancelled || status === "aborted" || stopReason === "aborted",
+		message, messages, promptResult, events };
 }
 
 /** The text blocks of a message, joined. */
@@ -219,37 +240,39 @@ export class RetrydClient {
 	}
 
 	/** Sends one command (an id is added) and resolves with its response's data. */
-	request(command, { timeoutMs = 30000 } = {}) {
+	request(command, { timeoutMs = 30000, id = `js-${++this.#nextId}` } = {}) {
 		if (!this.#child || this.#exit) {
 			return Promise.reject(new RetrydError("retryd: the client is not running", { command: command.type }));
 		}
-		const id = `js-${++this.#nextId}`;
 		const answer = new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }));
 		this.#child.stdin.write(`${JSON.stringify({ ...command, id })}\n`);
 		return withTimeout(answer, timeoutMs, `${command.type}: no response`, () => this.#pending.delete(id));
 	}
 
 	/** Starts a run; resolves once the daemon has taken it (not when it ends). */
-	prompt(message, { images, streamingBehavior, retry } = {}) {
-		return this.request({ type: "prompt", message, images, streamingBehavior, retry });
+	prompt(message, { images, streamingBehavior, retry, id } = {}) {
+		return this.request({ type: "prompt", message, images, streamingBehavior, retry }, { id });
 	}
 
 	/**
-	 * Runs a prompt to its end (agent_end, after the whole retry chain) and
-	 * resolves with { success, text, stopReason, errorMessage, error, retries,
-	 * cancelled, message, messages, events }.
+	 * Runs a prompt to its end: its own prompt_result, which the daemon sends
+	 * after the whole retry chain and the run (from a daemon without
+	 * prompt_result: the run's agent_end). Resolves with { success, status,
+	 * text, stopReason, errorMessage, error, retryable, httpStatus, provider,
+	 * model, retries, cancelled, message, messages, promptResult, events }.
 	 */
 	async promptAndWait(message, { timeoutMs = 600000, ...promptOpts } = {}) {
 		const events = [];
+		const id = `js-${++this.#nextId}`;
 		let off, done = false;
 		const ended = new Promise((resolve, reject) => {
 			off = this.onEvent((e) => {
 				if (e.type === "exit") return reject(new RetrydError(e.error, { exitCode: e.code, stderr: this.#stderr }));
-				// The run's own events: what follows its agent_end (prompt_result,
-				// agent_settled, session_settled) is left to onEvent listeners.
+				// The run's own events: what follows its prompt_result
+				// (agent_settled, session_settled) is left to onEvent listeners.
 				if (done) return;
 				events.push(e);
-				if (e.type === "agent_end") {
+				if (runEnded(e, id)) {
 					done = true;
 					resolve();
 				}
@@ -257,12 +280,35 @@ export class RetrydClient {
 		});
 		ended.catch(() => {}); // a failed prompt is the error to report, not this
 		try {
-			await this.prompt(message, promptOpts);
+			await this.prompt(message, { ...promptOpts, id });
 			await withTimeout(ended, timeoutMs, "prompt: the run did not end");
 		} finally {
 			off();
 		}
-		return summarize(events);
+		return summarize(events, id);
+	}
+
+	/**
+	 * Resolves once the session is settled: nothing runs, waits (a backoff,
+	 * a fleet hold) or is queued. At once when get_state says isSettled,
+	 * else at the next session_settled (listened for before asking, so one
+	 * in between is not missed); rejects after timeoutMs.
+	 */
+	async waitForSettled({ timeoutMs = 600000 } = {}) {
+		let off;
+		const settled = new Promise((resolve, reject) => {
+			off = this.onEvent((e) => {
+				if (e.type === "session_settled") resolve();
+				else if (e.type === "exit") reject(new RetrydError(e.error, { exitCode: e.code, stderr: this.#stderr }));
+			});
+		});
+		settled.catch(() => {});
+		try {
+			if ((await this.getState()).isSettled === true) return;
+			await withTimeout(settled, timeoutMs, "waitForSettled: no session_settled");
+		} finally {
+			off();
+		}
 	}
 
 	abort() { return this.request({ type: "abort" }); }

@@ -1,6 +1,9 @@
 #include "base/fsutil.h"
 
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,4 +26,37 @@ char *fsutil_xdg_path(const char *xdg_var, const char *home_dir, const char *tai
 	if ((out = malloc(n)) != NULL)
 		snprintf(out, n, "%s/%s%s", home, home_dir, tail);
 	return out;
+}
+
+int fsutil_format(char *out, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (cap == 0)
+		return -1;
+	va_start(ap, fmt);
+	n = vsnprintf(out, cap, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= cap) {
+		out[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+size_t fsutil_read_full(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	return got;
 }

@@ -309,33 +309,92 @@ static bool clock_time(const char *s, size_t n, size_t *i, int *h, int *mi, int 
 	       eat(s, n, i, ":") && digits(s, n, i, 2, sec);
 }
 
-/* The whole of s[0..n) is an IMF-fixdate, "Sun, 06 Nov 1994 08:49:37 GMT"
- * (any three letters for the day name). */
-static bool parse_http_date(const char *s, size_t n, int64_t *out)
+/* The month name at *i ("Nov"), 1..12, or 0. */
+static int month_at(const char *s, size_t n, size_t *i)
 {
-	size_t i = 0;
-	int day, month = 0, year, h, mi, sec;
+	for (int k = 0; k < 12; k++)
+		if (eat(s, n, i, month_names[k]))
+			return k + 1;
+	return 0;
+}
 
-	for (int k = 0; k < 3; k++, i++)
-		if (!is_alpha(at(s, n, i)))
-			return false;
-	if (!eat(s, n, &i, ","))
+/* A day of the month at *i: one or two digits. */
+static bool day_at(const char *s, size_t n, size_t *i, int *day)
+{
+	if (!digits(s, n, i, 1, day))
 		return false;
+	if (is_digit(at(s, n, *i)))
+		*day = *day * 10 + (s[(*i)++] - '0');
+	return true;
+}
+
+/* IMF-fixdate, "Sun, 06 Nov 1994 08:49:37 GMT", from after the comma. */
+static bool imf_fixdate(const char *s, size_t n, size_t i, int64_t *out)
+{
+	int day, month, year, h, mi, sec;
+
 	skip_spaces(s, n, &i);
-	if (!digits(s, n, &i, 1, &day))
+	if (!day_at(s, n, &i, &day) || !skip_spaces1(s, n, &i))
 		return false;
-	if (is_digit(at(s, n, i)))
-		day = day * 10 + (s[i++] - '0');
-	if (!skip_spaces1(s, n, &i))
-		return false;
-	for (int k = 0; k < 12 && month == 0; k++)
-		if (eat(s, n, &i, month_names[k]))
-			month = k + 1;
+	month = month_at(s, n, &i);
 	if (month == 0 || !skip_spaces1(s, n, &i) || !digits(s, n, &i, 4, &year) ||
 	    !skip_spaces1(s, n, &i) || !clock_time(s, n, &i, &h, &mi, &sec))
 		return false;
 	skip_spaces(s, n, &i);
 	return eat(s, n, &i, "gmt") && i == n && civil_ms(year, month, day, h, mi, sec, out);
+}
+
+/* RFC 850, "Sunday, 06-Nov-94 08:49:37 GMT", from after the comma. The
+ * two-digit year is read as RFC 6265 reads it (70..99: 19xx, else 20xx), so
+ * the parse stays a pure function of the text. */
+static bool rfc850_date(const char *s, size_t n, size_t i, int64_t *out)
+{
+	int day, month, year, h, mi, sec;
+
+	skip_spaces(s, n, &i);
+	if (!digits(s, n, &i, 2, &day) || !eat(s, n, &i, "-"))
+		return false;
+	month = month_at(s, n, &i);
+	if (month == 0 || !eat(s, n, &i, "-") || !digits(s, n, &i, 2, &year) ||
+	    !skip_spaces1(s, n, &i) || !clock_time(s, n, &i, &h, &mi, &sec))
+		return false;
+	year += year >= 70 ? 1900 : 2000;
+	skip_spaces(s, n, &i);
+	return eat(s, n, &i, "gmt") && i == n && civil_ms(year, month, day, h, mi, sec, out);
+}
+
+/* asctime, "Sun Nov  6 08:49:37 1994" (GMT by definition), from after the
+ * day name. */
+static bool asctime_date(const char *s, size_t n, size_t i, int64_t *out)
+{
+	int day, month, year, h, mi, sec;
+
+	if (!skip_spaces1(s, n, &i))
+		return false;
+	month = month_at(s, n, &i);
+	if (month == 0 || !skip_spaces1(s, n, &i) || !day_at(s, n, &i, &day) ||
+	    !skip_spaces1(s, n, &i) || !clock_time(s, n, &i, &h, &mi, &sec) ||
+	    !skip_spaces1(s, n, &i) || !digits(s, n, &i, 4, &year))
+		return false;
+	skip_spaces(s, n, &i);
+	return i == n && civil_ms(year, month, day, h, mi, sec, out);
+}
+
+/* The whole of s[0..n) is an HTTP-date (RFC 9110 5.6.7): the IMF-fixdate
+ * servers send, or one of the two obsolete forms a recipient must still
+ * accept. Any letters for the day name (three, or a whole name before the
+ * RFC 850 form's comma). */
+static bool parse_http_date(const char *s, size_t n, int64_t *out)
+{
+	size_t i = 0;
+
+	while (i < 9 && is_alpha(at(s, n, i)))
+		i++;
+	if (i < 3)
+		return false;
+	if (!eat(s, n, &i, ","))
+		return i == 3 && asctime_date(s, n, i, out);
+	return (i == 4 && imf_fixdate(s, n, i, out)) || rfc850_date(s, n, i, out);
 }
 
 /* The whole of s[0..n) is an RFC 3339 time, "2025-06-01T12:00:30Z",

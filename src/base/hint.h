@@ -7,7 +7,10 @@
  *
  * Headers (hint_in_headers), first that yields wins:
  *   1. retry-after-ms: N                          → N ms
- *   2. retry-after: N (decimal seconds) | <IMF-fixdate> (date − now)
+ *   2. retry-after: N (decimal seconds) | <HTTP-date> (date − now): the
+ *      IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT", or the obsolete RFC 850
+ *      "Sunday, 06-Nov-94 08:49:37 GMT" (years 70..99 are 19xx, else 20xx)
+ *      and asctime "Sun Nov  6 08:49:37 1994" forms
  *   3. x-ratelimit-reset-ms: N (epoch ms above 1e12, else ms) and
  *      x-ratelimit-reset: N (epoch s above 1e9, else s); then
  *      x-ratelimit-reset-requests / -tokens: a duration ("6m0s", "1s",
@@ -62,7 +65,7 @@ bool hint_in_text(const char *text, size_t len, int64_t now_ms, int64_t *out_ms)
 /* A wait stated in a raw error text (borrowed, `len` bytes, need not be
  * NUL-terminated): normalised as errtext does, then hint_in_text. A text
  * that none of those forms matches may still be a header line as the HTTP
- * provider writes it: "retry-after: <IMF-fixdate>", "x-ratelimit-reset-ms: N"
+ * provider writes it: "retry-after: <HTTP-date>", "x-ratelimit-reset-ms: N"
  * (epoch ms above 1e12, else a delay), "x-ratelimit-reset: N" (epoch seconds
  * above 1e9, else seconds). Returns true and sets *out_ms on a hint. */
 bool hint_parse(const char *text, size_t len, int64_t now_epoch_ms, int64_t *out_ms);

@@ -84,3 +84,57 @@ int64_t number_add(int64_t a, int64_t b)
 	/* Both at most 2^53 - 1: the sum cannot overflow int64_t. */
 	return number_clamp(number_clamp(a) + number_clamp(b));
 }
+
+int64_t number_sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+int64_t number_sat_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+int64_t number_sat_mul(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_mul_overflow(a, b, &r))
+		return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+	return r;
+}
+
+int64_t number_within(int64_t v, int64_t lo, int64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+int number_parse_int64(const char *s, size_t len, int64_t *out)
+{
+	bool neg = len > 0 && s[0] == '-';
+	size_t i = neg ? 1 : 0;
+	uint64_t n = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+
+	if (i == len || len - i > 19)
+		return -1;
+	for (; i < len; i++) {
+		unsigned d;
+
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		d = (unsigned)(s[i] - '0');
+		if (n > (lim - d) / 10)
+			return -1;
+		n = n * 10 + d;
+	}
+	*out = neg ? (n == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)n) : (int64_t)n;
+	return 0;
+}

@@ -48,4 +48,21 @@ int64_t number_clamp(int64_t v);
  * never wraps, never negative. */
 int64_t number_add(int64_t a, int64_t b);
 
+/* Sums, differences and products over the whole int64_t range, saturated
+ * at INT64_MIN and INT64_MAX instead of wrapping (signed overflow is
+ * undefined): for arithmetic on values a record or a reply held, which a
+ * check has not yet bounded or which may be hostile. */
+int64_t number_sat_add(int64_t a, int64_t b);
+int64_t number_sat_sub(int64_t a, int64_t b);
+int64_t number_sat_mul(int64_t a, int64_t b);
+
+/* v within [lo, hi] (lo <= hi). */
+int64_t number_within(int64_t v, int64_t lo, int64_t hi);
+
+/* The decimal integer s[0..len) (an optional '-', then 1 to 19 digits, and
+ * nothing else) in *out: 0, or -1 when it is not one or does not fit
+ * int64_t (*out untouched). For record text, where a value out of range is
+ * a damaged record, never a saturated one. */
+int number_parse_int64(const char *s, size_t len, int64_t *out);
+
 #endif

@@ -9,6 +9,8 @@
 #include <sys/random.h>
 #endif
 
+#include "base/fsutil.h"
+
 /* How many of len bytes a source filled (reads can be short). */
 static size_t from_kernel(unsigned char *buf, size_t len)
 {
@@ -38,15 +40,7 @@ static size_t from_device(unsigned char *buf, size_t len)
 
 	if (fd < 0)
 		return 0;
-	while (got < len) {
-		ssize_t n = read(fd, buf + got, len - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
+	got = fsutil_read_full(fd, buf, len);
 	close(fd);
 	return got;
 }

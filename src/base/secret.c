@@ -1,5 +1,6 @@
 #include "base/secret.h"
 
+#include <ctype.h>
 #include <stdio.h>
 
 #include <stdint.h>
@@ -160,21 +161,58 @@ void secret_reset(void)
 	set_first();
 }
 
+/* Whether word (upper case) stands at name[i..n), any case. */
+static bool word_at(const char *name, size_t n, size_t i, const char *word)
+{
+	size_t k = strlen(word), j;
+
+	if (i + k > n)
+		return false;
+	for (j = 0; j < k && (name[i + j] & ~0x20) == word[j]; j++)
+		;
+	return j == k;
+}
+
+static bool name_sep(int c)
+{
+	return c == '_' || c == '-' || c == '.';
+}
+
+/* AUTH names a credential only as a word of the name (PROXY_AUTH,
+ * AUTH_HEADER, AUTHORIZATION): not inside a longer word (XAUTHORITY,
+ * GIT_AUTHOR_NAME), and not in a name for where something is (SSH_AUTH_SOCK,
+ * KRB5_AUTH_PATH: a socket or a path, not a secret). */
+static bool auth_word_at(const char *name, size_t n, size_t i)
+{
+	static const char *const places[] = { "SOCK", "SOCKET", "PATH", "FILE", "DIR", NULL };
+	size_t e = i + 4, start = n;
+
+	if (!word_at(name, n, i, "AUTH") || (i > 0 && !name_sep(name[i - 1])))
+		return false;
+	if (word_at(name, n, e, "ORIZATION") || word_at(name, n, e, "ORISATION"))
+		e += 9;
+	else if (e < n && !name_sep(name[e]))
+		return false;
+	while (start > 0 && !name_sep(name[start - 1]))
+		start--;
+	for (size_t k = 0; places[k] != NULL; k++)
+		if (n - start == strlen(places[k]) && start > 0 && word_at(name, n, start, places[k]))
+			return false;
+	return true;
+}
+
 bool secret_name(const char *name, size_t n)
 {
-	static const char *const words[] = { "KEY", "TOKEN", "SECRET", "PASSWORD", NULL };
+	static const char *const words[] = {
+		"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", NULL,
+	};
 
-	for (size_t w = 0; words[w] != NULL; w++) {
-		size_t k = strlen(words[w]);
-
-		for (size_t i = 0; i + k <= n; i++) {
-			size_t j;
-
-			for (j = 0; j < k && (name[i + j] & ~0x20) == words[w][j]; j++)
-				;
-			if (j == k)
+	for (size_t i = 0; i < n; i++) {
+		for (size_t w = 0; words[w] != NULL; w++)
+			if (word_at(name, n, i, words[w]))
 				return true;
-		}
+		if (auth_word_at(name, n, i))
+			return true;
 	}
 	return false;
 }
@@ -298,12 +336,119 @@ static enum found_kind at_shape(const char *s, size_t n, size_t i, bool final, s
 	return FOUND_NONE;
 }
 
+/* What s[i - k] is, looking back from s[i] no further than s[from] —
+ * and, when from is 0, into the bytes the text follows (back, or NULL).
+ * -1: nothing known there. */
+struct look {
+	const char *s;
+	size_t from;
+	const struct secret_back *back;
+};
+
+static int look_at(const struct look *l, size_t i, size_t k)
+{
+	size_t before;
+
+	if (k <= i && i - k >= l->from)
+		return (unsigned char)l->s[i - k];
+	if (l->from > 0 || l->back == NULL || k <= i)
+		return -1;
+	before = k - i;  /* 1: the last byte of back */
+	return before <= l->back->n ? (unsigned char)l->back->b[l->back->n - before] : -1;
+}
+
+/* Whether the byte k before s[i] is a backslash that an odd run of them
+ * ends (it opens an escape; an even run is escaped ones). */
+static bool opens_escape(const struct look *l, size_t i, size_t k)
+{
+	size_t bs = 0;
+
+	while (look_at(l, i, k) == '\\') {
+		bs++;
+		k++;
+	}
+	/* The run reached past what back holds: its parity goes on there. */
+	if (bs > 0 && l->from == 0 && l->back != NULL && k > i && k - i > l->back->n &&
+	    l->back->odd)
+		bs++;
+	return bs % 2 == 1;
+}
+
+/* Whether s[i] follows a JSON backslash escape (\n \t \r \" \\ \/ \b \f
+ * or \uXXXX) that lies after s[from] (or, from 0, in back too):
+ * serialized JSON is masked as text, and there a newline before a key is
+ * the two bytes backslash, n, whose n would otherwise read as part of the
+ * token. */
+static bool after_escape(const struct look *l, size_t i)
+{
+	int c;
+
+	/* Every byte it reads lies in s: the backslash first, which is rare
+	 * (the everyday call is a shape's first letter inside a word). */
+	if (i >= l->from + 6 && l->s[i - 2] != '\\' && l->s[i - 6] != '\\')
+		return false;
+	c = look_at(l, i, 1);
+	if (c > 0 && strchr("ntr\"\\/bf", c) != NULL && opens_escape(l, i, 2))
+		return true;
+	if (look_at(l, i, 5) != 'u')
+		return false;
+	for (size_t k = 1; k <= 4; k++)
+		if (!isxdigit(look_at(l, i, k)))
+			return false;
+	return opens_escape(l, i, 6);
+}
+
+/* back followed by s[0..n): the bytes a later piece follows. */
+static void back_push(struct secret_back *back, const char *s, size_t n)
+{
+	size_t keep = sizeof(back->b), j, bs = 0, tail = n < keep ? n : keep;
+
+	/* No backslash among the last bytes (the everyday piece): no escape
+	 * reaches past them, which an empty back says as well. */
+	if ((n >= keep || back->n == 0) && memchr(s + n - tail, '\\', tail) == NULL) {
+		back->n = 0;
+		back->odd = false;
+		return;
+	}
+	if (n < keep) {
+		for (size_t i = 0; i < n; i++) {
+			if (back->n == keep) {
+				back->odd = back->b[0] == '\\' ? !back->odd : false;
+				memmove(back->b, back->b + 1, keep - 1);
+				back->n--;
+			}
+			back->b[back->n++] = s[i];
+		}
+		return;
+	}
+	/* The run of backslashes that ends just before the kept bytes. */
+	for (j = n - keep; j > 0 && s[j - 1] == '\\'; j--)
+		bs++;
+	if (j == 0) {
+		size_t m = back->n;
+
+		while (m > 0 && back->b[m - 1] == '\\') {
+			bs++;
+			m--;
+		}
+		if (m == 0 && back->odd)
+			bs++;
+	}
+	back->odd = bs % 2 == 1;
+	memcpy(back->b, s + n - keep, keep);
+	back->n = (unsigned char)keep;
+}
+
 /* The first key, shaped token, hold or open prefix in s[from..n); prev is
  * the byte before s[from] (-1: the text's start); pend (or NULL): a shape
- * whose prefix the previous piece left open before s[0]. */
+ * whose prefix the previous piece left open before s[0]; back (or NULL):
+ * the bytes before s[0], looked into while from is 0. */
 static enum found_kind next_found(const char *s, size_t n, size_t from, int prev, bool final,
-				  const struct secret_pend *pend, struct found *f)
+				  const struct secret_pend *pend, const struct secret_back *back,
+				  struct found *f)
 {
+	struct look l = { s, from, back };
+
 	for (size_t i = from; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 		bool cont = i == 0 && pend != NULL && pend->shape != 0, continued = false;
@@ -322,7 +467,8 @@ static enum found_kind next_found(const char *s, size_t n, size_t from, int prev
 		    (k = at_known(s, n, i, final, f)) != FOUND_NONE)
 			return k;
 		if (k == FOUND_NONE && (first[c] & FIRST_SHAPE) &&
-		    !in_token(SHAPE_TOKEN, i > from ? (unsigned char)s[i - 1] : prev))
+		    (!in_token(SHAPE_TOKEN, i > from ? (unsigned char)s[i - 1] : prev) ||
+		     after_escape(&l, i)))
 			k = at_shape(s, n, i, final, f);
 		if (k == FOUND_PREFIX || k == FOUND_HOLD) {
 			/* An open shape goes out (its prefix) or waits (its token)
@@ -371,12 +517,30 @@ struct run {
 	int swallow;    /* the last mask cut a token at the text's end: its kind */
 	bool masked;
 	struct secret_pend pend; /* a shape open at the end (held token or prefix) */
+	struct secret_back back; /* the bytes before the hold (or the end); set only
+				  * when run() was given the bytes before s */
 };
 
+/* r->back: the bytes s[at..end) follows on, read before they are written
+ * over (back, when nothing was masked yet, else from the mask's end).
+ * Only a stream carries them on: a whole text (back NULL) leaves it unset. */
+static void run_back(struct run *r, const struct secret_back *back, const char *s, size_t at,
+		     size_t end)
+{
+	if (back == NULL)
+		return;
+	if (r->masked)
+		memset(&r->back, 0, sizeof(r->back));
+	else
+		r->back = *back;
+	back_push(&r->back, s + at, end - at);
+}
+
 /* Masks s[0..n) into out[0..cap) and returns the bytes written. out may be
- * s (writes never pass reads: a mask is shorter than what it replaces). */
+ * s (writes never pass reads: a mask is shorter than what it replaces).
+ * back (or NULL): the bytes s follows. */
 static size_t run(const char *s, size_t n, int prev, bool final, const struct secret_pend *pend,
-		  char *out, size_t cap, struct run *r)
+		  const struct secret_back *back, char *out, size_t cap, struct run *r)
 {
 	size_t at = 0, o = 0;
 	struct found f;
@@ -385,7 +549,7 @@ static size_t run(const char *s, size_t n, int prev, bool final, const struct se
 	r->swallow = SHAPE_NONE;
 	r->masked = false;
 	memset(&r->pend, 0, sizeof(r->pend));
-	while ((k = next_found(s, n, at, prev, final, pend, &f)) != FOUND_NONE) {
+	while ((k = next_found(s, n, at, prev, final, pend, back, &f)) != FOUND_NONE) {
 		if (k == FOUND_PREFIX) {
 			r->pend = f.pend;
 			break;
@@ -393,6 +557,7 @@ static size_t run(const char *s, size_t n, int prev, bool final, const struct se
 		if (k == FOUND_HOLD) {
 			/* Bytes below `at` may be overwritten; `prev` holds s[at - 1]. */
 			r->prev = f.start > at ? (unsigned char)s[f.start - 1] : prev;
+			run_back(r, back, s, at, f.start);
 			put(out, &o, cap, s + at, f.start - at, true);
 			r->used = f.start;
 			r->pend = f.pend;
@@ -404,11 +569,13 @@ static size_t run(const char *s, size_t n, int prev, bool final, const struct se
 		if (!put(out, &o, cap, s + at, f.start - at, true) ||
 		    !put(out, &o, cap, SECRET_MASK, MASK_LEN, false)) {
 			r->used = n;
+			memset(&r->back, 0, sizeof(r->back));
 			return o;
 		}
 		at = f.end;
 	}
 	r->prev = n > at ? (unsigned char)s[n - 1] : prev;
+	run_back(r, back, s, at, n);
 	put(out, &o, cap, s + at, n - at, true);
 	r->used = n;
 	return o;
@@ -418,7 +585,7 @@ bool secret_mask(char *text, size_t *len)
 {
 	struct run r;
 
-	*len = run(text, *len, -1, true, NULL, text, *len, &r);
+	*len = run(text, *len, -1, true, NULL, NULL, text, *len, &r);
 	return r.masked;
 }
 
@@ -438,7 +605,7 @@ size_t secret_copy(char *out, size_t outlen, const char *text, size_t len)
 
 	if (outlen == 0)
 		return 0;
-	o = run(text, len, -1, true, NULL, out, outlen - 1, &r);
+	o = run(text, len, -1, true, NULL, NULL, out, outlen - 1, &r);
 	out[o] = '\0';
 	return o;
 }
@@ -456,7 +623,7 @@ bool secret_mask_json(json_t *v)
 		size_t n = json_string_length(v);
 		char *copy;
 
-		if (next_found(s, n, 0, -1, true, NULL, &f) == FOUND_NONE)
+		if (next_found(s, n, 0, -1, true, NULL, NULL, &f) == FOUND_NONE)
 			return false;
 		copy = malloc(n + 1);
 		if (copy == NULL)
@@ -474,6 +641,79 @@ bool secret_mask_json(json_t *v)
 		json_object_foreach(v, key, item)
 			masked = secret_mask_json(item) || masked;
 	}
+	return masked;
+}
+
+/* The protocol's own fields: their values name and correlate things
+ * (a role, a command, an id) and are never a secret the user typed; a
+ * registered key that happens to equal one must not rename it. */
+static const char *const protocol_fields[] = {
+	"type", "role", "id", "command", "stopReason", "api", "provider", "model", "parentId",
+	"sessionId", "toolCallId", "responseId", "messageId", NULL,
+};
+
+static bool protocol_field(const char *name, size_t n)
+{
+	for (size_t k = 0; protocol_fields[k] != NULL; k++)
+		if (strlen(protocol_fields[k]) == n && memcmp(protocol_fields[k], name, n) == 0)
+			return true;
+	return false;
+}
+
+/* Where the JSON string opened at s[i] (a quote) closes, or n. */
+static size_t string_end(const char *s, size_t n, size_t i)
+{
+	for (size_t j = i + 1; j < n; j++) {
+		if (s[j] == '\\')
+			j++;
+		else if (s[j] == '"')
+			return j;
+	}
+	return n;
+}
+
+bool secret_mask_json_text(char *text, size_t *len)
+{
+	size_t n = *len, i = 0, o = 0, key = 0, keylen = 0;
+	bool after_key = false, masked = false;
+
+	while (i < n) {
+		size_t j, k;
+		struct run r;
+
+		if (text[i] != '"') {
+			if (text[i] == ',' || text[i] == '{' || text[i] == '[')
+				after_key = false;
+			text[o++] = text[i++];
+			continue;
+		}
+		j = string_end(text, n, i);
+		for (k = j + 1; k < n && (text[k] == ' ' || text[k] == '\n' || text[k] == '\t'); k++)
+			;
+		if (j < n && k < n && text[k] == ':') {
+			/* An object key: kept, and its value judged by it. */
+			memmove(text + o, text + i, j + 1 - i);
+			key = o + 1;
+			keylen = j - i - 1;
+			o += j + 1 - i;
+			i = j + 1;
+			after_key = true;
+			continue;
+		}
+		text[o++] = '"';
+		if (after_key && protocol_field(text + key, keylen)) {
+			memmove(text + o, text + i + 1, j - i - 1);
+			o += j - i - 1;
+		} else {
+			o += run(text + i + 1, j - i - 1, '"', true, NULL, NULL, text + o, j - i - 1, &r);
+			masked = masked || r.masked;
+		}
+		after_key = false;
+		if (j < n)
+			text[o++] = '"';
+		i = j + 1;
+	}
+	*len = o;
 	return masked;
 }
 
@@ -511,12 +751,12 @@ static int reserve(struct secret_stream *self, size_t n)
 /* Without memory to hold anything: masked as a finished text, piece by
  * piece (a key cut by the piece's end may then show in part). */
 static void emit_pieces(const char *s, size_t n, int prev, const struct secret_pend *pend,
-			secret_emit_fn emit, void *ctx)
+			const struct secret_back *back, secret_emit_fn emit, void *ctx)
 {
 	size_t at = 0;
 	struct found f;
 
-	while (next_found(s, n, at, prev, true, pend, &f) == FOUND_MASK) {
+	while (next_found(s, n, at, prev, true, pend, back, &f) == FOUND_MASK) {
 		if (f.start > at)
 			emit(ctx, s + at, f.start - at);
 		emit(ctx, SECRET_MASK, MASK_LEN);
@@ -541,45 +781,53 @@ static void feed_buffered(struct secret_stream *self, const char *text, size_t l
 	if (reserve(self, self->held + len) != 0) {
 		int prev = self->prev;
 		struct secret_pend pend = self->pend;
+		struct secret_back back = self->back;
 
 		o = self->held;
 		self->held = 0;
 		self->prev = (unsigned char)text[len - 1];
 		memset(&self->pend, 0, sizeof(self->pend));
-		emit_pieces(self->buf, o, prev, &pend, emit, ctx);
+		back_push(&self->back, self->buf, o);
+		back_push(&self->back, text, len);
+		emit_pieces(self->buf, o, prev, &pend, &back, emit, ctx);
 		emit_pieces(text, len, o > 0 ? (unsigned char)self->buf[o - 1] : prev, o > 0 ? NULL : &pend,
-			    emit, ctx);
+			    o > 0 ? NULL : &back, emit, ctx);
 		return;
 	}
 	memcpy(self->buf + self->held, text, len);
 	n = self->held + len;
-	o = run(self->buf, n, self->prev, false, &self->pend, self->buf, n, &r);
+	o = run(self->buf, n, self->prev, false, &self->pend, &self->back, self->buf, n, &r);
 	/* run() wrote only below r.used: the held tail stays where it is. */
 	self->start = r.used;
 	self->held = n - r.used;
 	self->prev = r.prev;
 	self->swallow = r.swallow;
 	self->pend = r.pend;
+	self->back = r.back;
 	if (o > 0)
 		emit(ctx, self->buf, o);
 }
 
-/* A piece with a byte at i that may start something. Kept out of line, so
+/* A piece with a byte that may start something. Kept out of line, so
  * the everyday piece's path stays short. */
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
-static void feed_found(struct secret_stream *self, const char *text, size_t len, size_t i,
+static void feed_found(struct secret_stream *self, const char *text, size_t len,
 		       secret_emit_fn emit, void *ctx)
 {
 	if (self->held == 0) {
 		struct found f;
-		enum found_kind k = next_found(text, len, i, i > 0 ? (unsigned char)text[i - 1] : self->prev,
-					       false, &self->pend, &f);
+		enum found_kind k;
 
+		/* From the piece's start: the bytes before the one that may
+		 * start something start nothing, but an escape among them makes
+		 * a boundary. */
+		k = next_found(text, len, 0, self->prev, false, &self->pend, &self->back, &f);
 		/* Nothing found, or only an open prefix at its end: as is. */
 		if (k == FOUND_NONE || k == FOUND_PREFIX) {
 			self->prev = (unsigned char)text[len - 1];
+			back_push(&self->back, text, len);
 			if (k == FOUND_PREFIX)
 				self->pend = f.pend;
 			else
@@ -617,11 +865,12 @@ void secret_stream_feed(struct secret_stream *self, const char *text, size_t len
 			i++;
 		if (i == len) {
 			self->prev = (unsigned char)text[len - 1];
+			back_push(&self->back, text, len);
 			emit(ctx, text, len);
 			return;
 		}
 	}
-	feed_found(self, text, len, i, emit, ctx);
+	feed_found(self, text, len, emit, ctx);
 }
 
 void secret_stream_end(struct secret_stream *self, secret_emit_fn emit, void *ctx)
@@ -630,13 +879,14 @@ void secret_stream_end(struct secret_stream *self, secret_emit_fn emit, void *ct
 	size_t o = 0;
 
 	if (self->held > 0)
-		o = run(self->buf + self->start, self->held, self->prev, true, &self->pend, self->buf,
-			self->held, &r);
+		o = run(self->buf + self->start, self->held, self->prev, true, &self->pend, &self->back,
+			self->buf, self->held, &r);
 	self->start = 0;
 	self->held = 0;
 	self->prev = -1;
 	self->swallow = SHAPE_NONE;
 	memset(&self->pend, 0, sizeof(self->pend));
+	memset(&self->back, 0, sizeof(self->back));
 	if (o > 0)
 		emit(ctx, self->buf, o);
 }

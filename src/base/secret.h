@@ -42,8 +42,10 @@ int secret_register(const char *value);
 void secret_reset(void);
 
 /* Whether an environment variable or header named name[0..n) holds a
- * secret by its name: it contains KEY, TOKEN, SECRET or PASSWORD (any
- * case). */
+ * secret by its name: it contains KEY, TOKEN, SECRET, PASSWORD, PASSWD,
+ * CREDENTIAL, or AUTH as a word of the name (any case: PROXY_AUTH and
+ * AUTHORIZATION are, GIT_AUTHOR_NAME, XAUTHORITY and SSH_AUTH_SOCK, a
+ * socket's path, are not). */
 bool secret_name(const char *name, size_t n);
 
 /* Whether text[0..len) holds a registered key (shapes are not looked at:
@@ -62,6 +64,14 @@ bool secret_mask_str(char *text);
  * falls inside is masked whole first, so no piece of it is left. Returns
  * the bytes written. outlen 0 writes nothing. */
 size_t secret_copy(char *out, size_t outlen, const char *text, size_t len);
+
+/* The same for a serialized JSON text (a line going to stdout or the
+ * session file), in place: only inside string values. Object keys and the
+ * values of the protocol's own fields (type, role, id, command,
+ * stopReason, ...) are left as they are, so a registered key equal to a
+ * word or an id cannot rename a field, break a correlation or make two
+ * keys of one object the same. */
+bool secret_mask_json_text(char *text, size_t *len);
 
 /* Masks every string inside v (borrowed; changed in place; object keys are
  * left alone). Returns whether anything was masked. */
@@ -85,10 +95,20 @@ struct secret_pend {
 	unsigned char m, spaces;
 };
 
+/* The bytes a piece follows, as far back as a JSON escape before a key
+ * can reach (\uXXXX: six): from the text's start or the last mask's end
+ * on, since a whole text is looked back into no further either. */
+struct secret_back {
+	unsigned char n;  /* bytes in b, oldest first */
+	char b[6];
+	bool odd;         /* the bytes before b end with an odd run of backslashes */
+};
+
 struct secret_stream {
 	char *buf;       /* owned: room to work; the held bytes are buf[start..start + held) */
 	size_t start, held, cap;
 	int prev;        /* the byte before the held ones (-1: none yet) */
+	struct secret_back back; /* the bytes before the held ones */
 	int swallow;     /* dropping the rest of a masked token: its kind, or 0 */
 	struct secret_pend pend;
 };

@@ -191,6 +191,14 @@ void assistant_text_delta(struct assistant *self, const char *s, size_t n)
 	block_delta(self, s, n);
 }
 
+void assistant_text_seed(struct assistant *self, const char *s, size_t n)
+{
+	if (self->partial == NULL || text_append(self, s, n, utf8_valid(s, n)) != 0)
+		return;
+	if (!self->delta_updates)
+		json_decref(sync_block_text(self, self->partial));
+}
+
 void assistant_thinking_delta(struct assistant *self, const char *s, size_t n)
 {
 	block_delta(self, s, n);

@@ -63,6 +63,11 @@ void assistant_open(struct assistant *self, const char *api, const char *provide
 void assistant_text_start(struct assistant *self);
 /* text: borrowed, len bytes. Ignored while no message is open. */
 void assistant_text_delta(struct assistant *self, const char *text, size_t len);
+/* Text that belongs to the open text block but was shown before (a cut
+ * answer this attempt continues): kept in the block and the message, sent
+ * in no text_delta. text: borrowed, len bytes. Ignored while no message is
+ * open. */
+void assistant_text_seed(struct assistant *self, const char *text, size_t len);
 /* Ignored while no message is open. */
 void assistant_text_end(struct assistant *self);
 /* A new thinking block (the message must be open). */

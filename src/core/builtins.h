@@ -12,4 +12,10 @@
  * as a new reference, or NULL when out of memory. */
 json_t *builtins_settings(void);
 
+/* builtins_settings() as this process's environment makes it: the built-in
+ * HTTP providers' baseUrl from the variables their SDKs read
+ * (provider/http/base_url.h), for the daemon and `retryd config`; tests
+ * and checks of a file use builtins_settings(). */
+json_t *builtins_settings_env(void);
+
 #endif

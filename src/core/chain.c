@@ -10,6 +10,7 @@
 #include "base/number.h"
 #include "base/secret.h"
 #include "base/utf8.h"
+#include "core/fleet_hold.h"
 #include "core/thinking.h"
 #include "proto/event.h"
 
@@ -50,11 +51,19 @@ static void wait_end(struct chain *self)
 				   (int64_t)(clock_now(self->cfg.clock) - rs->wait_since));
 }
 
+static void park_emit(void *ctx, json_t *event)
+{
+	emit(ctx, event);
+}
+
 int chain_init(struct chain *self, const struct chain_config *cfg)
 {
 	memset(self, 0, sizeof(*self));
 	self->cfg = *cfg;
+	park_init(&self->park, cfg->clock, park_emit, self);
+	park_set_file(&self->park, cfg->ops.parked, cfg->ops.ctx);
 	assistant_init(&self->reply, &cfg->out);
+	continuation_init(&self->cont);
 	retry_policy_default(&self->policy.retry);
 	retry_budget_configure(&self->budget, settings_get(cfg->settings, "retry.budget"));
 	if (fallback_init(&self->fallback, cfg->provider->credentials, cfg->model) != 0) {
@@ -70,11 +79,13 @@ void chain_release(struct chain *self)
 		clock_timer_stop(self->cfg.clock, &self->wait_timer);
 		clock_timer_stop(self->cfg.clock, &self->idle_timer);
 		clock_timer_stop(self->cfg.clock, &self->start_failed_timer);
+		park_forget(&self->park);
 	}
 	classify_free(self->cfg.classify);
 	policy_release(&self->policy);
 	fallback_release(&self->fallback);
 	assistant_release(&self->reply);
+	continuation_release(&self->cont);
 	memset(self, 0, sizeof(*self));
 }
 
@@ -105,6 +116,8 @@ void chain_turn(struct chain *self, const json_t *policy, unsigned policy_gen,
 	if (policy != NULL) {
 		self->notices = 0;
 		self->unknown_retried = 0;
+		self->keep_park = false;
+		park_forget(&self->park);
 		/* set_auto_retry after the prompt was accepted still has its say. */
 		policy_adopt(&self->policy, (json_t *)policy, policy_gen, self->cfg.settings,
 			     self->cfg.classify);
@@ -128,6 +141,7 @@ static void on_wait_over(struct clock_timer *timer, void *ctx);
 static void backoff_over(struct chain *self)
 {
 	wait_end(self);
+	park_wake(&self->park, wall_ms(self));
 	self->cfg.ops.retry_turn(self->cfg.ops.ctx);
 }
 
@@ -185,7 +199,7 @@ static void sink_text_start(void *ctx)
 
 	touch(self);
 	open_reply(self);
-	assistant_text_start(&self->reply);
+	continuation_text_start(&self->cont, &self->reply);
 }
 
 static void sink_text_delta(void *ctx, const char *s, size_t n)
@@ -193,7 +207,7 @@ static void sink_text_delta(void *ctx, const char *s, size_t n)
 	struct chain *self = ctx;
 
 	touch(self);
-	assistant_text_delta(&self->reply, s, n);
+	continuation_text_delta(&self->cont, &self->reply, s, n);
 }
 
 static void sink_text_end(void *ctx)
@@ -201,7 +215,7 @@ static void sink_text_end(void *ctx)
 	struct chain *self = ctx;
 
 	touch(self);
-	assistant_text_end(&self->reply);
+	continuation_text_end(&self->cont, &self->reply);
 }
 
 /* A thinking block streams like text, and counts as activity for the
@@ -374,12 +388,16 @@ static void log_decision(const struct retry_decision *d, const struct retry_outc
 		  d->final_error ? d->final_error : o->error_message);
 }
 
+static void stop_on_block(struct chain *self, struct retry_decision *d,
+			  const struct retry_policy *policy);
+
 /* Says what retry_decide decided, makes the planned switch before a retry,
  * and arms the backoff or hands the turn back. msg: borrowed, the closed
  * message. */
 static void report(struct chain *self, const struct retry_decision *d,
 		   const struct retry_outcome *o, const struct fallback_plan *plan,
-		   const struct event_why *why, const struct decision_note *note, json_t *msg)
+		   const struct park_plan *park, const struct event_why *why,
+		   const struct decision_note *note, json_t *msg)
 {
 	const struct chain_ops *ops = &self->cfg.ops;
 	json_t *ev;
@@ -387,6 +405,7 @@ static void report(struct chain *self, const struct retry_decision *d,
 	const char *reason;
 
 	if (d->action != RETRY_ACT_WAIT) {
+		park_forget(&self->park);
 		log_decision(d, o, note, 0, NULL);
 		/* A success closes the chain inside its turn, a failure after it. */
 		if (d->action == RETRY_ACT_DONE)
@@ -407,7 +426,7 @@ static void report(struct chain *self, const struct retry_decision *d,
 		/* Another daemon's word holds the scope longer than this wait:
 		 * say so now, rather than in a fleet_wait after the backoff. */
 		int64_t left = fleet_known_block(self->cfg.fleet, self->cfg.provider->name,
-						 self->fleet_cred, self->fallback.model) -
+						 self->fleet_cred, self->fallback.model, NULL) -
 			       wall_ms(self);
 
 		if (left > delay + 100) {
@@ -417,8 +436,17 @@ static void report(struct chain *self, const struct retry_decision *d,
 	}
 	log_decision(d, o, note, delay, reason);
 	self->stats.retries++;
-	emit(self, event_auto_retry_start(d->attempt, d->max_attempts, delay, o->error_message,
-					  reason, d->hint_ms, why));
+	ev = event_auto_retry_start(d->attempt, d->max_attempts, delay, o->error_message, reason,
+				    d->hint_ms, why);
+	continuation_announce(&self->cont, ev, self->cfg.provider, self->fallback.model, msg);
+	if (d->reason == RETRY_REASON_USAGE_RESET) {
+		park_begin(&self->park, park, policy_int(&self->policy, "usageWaitHeartbeatMs"),
+			   wall_ms(self));
+		park_describe(&self->park, ev);
+	}
+	emit(self, ev);
+	if (d->reason == RETRY_REASON_USAGE_RESET)
+		park_record(&self->park, &self->policy, o->error_message, why ? why->rule : NULL);
 	/* The failed message leaves the context; the session file keeps it,
 	 * marked "retried". */
 	ops->drop_last(ops->ctx);
@@ -480,6 +508,7 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 						    self->cfg.settings);
 	struct retry_outcome outcome = { .failure = RETRY_OK, .hint_ms = -1 };
 	struct fallback_plan plan = { .kind = RETRY_SWITCH_NONE, .credential = -1 };
+	struct park_plan park = { .park = false };
 	struct policy_verdict v;
 	struct event_why why = { NULL, NULL, false };
 	struct retry_decision d;
@@ -491,6 +520,8 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 	clock_timer_stop(self->cfg.clock, &self->idle_timer);
 	self->next = r->next;
 	policy_judge(&self->policy, self->cfg.classify, r, policy.enabled, wall_ms(self), &v);
+	if (continuation_finish(&self->cont, &self->reply, r))
+		v.retryable = true; /* the continuation's fault, not the request's: replayed */
 	self->last_failed = v.failed;
 	self->last_verdict = v.verdict;
 	self->last_status = r->http_status;
@@ -506,12 +537,20 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 	}
 	if (v.failed && v.verdict == CLASSIFY_UNKNOWN)
 		judge_unknown(self, r, &policy, &v);
+	if (self->fleet_spent && v.usage_limit) /* exact, not the text's rounding */
+		v.hint_ms = self->fleet_ans.cred_until > wall_ms(self)
+				    ? self->fleet_ans.cred_until - wall_ms(self) : 0;
 	if (v.retryable && policy.enabled) {
 		fallback_plan(&self->fallback, &self->policy, v.usage_limit, v.overload, v.hint_ms,
 			      wall_ms(self), &plan);
 		if (v.usage_limit && plan.kind == RETRY_SWITCH_NONE)
-			policy_verdict_stop_usage(&v);
+			park_consider(&self->park, &self->policy, r, &v, wall_ms(self), &park);
+		/* Told by the fleet, not by its own answer: another daemon probes
+		 * first, this one leaves after its answer, not in the same second. */
+		if (park.park && self->fleet_spent)
+			park_stagger(&park, PARK_MARGIN_MS + (int64_t)(clock_precise_us() % 2000000) / 1000);
 	}
+	self->fleet_spent = false; /* this attempt's word, not the next prompt's */
 	if (v.failed) {
 		why.error_class = classify_class_name(v.verdict);
 		why.rule = v.rule;
@@ -539,13 +578,18 @@ static void sink_finish(void *ctx, const struct provider_result *r)
 					      sizeof(self->stats.errors[0]))
 		self->stats.errors[v.verdict]++;
 	note.tried = self->retry.attempt;
-	retry_decide(&policy, &self->retry, &self->budget, &outcome, clock_now(self->cfg.clock), &d);
+	if (park.park)
+		retry_park(&policy, &self->retry, park.delay_ms, &d);
+	else
+		retry_decide(&policy, &self->retry, &self->budget, &outcome,
+			     clock_now(self->cfg.clock), &d);
+	stop_on_block(self, &d, &policy);
 	if (v.failed && v.verdict == CLASSIFY_UNKNOWN)
 		log_unknown(self, &v, &policy, d.action == RETRY_ACT_WAIT);
 	/* Written once the decision is known: a retried attempt is marked, so
 	 * a resume does not load it back into the context. */
 	self->cfg.ops.journal(self->cfg.ops.ctx, msg, d.action == RETRY_ACT_WAIT);
-	report(self, &d, &outcome, &plan, &why, &note, msg);
+	report(self, &d, &outcome, &plan, &park, &why, &note, msg);
 	retry_decision_release(&d);
 	policy_verdict_release(&v);
 }
@@ -610,7 +654,8 @@ static void send_attempt(struct chain *self)
 	struct provider *p = self->cfg.provider;
 
 	self->cfg.ops.context(self->cfg.ops.ctx, &cc);
-	actx.messages = cc.messages;
+	actx.messages = continuation_attempt(&self->cont, &actx, cc.messages,
+					     policy_string(&self->policy, "continueCutAnswers"));
 	/* The model of this attempt may be a fallback: clamped again. */
 	actx.thinking_level = thinking_clamp(provider_model(p, self->fallback.model),
 					     cc.thinking_level);
@@ -655,6 +700,38 @@ const char *chain_credential_fingerprint(struct chain *self, char out[17])
 }
 
 static void on_fleet_answer(void *ctx, const struct fleet_answer *a);
+
+static bool fleet_alone(struct chain *self)
+{
+	return fleet_config_mode(self->cfg.fleet) == FLEET_MODE_PROCESS;
+}
+
+/* A retry whose backoff would end inside a shared block longer than
+ * retry.maxDelayMs is no retry: d becomes a stop that says so, as the
+ * daemon's own server hint would (auto_retry_end even before any retry),
+ * the chain reset. The sentence stays in deferred_error for the report. */
+static void stop_on_block(struct chain *self, struct retry_decision *d,
+			  const struct retry_policy *policy)
+{
+	struct fleet_answer who;
+	struct retry_decision gone;
+	int64_t left;
+
+	if (self->cfg.fleet == NULL || d->action != RETRY_ACT_WAIT || policy->max_delay_ms <= 0 ||
+	    (d->reason != RETRY_REASON_BACKOFF && d->reason != RETRY_REASON_SERVER_HINT))
+		return;
+	left = fleet_known_block(self->cfg.fleet, self->cfg.provider->name, self->fleet_cred,
+				 self->fallback.model, &who) - wall_ms(self);
+	if (left <= d->delay_ms + 100 || left <= policy->max_delay_ms)
+		return;
+	fleet_hold_refusal(&who, fleet_alone(self), left, policy->max_delay_ms, wall_ms(self),
+			   self->deferred_error, sizeof(self->deferred_error));
+	retry_cancel(&self->retry, &gone);
+	retry_decision_release(&gone);
+	*d = (struct retry_decision){ .action = RETRY_ACT_STOP, .end = true,
+				      .end_attempt = d->attempt, .hint_ms = -1,
+				      .final_error = self->deferred_error };
+}
 
 /* Before an attempt: whether the fleet lets it go, with which credential
  * and model. The answer may come later (Redis); the phase is HOLD till then. */
@@ -717,14 +794,11 @@ static void on_fleet_answer(void *ctx, const struct fleet_answer *a)
 	self->fleet_ans = *a;
 	self->fleet_cred = NULL;
 	if (auth->count > 0 && a->cred < 0) {
-		char left[64];
-
 		/* Every credential is spent, as the fleet knows: the answer a
 		 * request would get, without sending it. */
-		hint_format(a->cred_until - wall_ms(self), left, sizeof(left));
-		errbuf_set(self->deferred_error, sizeof(self->deferred_error),
-			   "Usage limit reached for every credential of %s (shared by the fleet; "
-			   "resets in %s)", self->cfg.provider->name, left);
+		self->fleet_spent = true;
+		fleet_hold_spent(a, self->cfg.provider->name, wall_ms(self), self->deferred_error,
+				 sizeof(self->deferred_error));
 		self->phase = CHAIN_ATTEMPT;
 		clock_timer_start(self->cfg.clock, &self->start_failed_timer, 0, on_start_failed,
 				  self);
@@ -767,17 +841,10 @@ static void on_fleet_answer(void *ctx, const struct fleet_answer *a)
 	}
 	if (a->wait_ms > 0 && a->reason == FLEET_SERVER_BLOCK &&
 	    self->policy.retry.max_delay_ms > 0 && a->wait_ms > self->policy.retry.max_delay_ms) {
-		char wait[32];
-
 		/* Another daemon's server word obeys this daemon's own limit, as
 		 * its own server hint would: the prompt ends now, saying whose. */
-		errbuf_set(self->deferred_error, sizeof(self->deferred_error),
-			   "Provider asked %s to wait %s (fleet: %s), longer than retry.maxDelayMs "
-			   "(%lld ms); `retryctl fleet clear` drops the block",
-			   fleet_config_mode(self->cfg.fleet) == FLEET_MODE_PROCESS
-				   ? "this retryd" : "a retryd of yours (this one or another)",
-			   hint_format(a->wait_ms, wait, sizeof(wait)), a->scope,
-			   (long long)self->policy.retry.max_delay_ms);
+		fleet_hold_refusal(a, fleet_alone(self), a->wait_ms, self->policy.retry.max_delay_ms,
+				   wall_ms(self), self->deferred_error, sizeof(self->deferred_error));
 		snprintf(self->deferred_why, sizeof(self->deferred_why),
 			 "a shared block longer than retry.maxDelayMs");
 		self->deferred_next = PROVIDER_NEXT_CANNOT;
@@ -787,9 +854,9 @@ static void on_fleet_answer(void *ctx, const struct fleet_answer *a)
 		return;
 	}
 	if (a->wait_ms > 0) {
-		/* Every hold, first or repeated, says how long and why: the
-		 * announced waits add up to the time held. */
-		emit(self, event_fleet_wait(a->wait_ms, fleet_reason_name(a->reason), a->scope));
+		/* Every hold, first or repeated, says how long, why and who
+		 * caused it: the announced waits add up to the time held. */
+		emit(self, fleet_hold_event(a, fleet_alone(self), wall_ms(self)));
 		self->hold_reason = a->reason;
 		wait_begin(self);
 		clock_timer_start(self->cfg.clock, &self->wait_timer, (uint64_t)a->wait_ms,
@@ -863,7 +930,8 @@ static void tell_fleet(struct chain *self, const struct provider_result *r,
 		.cred = self->fleet_cred,
 		.model = self->fallback.model,
 		.out = { .kind = fleet_kind(r, v), .block_ms = -1,
-			 .rpm_limit = announced_rpm(r->headers), .member = 0 },
+			 .rpm_limit = announced_rpm(r->headers), .member = 0,
+			 .status = r->http_status },
 		.usage_reset_ms = -1,
 		.overload = v->failed && v->overload,
 		.fallback_after = policy->fallback_after_consecutive,
@@ -909,6 +977,8 @@ bool chain_abort_retry(struct chain *self)
 	if (self->phase != CHAIN_BACKOFF)
 		return false;
 	clock_timer_stop(self->cfg.clock, &self->wait_timer);
+	park_record_end(&self->park, self->keep_park);
+	park_forget(&self->park);
 	wait_end(self);
 	self->phase = CHAIN_IDLE;
 	cancel_chain(self);
@@ -917,6 +987,12 @@ bool chain_abort_retry(struct chain *self)
 
 void chain_abort(struct chain *self)
 {
+	/* Stopped while a park's probe (or the backoff after it) was out: the
+	 * park is due now, so a --continue probes at once. */
+	bool kept = self->keep_park && park_probe_out(&self->park);
+	json_t *msg;
+
+	park_record_end(&self->park, self->keep_park);
 	if (self->phase == CHAIN_BACKOFF) {
 		clock_timer_stop(self->cfg.clock, &self->wait_timer);
 		wait_end(self);
@@ -925,11 +1001,66 @@ void chain_abort(struct chain *self)
 		abort_hold(self);
 	} else if (self->phase == CHAIN_ATTEMPT) {
 		stop_attempt(self);
-		emit(self, event_turn_end(close_reply(self, STOP_ABORTED, ABORTED_MESSAGE, NULL, NULL,
-						      true)));
+		msg = close_reply(self, STOP_ABORTED, ABORTED_MESSAGE, NULL, NULL, !kept);
+		if (kept) /* the probe's answer is still owed: not the conversation's */
+			self->cfg.ops.journal(self->cfg.ops.ctx, msg, true);
+		emit(self, event_turn_end(msg));
 		cancel_chain(self);
 	}
+	if (kept)
+		park_record_stopped(&self->park, wall_ms(self));
+	park_forget(&self->park);
+	self->keep_park = false;
 	self->phase = CHAIN_IDLE;
+}
+
+void chain_keep_park(struct chain *self)
+{
+	self->keep_park = true;
+}
+
+bool chain_resume_park(struct chain *self, const json_t *policy, unsigned policy_gen,
+		       const json_t *record)
+{
+	const char *error = json_string_value(json_object_get(record, "errorMessage"));
+	const char *rule = json_string_value(json_object_get(record, "rule"));
+	struct event_why why = { classify_class_name(CLASSIFY_USAGE_LIMIT), rule ? rule : "", false };
+	struct retry_policy rp;
+	struct park_plan plan;
+	struct retry_decision d;
+	json_t *ev;
+
+	self->notices = 0;
+	self->unknown_retried = 0;
+	policy_adopt(&self->policy, (json_t *)policy, policy_gen, self->cfg.settings,
+		     self->cfg.classify);
+	if (park_restore(&self->park, &self->policy, record, wall_ms(self), &plan) != 0)
+		return false;
+	if (!plan.park) {
+		LOG_WARN("not resuming the park: %s", plan.why);
+		emit(self, event_auto_retry_end(false, 1, plan.why, &why));
+		if (self->cfg.ops.parked != NULL) /* not waited: not resumed again */
+			self->cfg.ops.parked(self->cfg.ops.ctx, NULL);
+		park_forget(&self->park);
+		return false;
+	}
+	rp = policy_current(&self->policy, self->auto_retry_gen, self->cfg.settings);
+	retry_park(&rp, &self->retry, plan.delay_ms, &d);
+	ev = event_auto_retry_start(d.attempt, d.max_attempts, d.delay_ms,
+				    error ? error : "usage limit", retry_reason_name(d.reason), -1,
+				    &why);
+	park_begin(&self->park, &plan, policy_int(&self->policy, "usageWaitHeartbeatMs"),
+		   wall_ms(self));
+	park_describe(&self->park, ev);
+	emit(self, ev);
+	park_record(&self->park, &self->policy, error, rule);
+	LOG_INFO("resuming a park: probe in %lld ms", (long long)d.delay_ms);
+	self->stats.retries++;
+	self->phase = CHAIN_BACKOFF;
+	wait_begin(self);
+	clock_timer_start(self->cfg.clock, &self->wait_timer, (uint64_t)d.delay_ms, on_wait_over,
+			  self);
+	return true;
 }
 
 void chain_retry_toggled(struct chain *self)
@@ -1031,6 +1162,11 @@ json_t *chain_stats_json(const struct chain *self)
 		classify_class_name(CLASSIFY_UNKNOWN), (json_int_t)rs->errors[CLASSIFY_UNKNOWN],
 		"lastUnknownError", rs->last_unknown[0] != '\0' ? json_string(rs->last_unknown)
 								: json_null());
+}
+
+json_t *chain_usage_reset(const struct chain *self)
+{
+	return park_state_json(&self->park, clock_wall_ms(self->cfg.clock));
 }
 
 json_t *chain_fleet_state(struct chain *self)

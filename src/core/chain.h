@@ -35,8 +35,10 @@
 #include "base/clock.h"
 #include "core/assistant.h"
 #include "core/classify.h"
+#include "core/continuation.h"
 #include "core/fallback.h"
 #include "core/fleet.h"
+#include "core/park.h"
 #include "core/policy.h"
 #include "core/retry.h"
 #include "core/settings.h"
@@ -76,6 +78,10 @@ struct chain_ops {
 	/* A backoff is over: the owner calls chain_turn(self, NULL, 0, msgs)
 	 * with what was steered meanwhile (msgs may be empty). */
 	void (*retry_turn)(void *ctx);
+	/* Optional (NULL: none): a park began (record, borrowed: what
+	 * park_record_json makes, for the session file) or was cancelled
+	 * (NULL). */
+	void (*parked)(void *ctx, const json_t *record);
 	void *ctx;
 };
 
@@ -112,6 +118,7 @@ struct chain {
 	struct chain_stats stats;
 	struct fallback fallback;       /* the model and credential in use */
 	struct assistant reply;         /* the assistant message being streamed */
+	struct continuation cont;       /* how the attempt after a cut answer goes on */
 	bool output_paused;
 
 	/* One timer for every wait: a backoff (CHAIN_BACKOFF) or a hold. */
@@ -124,6 +131,12 @@ struct chain {
 	struct clock_timer start_failed_timer;
 	char deferred_error[512];
 	bool attempt_sent;              /* the provider took the attempt (not a start failure) */
+
+	/* A usage limit waited out (retry.usageLimitWait): the park on the
+	 * wait timer, its heartbeat, its probes. */
+	struct park park;
+	bool keep_park;  /* the daemon stops: a cancelled park stays in the file */
+	bool fleet_spent; /* the failure is the fleet's word that every credential is spent */
 
 	struct fleet_answer fleet_ans;  /* the last answer: its scope and lease */
 	const char *fleet_cred;         /* the fingerprint the attempt runs with, or NULL */
@@ -165,6 +178,16 @@ bool chain_abort_retry(struct chain *self);
 /* abort: cancels what is in flight (attempt, backoff or hold), its events
  * emitted; the owner then ends the run. */
 void chain_abort(struct chain *self);
+/* The daemon is stopping (a signal, stdout gone): the abort that follows
+ * leaves a park recorded, so that --continue resumes it. */
+void chain_keep_park(struct chain *self);
+/* --continue of a session whose last prompt was parked: a new chain on
+ * policy (borrowed, a resolved snapshot; a reference is kept) that waits
+ * the rest of the park (record: borrowed, the session file's park line),
+ * then probes; at once when the reset has passed. Returns false, with
+ * nothing emitted, when the record is not a park's. */
+bool chain_resume_park(struct chain *self, const json_t *policy, unsigned policy_gen,
+		       const json_t *record);
 /* set_auto_retry happened: a running chain reads retry.enabled again at its
  * next failure. */
 void chain_retry_toggled(struct chain *self);
@@ -187,6 +210,9 @@ json_t *chain_prompt_result(const struct chain *self, const json_t *messages, co
 json_t *chain_failure_json(const struct chain *self, const json_t *message,
 			   const json_t *provider, const json_t *model);
 json_t *chain_stats_json(const struct chain *self);
+/* get_state's "usageReset" (park_state_json; new reference), or NULL when
+ * the prompt is not parked. */
+json_t *chain_usage_reset(const struct chain *self);
 /* get_state's "fleet" (new reference); the chain must have a fleet. */
 json_t *chain_fleet_state(struct chain *self);
 /* fleet_clear: forgets what the fleet holds against the credential and

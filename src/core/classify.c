@@ -18,10 +18,8 @@
  * x-ratelimit-reset-tokens: 6m0s). */
 #define LONG_WAIT_MS INT64_C(900000)
 
-/* The rows (typed values, wordings) are data: core/classify_rules.def. */
-
 /* Headers whose value (up to the first ':') is an exception name. */
-static const char *const typed_headers[] = { "x-amzn-errortype", ":exception-type", "x-error-type" };
+static const char typed_headers[][20] = { "x-amzn-errortype", ":exception-type", "x-error-type" };
 
 /* --- statuses --- */
 
@@ -42,15 +40,8 @@ static bool is_bad_status(int s)
 	       s == 421 || s == 422 || s == 428 || s == 431 || s == 501 || s == 505;
 }
 
-static bool is_413(int s)
-{
-	return s == 413;
-}
-
-static bool is_402(int s)
-{
-	return s == 402;
-}
+static bool is_413(int s) { return s == 413; }
+static bool is_402(int s) { return s == 402; }
 
 /* --- the classifier --- */
 
@@ -134,6 +125,7 @@ struct facts {
 	size_t seq;
 	int64_t hint;		/* the headers' wait, else the text's */
 	int64_t text_hint;	/* the text's (and body's) own, -1 none */
+	bool provider_retry;	/* a RETRY or OVERLOAD value not a library's name */
 	struct google_status google;	/* the body as a google.rpc.Status */
 };
 
@@ -208,6 +200,8 @@ static void add_typed(struct facts *f, const char *value, size_t n)
 
 	if (row == NULL)
 		return;
+	f->provider_retry |= (row->cls == RULE_RETRY || row->cls == RULE_OVERLOAD) &&
+			     !(row->flags & RULE_NAME);
 	if (f->typed[row->cls] == NULL) {
 		f->typed[row->cls] = row;
 		f->typed_seq[row->cls] = f->seq;
@@ -277,12 +271,7 @@ static bool text_rule_if(const struct classify *self, const struct facts *f,
 	}
 	return false;
 }
-
-static bool text_rule(const struct classify *self, const struct facts *f, enum classify_list_id l,
-		      char *rule, size_t size)
-{
-	return text_rule_if(self, f, l, 0, 0, rule, size);
-}
+#define text_rule(self, f, l, rule, size) text_rule_if(self, f, l, 0, 0, rule, size)
 
 /* The first status that pred holds for: rule "http-status:<n>". */
 static bool status_rule(const struct facts *f, bool (*pred)(int), char *rule, size_t size)
@@ -310,21 +299,16 @@ static bool typed_rule(const struct facts *f, enum rule_class a, enum rule_class
 
 /* The server said when to come back, and nothing else speaks against it:
  * "Please try again in 20s" alone is worth the wait (a client's own
- * countdown is no hint, so it does not count). */
+ * countdown is no hint; nor are rate-limit headers, sent with every answer). */
 static bool stated_wait(const struct facts *f, char *rule, size_t size)
 {
-	/* The text's own wait: rate-limit headers come with every response. */
-	if (f->text_hint < 0)
-		return false;
-	snprintf(rule, size, "stated-wait");
-	return true;
+	return f->text_hint >= 0 && snprintf(rule, size, "stated-wait") > 0;
 }
 
 /* Where step 4's evidence came from. */
 enum retry_evidence {
 	EV_NONE,
-	EV_LIMIT,	/* a rate or quota window: a user's list, 429, a WINDOW value or
-			 * wording, a stated wait */
+	EV_LIMIT,	/* a rate or quota window: a user's list, 429, WINDOW, a wait */
 	EV_SERVER,	/* a broken or busy server, a gateway, the transport */
 };
 
@@ -337,9 +321,8 @@ static bool overloaded(const struct classify *self, const struct facts *f)
 }
 
 /* Step 4's verdict from its evidence and rule: retried, unless a rate or
- * quota window states a wait of 15 min or more (a spent quota; a server
- * down for maintenance is not, its long wait meets retry.maxDelayMs
- * instead). */
+ * quota window states a wait of 15 min or more (a spent quota; a server down
+ * for maintenance is not, its long wait meets retry.maxDelayMs instead). */
 static void retry_verdict(const struct facts *f, enum retry_evidence ev, bool overload,
 			  const char *retry, struct classify_result *out)
 {
@@ -435,7 +418,7 @@ static void decide(const struct classify *self, const struct facts *f,
 	const size_t size = sizeof(out->rule);
 	char bad[sizeof(out->rule)] = "", retry[sizeof(out->rule)] = "";
 	enum retry_evidence ev = EV_NONE;
-	bool overload, typed_retry, transport;
+	bool overload, typed_retry, transport, minute, final, strong;
 
 	out->overload = false;
 	/* 1. context overflow */
@@ -447,19 +430,19 @@ static void decide(const struct classify *self, const struct facts *f,
 	/* 1b. Google's typed body: the key refused, the quota's window */
 	if (google_limits(self, f, out))
 		return;
-	/* 2. spent quota, credit, billing */
+	/* 2. spent quota, credit, billing. Gemini and DashScope send OpenAI's quota
+	 * sentence (DashScope its insufficient_quota too: WINDOW rows) for per-minute
+	 * windows as well: those count only when no minute window is named and no
+	 * short wait is asked for ("Please retry in 37.5s"). */
+	minute = first_match(self, &self->pat.builtin[LIST_perMinutePatterns], f) >= 0 ||
+		 (f->text_hint >= 0 && f->text_hint < LONG_WAIT_MS);
 	out->verdict = CLASSIFY_USAGE_LIMIT;
 	if (user_rule(self, f, U_USAGE_LIMIT, rule, size) || status_rule(f, is_402, rule, size) ||
-	    typed_rule(f, RULE_USAGE, RULE_USAGE, rule, size) ||
+	    (!(minute && f->typed[RULE_USAGE] != NULL && (f->typed[RULE_USAGE]->flags & RULE_WINDOW)) &&
+	     typed_rule(f, RULE_USAGE, RULE_USAGE, rule, size)) ||
 	    text_rule(self, f, LIST_limitZeroPatterns, rule, size) ||
-	    text_rule(self, f, LIST_usageLimitPatterns, rule, size))
-		return;
-	/* Gemini sends the same quota sentence for per-minute and per-day: it is
-	 * a spent quota unless a minute window is named or the server asks for a
-	 * short wait ("Please retry in 37.5s"). */
-	if (first_match(self, &self->pat.builtin[LIST_perMinutePatterns], f) < 0 &&
-	    !(f->text_hint >= 0 && f->text_hint < LONG_WAIT_MS) &&
-	    text_rule(self, f, LIST_quotaWordPatterns, rule, size))
+	    text_rule(self, f, LIST_usageLimitPatterns, rule, size) ||
+	    (!minute && text_rule(self, f, LIST_quotaWordPatterns, rule, size)))
 		return;
 	/* 2b. Google's typed body: error.status */
 	if (google_status_rule(self, f, out))
@@ -467,8 +450,7 @@ static void decide(const struct classify *self, const struct facts *f,
 	/* 3. never retried. Typed retry evidence or a transport failure beats the
 	 * weaker wordings (WEAK rows), not authentication or certificates. */
 	out->verdict = CLASSIFY_NOT_RETRYABLE;
-	typed_retry = status_rule(f, is_retry_status, retry, sizeof(retry)) ||
-		      f->typed[RULE_RETRY] != NULL || f->typed[RULE_OVERLOAD] != NULL;
+	typed_retry = status_rule(f, is_retry_status, retry, sizeof(retry)) || f->provider_retry;
 	transport = first_match(self, &self->pat.builtin[LIST_transportPatterns], f) >= 0;
 	if (user_rule(self, f, U_NON_RETRYABLE, rule, size) ||
 	    status_rule(f, is_never_status, rule, size) ||
@@ -477,12 +459,15 @@ static void decide(const struct classify *self, const struct facts *f,
 			 0, rule, size))
 		return;
 	/* 4. retried. A generic bad request does not beat a 429 or "capacity"
-	 * next to it; it only mutes the weak transient wordings. */
-	retry[0] = '\0';
+	 * next to it; it only mutes the transient wordings. So does a server's
+	 * "retrying won't help" (and the overload words), a plan word the bare
+	 * generic ones only (WEAK: "unavailable", "busy", "retry"). */
 	if (!status_rule(f, is_bad_status, bad, sizeof(bad)) &&
 	    !typed_rule(f, RULE_BAD, RULE_BAD, bad, sizeof(bad)))
 		(void)text_rule(self, f, LIST_badRequestPatterns, bad, sizeof(bad));
 	overload = overloaded(self, f);
+	strong = text_rule_if(self, f, LIST_noRetryPatterns, RULE_WEAK, 0, retry, sizeof(retry));
+	final = strong || first_match(self, &self->pat.builtin[LIST_noRetryPatterns], f) >= 0;
 	if (user_rule(self, f, U_RETRYABLE, retry, sizeof(retry)) ||
 	    user_rule(self, f, U_OVERLOAD, retry, sizeof(retry)))
 		ev = EV_LIMIT;
@@ -496,17 +481,30 @@ static void decide(const struct classify *self, const struct facts *f,
 		ev = EV_LIMIT;
 	else if (text_rule(self, f, LIST_rateLimitPatterns, retry, sizeof(retry)) ||
 		 text_rule(self, f, LIST_gatewayPatterns, retry, sizeof(retry)) ||
-		 (bad[0] == '\0' && text_rule(self, f, LIST_transientPatterns, retry, sizeof(retry))))
+		 (bad[0] == '\0' && !strong && text_rule_if(self, f, LIST_transientPatterns,
+							     final ? RULE_WEAK : 0, 0, retry, sizeof(retry))))
 		ev = EV_SERVER;
 	else if (bad[0] == '\0' && stated_wait(f, retry, sizeof(retry)))
 		ev = EV_LIMIT;
+	else if (!strong && overload && text_rule(self, f, LIST_overloadPatterns, retry, sizeof(retry)))
+		ev = EV_SERVER;
 	if (ev != EV_NONE) {
 		retry_verdict(f, ev, overload, retry, out);
 		return;
 	}
-	/* 5. a bad request is final; anything else is not known either way */
-	out->verdict = bad[0] != '\0' ? CLASSIFY_NOT_RETRYABLE : CLASSIFY_UNKNOWN;
-	snprintf(rule, size, "%s", bad[0] != '\0' ? bad : "default");
+	/* 5. final: a bad request, a "retrying won't help", a plan word that muted
+	 * a transient word (alone it says nothing), a generic permanent word no
+	 * step knew ("not found"); anything else is not known either way */
+	out->verdict = CLASSIFY_NOT_RETRYABLE;
+	final = !strong && final &&
+		text_rule_if(self, f, LIST_transientPatterns, RULE_WEAK, RULE_WEAK, rule, size);
+	if (bad[0] != '\0') {
+		memcpy(rule, bad, sizeof(bad));
+	} else if (!text_rule_if(self, f, LIST_noRetryPatterns, final ? 0 : RULE_WEAK, 0, rule, size) &&
+		   !text_rule(self, f, LIST_genericNeverPatterns, rule, size)) {
+		out->verdict = CLASSIFY_UNKNOWN;
+		snprintf(rule, size, "default");
+	}
 }
 
 void classify_decide(struct classify *self, const struct classify_input *in,
@@ -528,6 +526,9 @@ void classify_decide(struct classify *self, const struct classify_input *in,
 				  in->body != NULL ? in->body_len : 0);
 	find_statuses(self, in->status, &f);
 	find_typed(self, in->headers, &f);
+	/* A request larger than its whole window: a typed overflow, as a provider's code. */
+	if (classify_body_over_limit(f.hay, f.len))
+		add_typed(&f, "requested-over-limit", 20);
 	f.text_hint = hint_in_text(f.hay, f.len, in->now_ms, &hint) ? hint : -1;
 	classify_body_google(in->body, in->body != NULL ? in->body_len : 0, &f.google);
 	/* RetryInfo is the server's own typed word on the wait. */
@@ -572,7 +573,7 @@ bool classify_is_overload(struct classify *self, const char *message, size_t len
 	return r.overload;
 }
 
-static const char *const verdict_names[][2] = {
+static const char verdict_names[][2][20] = {
 	[CLASSIFY_RETRYABLE] = { "retryable", "retryable" },
 	[CLASSIFY_NOT_RETRYABLE] = { "not-retryable", "non_retryable" },
 	[CLASSIFY_CONTEXT_OVERFLOW] = { "context-overflow", "context_overflow" },

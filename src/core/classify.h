@@ -34,10 +34,17 @@
  *   4. retried: status 408 409 425 429 or 5xx but 501 505; typed rate-limit/
  *      server/overload values; rate-limit and capacity wordings; transient
  *      wordings (5xx, transport, stall, agent-CLI notices) unless the error is
- *      a generic bad request. A stated wait of 15 min or more makes it a
- *      usage limit instead (rule "long-wait>=900000ms:<rule>");
- *   5. otherwise: the bad-request evidence is final (not retried); with
- *      none, CLASSIFY_UNKNOWN (rule "default"), which the chain retries
+ *      a generic bad request; the overload wordings. A stated wait of 15 min
+ *      or more makes it a usage limit instead (rule "long-wait>=900000ms:<rule>").
+ *      A permanent clause mutes words, never evidence: a server's "retrying
+ *      will not help" (noRetryPatterns, nine languages) mutes the transient
+ *      and overload wordings, a plan, tier, region or permission word only the
+ *      bare generic ones ("unavailable", "busy", "retry": WEAK rows);
+ *   5. otherwise: the bad-request evidence is final (not retried), and so is
+ *      a "retrying will not help", a plan word that muted a transient word,
+ *      and a generic permanent word ("not found", "unsupported", "invalid", in
+ *      nine languages: genericNeverPatterns); with none,
+ *      CLASSIFY_UNKNOWN (rule "default"), which the chain retries
  *      retry.unknownRetries times: a transient error nobody wrote a rule
  *      for gets one more chance, a permanent one costs one request.
  * A status is a status only where it stands as one ("HTTP 400", "status code

@@ -137,3 +137,56 @@ void classify_body_google(const char *body, size_t len, struct google_status *g)
 	}
 	json_decref(root);
 }
+
+/* The number at text[*at] (digits with ',' between them, after an optional
+ * ':', spaces and '~'), -1 none; *at moves past it. */
+static long long read_count(const char *text, size_t len, size_t *at)
+{
+	long long v = -1;
+	size_t i = *at;
+
+	while (i < len && (text[i] == ':' || text[i] == ' ' || text[i] == '~'))
+		i++;
+	for (; i < len && ((text[i] >= '0' && text[i] <= '9') || (text[i] == ',' && v >= 0)); i++)
+		if (text[i] != ',' && v < INT64_C(1) << 50)
+			v = (v < 0 ? 0 : v * 10) + (text[i] - '0');
+	*at = i;
+	return v;
+}
+
+/* Whether text[at..] starts with the lower-case ASCII word w, in any case. */
+static bool word_at(const char *text, size_t len, size_t at, const char *w)
+{
+	size_t n = strlen(w);
+
+	if (at + n > len)
+		return false;
+	for (size_t k = 0; k < n; k++)
+		if ((text[at + k] | 0x20) != w[k])
+			return false;
+	return true;
+}
+
+bool classify_body_over_limit(const char *text, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		size_t at = i + 5, end;
+		long long limit;
+
+		if (!word_at(text, len, i, "limit") || (i > 0 && ((text[i - 1] | 0x20) >= 'a' &&
+							       (text[i - 1] | 0x20) <= 'z')))
+			continue;
+		limit = read_count(text, len, &at);
+		if (limit <= 0)
+			continue;
+		/* "Requested" within the same clause list: "Limit N, Used U, Requested R". */
+		for (end = at + 40 < len ? at + 40 : len; at < end; at++) {
+			if (word_at(text, len, at, "requested")) {
+				size_t r = at + 9;
+
+				return read_count(text, len, &r) > limit;
+			}
+		}
+	}
+	return false;
+}

@@ -33,4 +33,10 @@ struct google_status {
  * not an upper-case identifier is left out (""). */
 void classify_body_google(const char *body, size_t len, struct google_status *g);
 
+/* A rate window's own numbers, as OpenAI, Azure and Groq print them
+ * ("Limit 6000, Used 5034, Requested 14368"): true when the request alone
+ * asks for more than the whole window, which no wait mends. text (borrowed,
+ * `len` bytes) is the normalised text. */
+bool classify_body_over_limit(const char *text, size_t len);
+
 #endif

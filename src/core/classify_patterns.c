@@ -23,7 +23,7 @@
 
 #define CLASSIFY_COMPILE_OPTIONS (PCRE2_CASELESS | PCRE2_UTF)
 
-const char *const classify_user_keys[U_COUNT] = {
+const char classify_user_keys[U_COUNT][24] = {
 	[U_RETRYABLE] = "retryablePatterns",
 	[U_NON_RETRYABLE] = "nonRetryablePatterns",
 	[U_CONTEXT_OVERFLOW] = "contextOverflowPatterns",
@@ -89,7 +89,7 @@ static int compile_user(struct classify_list *list, const char *key, const json_
 	n = json_array_size(array);
 	if (alloc_list(list, n, err, errlen) != 0)
 		return -1;
-	snprintf(what, sizeof(what), "retry.%s", key);
+	snprintf(what, sizeof(what), "retry.%.40s", key);
 	for (size_t i = 0; i < n; i++) {
 		const json_t *item = json_array_get(array, i);
 

@@ -33,7 +33,8 @@ enum classify_user_id {
 };
 
 /* "retryablePatterns", ... */
-extern const char *const classify_user_keys[U_COUNT];
+/* Kept in the array, not pointed at: no relocation at start. */
+extern const char classify_user_keys[U_COUNT][24];
 
 struct classify_list {
 	pcre2_code **codes;

@@ -20,7 +20,7 @@ const size_t classify_wording_count = sizeof(classify_wordings) / sizeof(classif
 #define WORDING(list, index, flags, source, pattern)
 #define TYPED(step, family, value, class, flags, source) \
 	TYPED_##step(family, value, RULE_##class, RULE_##flags)
-#define TYPED_ROW(family, value, cls, flags) { value, family ":" value, cls, flags },
+#define TYPED_ROW(family, value, cls, flags) { family ":" value, sizeof(family), cls, flags },
 
 #define TYPED_TEXT TYPED_ROW
 #define TYPED_GOOGLE_REASON(family, value, cls, flags)
@@ -53,7 +53,8 @@ static const struct classify_typed status_rows[] = {
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const list_names[LIST_COUNT] = {
+/* Names kept in the array, not pointed at: no relocation at start. */
+static const char list_names[LIST_COUNT][24] = {
 	[LIST_statusPatterns] = "statusPatterns",
 	[LIST_typedPatterns] = "typedPatterns",
 	[LIST_contextOverflowPatterns] = "contextOverflowPatterns",
@@ -68,6 +69,8 @@ static const char *const list_names[LIST_COUNT] = {
 	[LIST_transientPatterns] = "transientPatterns",
 	[LIST_overloadPatterns] = "overloadPatterns",
 	[LIST_badRequestPatterns] = "badRequestPatterns",
+	[LIST_genericNeverPatterns] = "genericNeverPatterns",
+	[LIST_noRetryPatterns] = "noRetryPatterns",
 };
 
 const char *classify_list_name(enum classify_list_id list)
@@ -95,7 +98,7 @@ bool classify_ascii_ieq(const char *a, size_t n, const char *b)
 const struct classify_typed *classify_typed_find(const char *value, size_t n)
 {
 	for (size_t t = 0; t < COUNT(text_rows); t++)
-		if (classify_ascii_ieq(value, n, text_rows[t].value))
+		if (classify_ascii_ieq(value, n, classify_typed_value(&text_rows[t])))
 			return &text_rows[t];
 	return NULL;
 }
@@ -104,7 +107,7 @@ static const struct classify_typed *find_exact(const struct classify_typed *rows
 					       const char *s)
 {
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(s, rows[i].value) == 0)
+		if (strcmp(s, classify_typed_value(&rows[i])) == 0)
 			return &rows[i];
 	return NULL;
 }
@@ -117,4 +120,22 @@ const struct classify_typed *classify_google_reason(const char *s)
 const struct classify_typed *classify_google_status(const char *s)
 {
 	return find_exact(status_rows, COUNT(status_rows), s);
+}
+
+const struct classify_typed *classify_typed_rows(enum classify_typed_step step, size_t *n)
+{
+	switch (step) {
+	case CLASSIFY_TYPED_TEXT:
+		*n = COUNT(text_rows);
+		return text_rows;
+	case CLASSIFY_TYPED_GOOGLE_REASON:
+		*n = COUNT(reason_rows);
+		return reason_rows;
+	case CLASSIFY_TYPED_GOOGLE_STATUS:
+		*n = COUNT(status_rows);
+		return status_rows;
+	default:
+		*n = 0;
+		return NULL;
+	}
 }

@@ -145,8 +145,10 @@ bool fallback_apply(struct fallback *self, const struct fallback_plan *plan, jso
 	switch (plan->kind) {
 	case RETRY_SWITCH_CREDENTIAL:
 		from = authstore_current(&self->auth);
+		/* A credential is only ever switched for a spent quota. */
 		*event = event_fallback_applied("credential", from ? from : "",
-						self->auth.names[plan->credential], NULL);
+						self->auth.names[plan->credential],
+						plan->reason != NULL ? plan->reason : "usage-limit");
 		authstore_use(&self->auth, (size_t)plan->credential);
 		return true;
 	case RETRY_SWITCH_MODEL:

@@ -40,7 +40,7 @@ struct fallback_plan {
 	enum retry_switch kind;
 	int credential;      /* RETRY_SWITCH_CREDENTIAL: its index */
 	const char *model;   /* RETRY_SWITCH_MODEL: borrowed from the policy or self */
-	const char *reason;  /* RETRY_SWITCH_MODEL: "usage-limit" or "overloaded" */
+	const char *reason;  /* "usage-limit" or "overloaded"; NULL for a credential: "usage-limit" */
 };
 
 /* credentials: borrowed array of names (may be NULL); model: borrowed

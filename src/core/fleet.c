@@ -15,6 +15,8 @@
 #include "core/settings.h"
 
 #define STATE_FRESH_MS 100
+/* A paced ask whose record stayed locked is asked again after 5-10 ms. */
+#define BUSY_RETRY_MS 5
 
 /* A record as this daemon last knew it: a scope's ('s'), a credential's
  * ('c': exhausted until) or a model's ('m'). */
@@ -144,11 +146,29 @@ static bool run_scope(struct fleet *f, const char *key, struct fleet_scope_job *
 
 void fleet_apply_int(struct fleet_int_job *j)
 {
+	int64_t gap = fleet_rules_turn_gap(j->p);
+
 	if (j->op == 2) {
-		j->until = 0;
+		j->until = j->turn = j->turn_end = 0;
 		memset(&j->m, 0, sizeof(j->m));
 	} else if (j->op == 1 && j->kind == 'c') {
 		fleet_rules_exhaust(&j->until, j->p, j->now, j->reset_ms);
+		j->turn = j->turn_end = 0;
+	} else if (j->op == 3 && j->kind == 'c') {
+		j->claimed = fleet_rules_claim(&j->until, j->now, FLEET_PROBE_HOLD_MS);
+		if (j->claimed)
+			j->prober = j->member;
+		j->turned = !j->claimed && !j->held && j->until <= j->now && j->turn_end > j->now;
+		j->turn_wait = j->turned ? fleet_rules_turn(&j->turn, j->turn_end, j->now, gap, j->p)
+					 : 0;
+		/* The store could not take the turn it saw: one gap, asked again. */
+		if (!j->turned && j->turn_unsure && !j->claimed && !j->held)
+			j->turn_wait = gap;
+	} else if (j->op == 4 && j->kind == 'c') {
+		j->claimed = j->until > 0;
+		j->until = 0;
+		if (j->claimed && j->success)
+			fleet_rules_turn_start(&j->turn, &j->turn_end, j->now, gap);
 	} else if (j->op == 1) {
 		fleet_rules_model_report(&j->m, j->now, j->overload, j->success, j->after,
 					 j->cooldown_ms);
@@ -173,6 +193,8 @@ static void run_int(struct fleet *f, const char *key, struct fleet_int_job *j)
 		j->until = *cred;
 	if (model != NULL)
 		j->m = *model;
+	/* Decided here, a train's slot would be nobody's: turn_unsure instead. */
+	j->turn = j->turn_end = 0;
 	fleet_apply_int(j);
 	if (cred != NULL)
 		*cred = j->until;
@@ -218,6 +240,11 @@ int fleet_config_from_settings(struct fleet_config *cfg, struct settings *settin
 		     : strcmp(scope, "credential") == 0 ? FLEET_SCOPE_CREDENTIAL
 							: FLEET_SCOPE_MODEL;
 	cfg->ns = settings_get_string(settings, "fleet.namespace");
+	/* A folder's name in user mode: "." or ".." would be another folder. */
+	if (cfg->ns[0] == '\0' || strcmp(cfg->ns, ".") == 0 || strcmp(cfg->ns, "..") == 0)
+		return errbuf_set(err, errlen,
+				  "fleet.namespace \"%s\": must be a plain name (letters, digits, "
+				  "'-', '_' and '.'), not empty, \".\" or \"..\"", cfg->ns);
 	for (const char *c = cfg->ns; *c; c++) {
 		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
 		      (*c >= '0' && *c <= '9') || *c == '-' || *c == '_' || *c == '.')) {
@@ -334,24 +361,34 @@ void fleet_close(struct fleet *f, void (*done)(void *ctx), void *ctx)
 /* Asking. */
 
 /* The credential and model to use, from what is known here (the user
- * store's files, else the local records). */
-static void pick(struct fleet *f, const struct fleet_ask *q, int64_t now, struct fleet_answer *a)
+ * store's files, else the local records); returns the wait for the
+ * credential's train (fleet_rules_turn), 0 when none. */
+static int64_t pick(struct fleet *f, const struct fleet_ask *q, int64_t now,
+		    struct fleet_answer *a, bool *turn_firm)
 {
+	int64_t turn_wait = 0;
 	char key[512];
 
 	a->cred = q->ncreds > 0 ? -1 : 0;
 	a->cred_until = 0;
 	for (size_t i = 0; i < q->ncreds; i++) {
-		struct fleet_int_job j = { .kind = 'c', .op = 0, .p = &f->cfg->params, .now = now };
+		struct fleet_int_job j = { .kind = 'c', .op = 3, .p = &f->cfg->params, .now = now,
+					   .held = q->held, .member = f->cfg->member };
 
 		pair_key(q->provider, q->creds[i], key, sizeof(key));
 		run_int(f, key, &j);
-		if (j.until <= now) {
+		if (j.claimed)
+			snprintf(f->probing, sizeof(f->probing), "%s", key);
+		if (j.until <= now || j.claimed) {
 			a->cred = (int)i;
+			turn_wait = j.turn_wait;
+			*turn_firm = j.turned;
 			break;
 		}
-		if (a->cred_until == 0 || j.until < a->cred_until)
+		if (a->cred_until == 0 || j.until < a->cred_until) {
 			a->cred_until = j.until;
+			a->cred_probing = j.prober != 0 && j.prober != f->cfg->member;
+		}
 	}
 	a->model = 0;
 	for (size_t i = 0; i < q->nmodels; i++) {
@@ -364,6 +401,7 @@ static void pick(struct fleet *f, const struct fleet_ask *q, int64_t now, struct
 			break;
 		}
 	}
+	return turn_wait;
 }
 
 /* Whether the scope's record holds a block now, or fails for everyone
@@ -384,7 +422,9 @@ void fleet_poll_sooner(struct fleet *f, struct fleet_answer *a)
 {
 	int64_t cap = f->cfg->params.probe_interval_ms / 4;
 
-	if (a->wait_ms <= 0 || a->reserved || a->cred < 0)
+	/* A server block ends when it says (a record locked at the ask makes
+	 * it no slot, not a shorter wait). */
+	if (a->wait_ms <= 0 || a->reserved || a->cred < 0 || a->reason == FLEET_SERVER_BLOCK)
 		return;
 	if (cap < 100)
 		cap = 100;
@@ -402,8 +442,11 @@ void fleet_ask_local(struct fleet *f, const struct fleet_ask *q, struct fleet_an
 				     .v = &v };
 	const char *cred;
 
+	bool turn_firm = false, busy;
+	int64_t turn_wait;
+
 	memset(a, 0, sizeof(*a));
-	pick(f, q, now, a);
+	turn_wait = pick(f, q, now, a, &turn_firm);
 	cred = q->ncreds > 0 && a->cred >= 0 ? q->creds[a->cred] : NULL;
 	fleet_scope_name(f, q->provider, cred, q->models[a->model], a->scope, sizeof(a->scope));
 	if (a->cred < 0)
@@ -433,12 +476,38 @@ void fleet_ask_local(struct fleet *f, const struct fleet_ask *q, struct fleet_an
 	j.rand_milli = (int64_t)(fleet_rand(f) % 1000);
 	if (f->cfg->mode == FLEET_MODE_REDIS)
 		f->cfg->params.divide = f->fleet_size;
+	f->store_busy = false;
 	a->local = run_scope(f, a->scope, &j);
 	f->cfg->params.divide = 1;
+	busy = a->local && f->store_busy;
+	if (busy && v.wait_ms == 0 && !v.probe &&
+	    (fleet_rules_rpm(&j.result, &f->cfg->params) > 0 || j.rpm_prior > 0)) {
+		/* A paced scope whose record stayed locked: deciding here would
+		 * give the slot another daemon takes too. Asked again soon. */
+		v.wait_ms = BUSY_RETRY_MS + (int64_t)(fleet_rand(f) % BUSY_RETRY_MS);
+		v.reason = FLEET_PACING;
+	}
+	a->block_seen = j.result.block_seen;
+	a->block_member = j.result.block_member;
+	a->block_status = j.result.block_status;
+	a->block_asked = j.result.block_asked;
+	if (turn_wait > v.wait_ms && !v.probe) {
+		/* Waited for the probe's answer: leave in turn. A wait that is
+		 * asked again (budget, probe, lease) stays what it is, longer. */
+		if (v.reason == FLEET_GO || v.reason == FLEET_PACING ||
+		    v.reason == FLEET_SERVER_BLOCK)
+			v.reason = FLEET_PACING;
+		v.wait_ms = turn_wait;
+	} else {
+		turn_firm = true;
+	}
 	a->wait_ms = v.wait_ms;
 	a->reason = v.reason;
 	a->probe = v.probe;
-	a->reserved = v.wait_ms > 0 && (v.reason == FLEET_SERVER_BLOCK || v.reason == FLEET_PACING);
+	/* A turn the store could not record, or a wait decided on the local
+	 * copy while the record was locked, is no slot: asked again. */
+	a->reserved = v.wait_ms > 0 && turn_firm && !busy &&
+		      (v.reason == FLEET_SERVER_BLOCK || v.reason == FLEET_PACING);
 	if (f->ops->lease != NULL)
 		f->ops->lease(f, a->scope, a);
 	fleet_poll_sooner(f, a);
@@ -482,8 +551,9 @@ static uint32_t p99(const struct fleet *f)
 	return sorted[(n * 99 + 99) / 100 - 1];
 }
 
-void fleet_answered(struct fleet *f, const struct fleet_answer *a)
+void fleet_answered(struct fleet *f, struct fleet_answer *a)
 {
+	a->block_mine = a->block_member != 0 && a->block_member == f->cfg->member;
 	took(f);
 	LOG_DEBUG("fleet: %s: %s %lld ms%s%s", a->scope, fleet_reason_name(a->reason),
 		  (long long)a->wait_ms, a->probe ? " (the probe)" : "",
@@ -508,6 +578,31 @@ int fleet_ask(struct fleet *f, const struct fleet_ask *q, struct fleet_answer *a
 
 /* Telling. */
 
+/* The credential's record after an answer: a usage limit exhausts it; the
+ * answer to this daemon's claimed probe replaces the claim's hold with what
+ * it says (good: the credential is back). */
+static void tell_credential(struct fleet *f, const struct fleet_tell *t, int64_t now)
+{
+	struct fleet_int_job c = { .kind = 'c', .op = 2, .p = &f->cfg->params, .now = now,
+				   .reset_ms = t->usage_reset_ms };
+	char key[512];
+	bool probe;
+
+	pair_key(t->provider, t->cred, key, sizeof(key));
+	probe = strcmp(key, f->probing) == 0;
+	if (probe)
+		f->probing[0] = '\0';
+	if (probe && (t->out.kind == FLEET_OUT_SUCCESS || t->usage_reset_ms >= 0)) {
+		c.op = 4;
+		c.success = t->out.kind == FLEET_OUT_SUCCESS && t->usage_reset_ms < 0;
+		run_int(f, key, &c);
+	}
+	if (t->usage_reset_ms >= 0) {
+		c.op = 1;
+		run_int(f, key, &c);
+	}
+}
+
 void fleet_tell(struct fleet *f, const struct fleet_tell *t)
 {
 	int64_t now = clock_wall_ms(f->cfg->clock);
@@ -521,13 +616,8 @@ void fleet_tell(struct fleet *f, const struct fleet_tell *t)
 
 	fleet_scope_name(f, t->provider, t->cred, t->model, scope, sizeof(scope));
 	run_scope(f, scope, &j);
-	if (t->usage_reset_ms >= 0 && t->cred != NULL) {
-		struct fleet_int_job c = { .kind = 'c', .op = 1, .p = &f->cfg->params, .now = now,
-					   .reset_ms = t->usage_reset_ms };
-
-		pair_key(t->provider, t->cred, key, sizeof(key));
-		run_int(f, key, &c);
-	}
+	if (t->cred != NULL)
+		tell_credential(f, t, now);
 	if (t->out.kind != FLEET_OUT_LOCAL) {
 		struct fleet_int_job m = { .kind = 'm', .op = 1, .p = &f->cfg->params, .now = now,
 					   .overload = t->overload,
@@ -551,13 +641,25 @@ void fleet_done(struct fleet *f)
 /* Looking. */
 
 int64_t fleet_known_block(struct fleet *f, const char *provider, const char *cred,
-			  const char *model)
+			  const char *model, struct fleet_answer *who)
 {
 	char scope[160];
 	struct fleet_scope *s;
 
 	fleet_scope_name(f, provider, cred, model, scope, sizeof(scope));
 	s = fleet_local_scope(f, scope);
+	if (who != NULL) {
+		memset(who, 0, sizeof(*who));
+		snprintf(who->scope, sizeof(who->scope), "%s", scope);
+		if (s != NULL) {
+			who->block_seen = s->block_seen;
+			who->block_member = s->block_member;
+			who->block_status = s->block_status;
+			who->block_asked = s->block_asked;
+			who->block_mine = s->block_member != 0 &&
+					  s->block_member == f->cfg->member;
+		}
+	}
 	return s != NULL ? s->block_until : 0;
 }
 

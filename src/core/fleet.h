@@ -83,12 +83,19 @@ struct fleet_answer {
 	bool probe;
 	int cred;                   /* the credential to use; -1: every one is exhausted */
 	int64_t cred_until;         /* cred -1: when the first comes back (wall ms) */
+	bool cred_probing;          /* cred -1: that one is out on another daemon's probe
+				     * (cred_until: its claim's end) */
 	int model;                  /* the model to use (index into models) */
 	bool lease;                 /* a lease is held: fleet_done() releases it */
 	bool reserved;              /* the wait is a reserved slot: go when it is over,
 				     * without asking again */
 	bool local;                 /* decided on local records (store busy or down) */
 	char scope[160];            /* the scope decided on, for fleet_wait */
+	/* The scope's block as its record names it (0s: none, or a record
+	 * older than these fields): when it was seen (wall ms), by which
+	 * member, the answer's HTTP status, the wait the server asked. */
+	int64_t block_seen, block_member, block_status, block_asked;
+	bool block_mine;            /* block_member is this daemon */
 };
 
 typedef void (*fleet_answer_fn)(void *ctx, const struct fleet_answer *a);
@@ -114,9 +121,10 @@ void fleet_tell(struct fleet *f, const struct fleet_tell *t);
 void fleet_done(struct fleet *f);
 
 /* The scope's block as last known here (wall ms; 0: none), without asking
- * the store. */
+ * the store. who (may be NULL) gets the scope's name and the block_* fields
+ * of an answer. */
 int64_t fleet_known_block(struct fleet *f, const char *provider, const char *cred,
-			  const char *model);
+			  const char *model, struct fleet_answer *who);
 
 /* fleet_clear: forgets the scope's block, circuit and budget debt, and its
  * credential's and model's records, in the store and here. Returns how many

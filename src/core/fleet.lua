@@ -29,9 +29,9 @@
 --
 -- The rule ops, KEYS[1] = the record itself:
 --   acquire now retry rand PARAMS              -> {wait_ms, reason, probe, now}
---   report now kind blockMs rpmLimit member PARAMS -> {block_until, now}
+--   report now kind blockMs rpmLimit member PARAMS [status] -> {block_until, now}
 --   clear                                      -> 1 if there was a record, else 0
---   record                                     -> {field, value, ...} (15 pairs)
+--   record                                     -> {field, value, ...} (19 pairs)
 --   exhaust now resetMs PARAMS   (credential)  -> {until, now}
 --   model now overload success after cooldownMs (model) -> {streak, cool_until, now}
 --
@@ -58,7 +58,9 @@
 --     another scope of the provider, paced at while this scope has none.
 --     creds: fingerprints, the current first; models: the current, then
 --     the fallbacks. Registers member (members seen in the last 30 s make
---     the fleet size); picks the first credential whose until <= now
+--     the fleet size); picks the first credential whose until <= now (one
+--     spent before whose reset has passed is claimed: this ask probes, its
+--     until moves PROBE_HOLD_MS on and 'prober' names the member)
 --     (cred_until is then that one's, already past; none:
 --     index -1, cred_until the soonest until, wait until then with reason
 --     1 and no acquire; no credentials listed: -1 and 0, and the scope uses
@@ -68,10 +70,15 @@
 --     live leases, else waits until the earliest expiry (1 ms .. ttl,
 --     reason 4; the acquire's pacing slot or probe stays taken).
 --     -> {wait_ms, reason, probe, cred_index, cred_until, model_index,
---         fleet_size, block_until, lease, now}   (indexes from 0)
+--         fleet_size, block_until, lease, now, block_seen, block_member,
+--         block_status, block_asked, cred_probing}   (indexes from 0; four
+--         say who set the block: when, to whom, the status, the wait
+--         asked; cred_probing 1: the soonest credential's until is another
+--         member's claimed probe)
 --   tell now member kind provider cred model outcome blockMs rpmLimit PARAMS
---       usageResetMs overload success after cooldownMs
---     report on the scope; usageResetMs >= 0: exhaust the credential
+--       usageResetMs overload success after cooldownMs [status]
+--     report on the scope; the prober's own answer (good, or a usage limit)
+--     ends the credential's claim first; usageResetMs >= 0: exhaust the credential
 --     (-1: not a usage limit); overload/success: the model's streak.
 --     -> {block_until, cred_until, cool_until, now}
 --   release SCOPE holder            -> 1 if holder had a lease, else 0
@@ -85,6 +92,8 @@
 
 local NUMBER_MAX = 9007199254740991
 local KEEP_MS = 600000
+-- fleet_rules.h's FLEET_PROBE_HOLD_MS: a claimed probe holds the others back.
+local PROBE_HOLD_MS = 5000
 local MEMBER_MS = 30000
 
 local GO, SERVER_BLOCK, PACING, BUDGET, CONCURRENCY, PROBE = 0, 1, 2, 3, 4, 5
@@ -93,7 +102,7 @@ local OUT_SERVER, OUT_LOCAL = 2, 3
 
 local FIELDS = { 'block_until', 'pace_tat', 'rpm_learned', 'tokens', 'win_start', 'req_cur',
 	'acc_cur', 'req_prev', 'acc_prev', 'fail_streak', 'fail_member', 'shared', 'open',
-	'probe_until', 'probe_gap' }
+	'probe_until', 'probe_gap', 'block_seen', 'block_member', 'block_status', 'block_asked' }
 local PARAMS = { 'min_block_ms', 'max_block_ms', 'rpm', 'probe_interval_ms', 'open_after',
 	'window_ms', 'k_milli', 'throttle_min', 'budget_max', 'budget_ratio', 'divide' }
 
@@ -190,7 +199,61 @@ local function scope_init()
 	return s
 end
 
-local function scope_load(key)
+-- ---- what is read is believed only within its range ---------------------
+-- (fleet_scope_check & co in fleet_rules.c): a field out of range, not an
+-- integer, or NaN is taken as its init value, and scope_save then writes
+-- that over it: a poisoned value never spreads.
+
+local COUNT_MAX = 1000000000000
+local RPM_MAX = 100000000
+local COOL_MAX_MS = 30 * 24 * 3600 * 1000
+local SKEW_MS = 60000
+local ASKED_MAX_MS = 366 * 24 * 3600 * 1000
+-- The params of an op that has none (state): the settings' defaults.
+local DEFAULT_P = { max_block_ms = 6 * 3600 * 1000, probe_interval_ms = 2000,
+	window_ms = 60000, divide = 1 }
+
+-- v when it is an integer within [lo, hi], else init.
+local function within(v, lo, hi, init)
+	if type(v) ~= 'number' or v ~= v or v ~= math.floor(v) or v < lo or v > hi then
+		return init
+	end
+	return v
+end
+
+-- The latest a block or a reset may reach: now + span, with the skew.
+local function reach(now, span)
+	return add(add(now, SKEW_MS), span)
+end
+
+-- fleet_rules_slot_bound()
+local function slot_bound(p)
+	return add(add(p.max_block_ms, 63000 * max(p.divide, 1)), 4 * p.probe_interval_ms)
+end
+
+local function scope_check(s, p, now)
+	p = p or DEFAULT_P
+	local later = add(now, SKEW_MS)
+	local block, slot = add(later, p.max_block_ms), add(later, slot_bound(p))
+	local range = {
+		block_until = { 0, block, 0 }, pace_tat = { 0, slot, 0 },
+		rpm_learned = { 0, RPM_MAX, 0 }, tokens = { -1, COUNT_MAX, -1 },
+		win_start = { 0, add(later, p.window_ms), 0 }, req_cur = { 0, COUNT_MAX, 0 },
+		acc_cur = { 0, COUNT_MAX, 0 }, req_prev = { 0, COUNT_MAX, 0 },
+		acc_prev = { 0, COUNT_MAX, 0 }, fail_streak = { 0, COUNT_MAX, 0 },
+		fail_member = { 0, NUMBER_MAX, 0 }, shared = { 0, 1, 0 }, open = { 0, 1, 0 },
+		probe_until = { 0, slot, 0 }, probe_gap = { 0, 4 * p.probe_interval_ms, 0 },
+		block_seen = { 0, later, 0 }, block_member = { 0, NUMBER_MAX, 0 },
+		block_status = { 0, 999, 0 }, block_asked = { 0, ASKED_MAX_MS, 0 },
+	}
+	for _, f in ipairs(FIELDS) do
+		local r = range[f]
+		s[f] = within(s[f], r[1], r[2], r[3])
+	end
+end
+
+-- The record at key, its fields checked against p (nil: DEFAULT_P) and now.
+local function scope_load(key, p, now)
 	local s = scope_init()
 	local raw = redis.call('HGETALL', key)
 	for i = 1, #raw, 2 do
@@ -199,6 +262,7 @@ local function scope_load(key)
 	local was = {}
 	for _, f in ipairs(FIELDS) do was[f] = s[f] end
 	s._was = was
+	if now ~= nil then scope_check(s, p, now) end
 	return s
 end
 
@@ -218,8 +282,9 @@ local function scope_save(key, s, p, now)
 	expire(key, far, now)
 end
 
-local function hget(key, field)
-	return tonumber(redis.call('HGET', key, field) or '0') or 0
+-- One field, an integer within [lo, hi] (else 0).
+local function hget(key, field, lo, hi)
+	return within(tonumber(redis.call('HGET', key, field) or '0'), lo, hi, 0)
 end
 
 -- ---- the rules (fleet_rules.c, function by function) -------------------
@@ -291,7 +356,7 @@ local function rules_acquire(s, p, now, retry, rand)
 	return wait, reason, probe
 end
 
-local function rules_report(s, p, now, kind, block_ms, rpm_limit, member)
+local function rules_report(s, p, now, kind, block_ms, rpm_limit, member, status)
 	if kind == OUT_LOCAL then return end
 	local was_open = s.open
 	roll(s, p, now)
@@ -328,16 +393,49 @@ local function rules_report(s, p, now, kind, block_ms, rpm_limit, member)
 		end
 	end
 	if block_ms > 0 and block_ms >= p.min_block_ms then
-		s.block_until = max(s.block_until, add(now, min(block_ms, p.max_block_ms)))
+		-- The longest word wins, and its teller is the one named, as in C.
+		local untl = add(now, min(block_ms, p.max_block_ms))
+		if untl >= s.block_until then
+			s.block_until, s.block_seen, s.block_member = untl, now, member
+			s.block_status, s.block_asked = status, block_ms
+		end
 	end
 	if rpm_limit > 0 then s.rpm_learned = rpm_limit end
 end
 
 local function rules_clear(s)
 	s.block_until, s.pace_tat, s.tokens = 0, 0, -1
+	s.block_seen, s.block_member, s.block_status, s.block_asked = 0, 0, 0, 0
 	s.fail_streak, s.fail_member, s.shared, s.open, s.probe_until = 0, 0, 0, 0, 0
 	s.probe_gap = 0
 	s.req_cur, s.acc_cur, s.req_prev, s.acc_prev = 0, 0, 0, 0
+end
+
+-- fleet_rules_turn_gap, fleet_rules_turn_start, fleet_rules_turn: after a
+-- probe's good answer the waiters leave in turn, one a gap, within a window.
+local TURN_GAP_MS, TURN_WINDOW_MS = 500, 30000
+
+local function turn_gap(p)
+	if p.rpm > 0 then return max(idiv(60000, p.rpm), 1) end
+	return TURN_GAP_MS
+end
+
+-- -> turn, turn_end
+local function rules_turn_start(now, gap)
+	return add(now, gap), add(now, TURN_WINDOW_MS)
+end
+
+-- fleet_rules_turn_bound: the latest slot a train gives.
+local function turn_bound(turn_end, p)
+	return add(turn_end, slot_bound(p))
+end
+
+-- -> wait, turn
+local function rules_turn(turn, turn_end, now, gap, p)
+	if turn_end <= now then return 0, turn end
+	local b = turn_bound(turn_end, p)
+	local slot = min(max(turn, now), b)
+	return slot - now, min(add(slot, gap), b)
 end
 
 local function rules_exhaust(untl, p, now, reset_ms)
@@ -360,19 +458,43 @@ end
 -- ---- records of one key (the rule ops, and the daemon's ops below) ------
 
 local function exhaust_key(key, p, now, reset_ms)
-	local old = hget(key, 'until')
+	local old = hget(key, 'until', 0, reach(now, p.max_block_ms))
 	local untl = rules_exhaust(old, p, now, reset_ms)
-	if untl ~= old then
+	-- A usage limit again ends a train; a later until is a reset's wait,
+	-- no longer a claimed probe's.
+	redis.call('HDEL', key, 'turn', 'turn_end')
+	if untl ~= old then redis.call('HDEL', key, 'prober') end
+	if untl ~= old or tonumber(redis.call('HGET', key, 'until') or '0') ~= old then
 		redis.call('HSET', key, 'until', fmt(untl))
-		expire(key, untl, now)
+		-- Kept past the reset: the first ask after it claims the probe.
+		expire(key, untl + KEEP_MS, now)
 	end
 	return untl
 end
 
+-- The credential's train: the wait for this ask's slot (0: none).
+local function take_turn(key, p, now)
+	local te = hget(key, 'turn_end', 0, reach(now, TURN_WINDOW_MS))
+	if te <= now then return 0 end
+	local wait, t = rules_turn(hget(key, 'turn', 0, turn_bound(reach(now, TURN_WINDOW_MS), p)),
+		te, now, turn_gap(p), p)
+	redis.call('HSET', key, 'turn', fmt(t))
+	return wait
+end
+
+-- The prober's good answer: the credential is back, its waiters leave in turn.
+local function start_turns(key, p, now)
+	local t, te = rules_turn_start(now, turn_gap(p))
+	redis.call('HSET', key, 'until', '0', 'turn', fmt(t), 'turn_end', fmt(te))
+	expire(key, te, now)
+end
+
 local function model_key(key, now, overload, success, after, cooldown_ms)
-	local streak, cool = hget(key, 'streak'), hget(key, 'cool_until')
+	local streak = hget(key, 'streak', 0, COUNT_MAX)
+	local cool = hget(key, 'cool_until', 0, reach(now, COOL_MAX_MS))
 	local s2, c2 = rules_model(streak, cool, now, overload, success, after, cooldown_ms)
-	if s2 ~= streak or c2 ~= cool then
+	if s2 ~= streak or c2 ~= cool or
+			tonumber(redis.call('HGET', key, 'cool_until') or '0') ~= cool then
 		redis.call('HSET', key, 'streak', fmt(s2), 'cool_until', fmt(c2))
 		expire(key, c2, now)
 	end
@@ -382,7 +504,7 @@ end
 -- The scope record keeps rpm_learned and win_start, as fleet_rules_clear.
 local function clear_key(key)
 	if redis.call('EXISTS', key) == 0 then return 0 end
-	local s = scope_load(key)
+	local s = scope_load(key, nil, time_now('-1'))
 	rules_clear(s)
 	local args = {}
 	for _, f in ipairs(FIELDS) do
@@ -428,6 +550,8 @@ local function members(pre, member, now)
 	local key = pre .. 'members'
 	redis.call('ZADD', key, fmt(now), member)
 	redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. fmt(now - MEMBER_MS))
+	-- A member "seen" in the future was not: it would count for ever.
+	redis.call('ZREMRANGEBYSCORE', key, '(' .. fmt(now + MEMBER_MS), '+inf')
 	redis.call('PEXPIRE', key, fmt(KEEP_MS))
 	return redis.call('ZCARD', key)
 end
@@ -435,6 +559,9 @@ end
 -- -> lease (0/1), wait_ms
 local function lease_take(key, holder, n, ttl, now)
 	redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(now))
+	-- A lease reaching past now + ttl was never given: it would hold a slot
+	-- for ever.
+	redis.call('ZREMRANGEBYSCORE', key, '(' .. fmt(now + ttl), '+inf')
 	local have = redis.call('ZSCORE', key, holder)
 	if have or redis.call('ZCARD', key) < n then
 		redis.call('ZADD', key, fmt(now + ttl), holder)
@@ -457,7 +584,7 @@ end
 function ops.acquire()
 	local key, now = one_key(), time_now(ARGV[2])
 	local p = params_at(5)
-	local s = scope_load(key)
+	local s = scope_load(key, p, now)
 	local wait, reason, probe = rules_acquire(s, p, now, flag(ARGV[3]), int(ARGV[4], 'rand'))
 	scope_save(key, s, p, now)
 	return { wait, reason, probe, now }
@@ -466,9 +593,9 @@ end
 function ops.report()
 	local key, now = one_key(), time_now(ARGV[2])
 	local p = params_at(7)
-	local s = scope_load(key)
+	local s = scope_load(key, p, now)
 	rules_report(s, p, now, outcome(ARGV[3]), int(ARGV[4], 'blockMs'), int(ARGV[5], 'rpmLimit'),
-		int(ARGV[6], 'member'))
+		int(ARGV[6], 'member'), int(ARGV[18] or '0', 'status'))
 	scope_save(key, s, p, now)
 	return { s.block_until, now }
 end
@@ -522,18 +649,37 @@ function ops.ask()
 	local size = members(pre, member, now)
 
 	local cred_index, cred_until, cred = -1, 0, ''
+	local turn_wait = 0
+	local probing = 0
 	for j = 1, ncreds do
-		local u = hget(cred_key(pre, provider, creds[j]), 'until')
-		if u <= now then
-			cred_index, cred_until, cred = j - 1, u, creds[j]
+		local ckey = cred_key(pre, provider, creds[j])
+		local u = hget(ckey, 'until', 0, reach(now, p.max_block_ms))
+		if u > 0 and u <= now then
+			-- fleet_rules_claim: the reset has passed, no answer has
+			-- confirmed it: this ask probes, the others wait for its answer.
+			u = now + PROBE_HOLD_MS
+			redis.call('HSET', ckey, 'until', fmt(u), 'prober', member)
+			expire(ckey, u + KEEP_MS, now)
+			cred_index, cred_until, cred = j - 1, now, creds[j]
 			break
 		end
-		if cred_until == 0 or u < cred_until then cred_until = u end
+		if u <= now then
+			cred_index, cred_until, cred = j - 1, u, creds[j]
+			if not held then turn_wait = take_turn(ckey, p, now) end
+			break
+		end
+		if cred_until == 0 or u < cred_until then
+			cred_until = u
+			-- Held by another member's claimed probe, not by a reset.
+			local pr = redis.call('HGET', ckey, 'prober')
+			probing = (pr and pr ~= member) and 1 or 0
+		end
 	end
 
 	local model_index, model = -1, ''
 	for j = 1, nmodels do
-		if hget(model_key_name(pre, provider, models[j]), 'cool_until') <= now then
+		if hget(model_key_name(pre, provider, models[j]), 'cool_until', 0,
+				reach(now, COOL_MAX_MS)) <= now then
 			model_index, model = j - 1, models[j]
 			break
 		end
@@ -544,12 +690,13 @@ function ops.ask()
 	if ncreds > 0 and cred_index < 0 then
 		-- Every credential is exhausted: wait for the first to come back.
 		id = scope_id(kind, provider, creds[1], model)
-		local block = hget(pre .. 's:' .. id, 'block_until')
-		return { cred_until - now, SERVER_BLOCK, 0, -1, cred_until, model_index, size, block, 0, now }
+		local block = hget(pre .. 's:' .. id, 'block_until', 0, reach(now, p.max_block_ms))
+		return { cred_until - now, SERVER_BLOCK, 0, -1, cred_until, model_index, size, block, 0, now,
+			0, 0, 0, 0, probing }
 	end
 	id = scope_id(kind, provider, cred, model)
 	local key = pre .. 's:' .. id
-	local s = scope_load(key)
+	local s = scope_load(key, p, now)
 	local wait, reason, probe = 0, GO, 0
 	if held and cred_index <= 0 and model_index == 0 and s.block_until <= now
 			and (s.open == 0 or s.shared == 0) then
@@ -562,7 +709,7 @@ function ops.ask()
 			for j = 1, ncreds do
 				if creds[j] ~= cred then
 					local other = pre .. 's:' .. scope_id(kind, provider, creds[j], model)
-					local r = hget(other, 'rpm_learned')
+					local r = hget(other, 'rpm_learned', 0, RPM_MAX)
 					if r > 0 then prior = r break end
 				end
 			end
@@ -571,6 +718,15 @@ function ops.ask()
 		wait, reason, probe = rules_acquire(s, p, now, retry, rand)
 		scope_save(key, s, p, now)
 	end
+	if turn_wait > wait and probe == 0 then
+		-- Waited for the probe's answer: leave in turn. A wait that is
+		-- asked again (budget, probe, lease) stays what it is, longer.
+		if reason == GO or reason == PACING or reason == SERVER_BLOCK then
+			wait, reason = turn_wait, PACING
+		else
+			wait = turn_wait
+		end
+	end
 
 	local lease = 0
 	if conc > 0 and wait == 0 then
@@ -578,7 +734,8 @@ function ops.ask()
 		lease, w = lease_take(pre .. 'l:' .. id, holder, conc, ttl, now)
 		if lease == 0 then wait, reason = w, CONCURRENCY end
 	end
-	return { wait, reason, probe, cred_index, cred_until, model_index, size, s.block_until, lease, now }
+	return { wait, reason, probe, cred_index, cred_until, model_index, size, s.block_until, lease, now,
+		s.block_seen, s.block_member, s.block_status, s.block_asked, 0 }
 end
 
 function ops.tell()
@@ -591,17 +748,24 @@ function ops.tell()
 
 	members(pre, member, now)
 	local key = pre .. 's:' .. scope_id(kind, provider, cred, model)
-	local s = scope_load(key)
+	local s = scope_load(key, p, now)
 	rules_report(s, p, now, outcome(ARGV[8]), int(ARGV[9], 'blockMs'), int(ARGV[10], 'rpmLimit'),
-		int(member, 'member'))
+		int(member, 'member'), int(ARGV[27] or '0', 'status'))
 	scope_save(key, s, p, now)
 
 	local ckey = cred_key(pre, provider, cred)
 	local cred_until
+	-- The answer to this member's own probe replaces its claim's hold:
+	-- good, the credential is back; a usage limit again, its new reset.
+	if cred ~= '' and (outcome(ARGV[8]) == OUT.success or reset >= 0) and
+		redis.call('HGET', ckey, 'prober') == member then
+		redis.call('DEL', ckey)
+		if reset < 0 then start_turns(ckey, p, now) end
+	end
 	if reset >= 0 then
 		cred_until = exhaust_key(ckey, p, now, reset)
 	else
-		cred_until = hget(ckey, 'until')
+		cred_until = hget(ckey, 'until', 0, reach(now, p.max_block_ms))
 	end
 	local _, cool = model_key(model_key_name(pre, provider, model), now, overload, success, after,
 		cooldown)
@@ -621,6 +785,7 @@ function ops.renew()
 	local key = pre .. 'l:' .. id
 	-- A lease past its expiry is lost, whether or not someone dropped it yet.
 	redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(now))
+	redis.call('ZREMRANGEBYSCORE', key, '(' .. fmt(now + ttl), '+inf')
 	if not redis.call('ZSCORE', key, holder) then return 0 end
 	redis.call('ZADD', key, 'XX', fmt(now + ttl), holder)
 	redis.call('PEXPIRE', key, fmt(max(ttl, KEEP_MS)))
@@ -643,7 +808,7 @@ end
 function ops.state()
 	local pre, now = prefix(), time_now(ARGV[2])
 	local id = scope_id(ARGV[3], ARGV[4], ARGV[5], ARGV[6])
-	local s = scope_load(pre .. 's:' .. id)
+	local s = scope_load(pre .. 's:' .. id, nil, now)
 	local rpm = int(ARGV[7] or '0', 'rpm')
 	if rpm <= 0 then rpm = s.rpm_learned end
 	local leases = redis.call('ZCOUNT', pre .. 'l:' .. id, '(' .. fmt(now), '+inf')

@@ -37,6 +37,7 @@ struct fleet_redis {
 	char sha1[41];              /* the script's, for EVALSHA */
 	struct pending *pending;    /* owned: the ask in flight, or NULL */
 	bool degraded;              /* the last call failed */
+	bool refusal_logged;        /* an answer out of range was said once */
 
 	bool lease_held;            /* a lease is held */
 	char lease_args[3][160];    /* provider, cred, model of the lease */
@@ -103,11 +104,45 @@ static void came_back(struct fleet *f)
 	fr->degraded = false;
 }
 
-static int64_t elem_int(const struct redis_value *v, size_t i)
+/* The ask's answer, believed only within its ranges (fleet_reply_check):
+ * 0 with *out, or -1 when it is refused (said once per daemon, with what
+ * was wrong: a reply of another shape, an unknown reason code, a time too
+ * far), and the ask is decided on the records here. */
+static int ask_answer(struct fleet *f, const struct pending *p, const struct redis_value *v,
+		      struct fleet_reply *out)
 {
-	if (v == NULL || v->type != REDIS_V_ARRAY || i >= v->n || v->elems[i].type != REDIS_V_INT)
+	struct fleet_redis *fr = f->store;
+	struct fleet_refusal why = { "shape", 0 };
+	int64_t ints[15];
+	int64_t wait_max = fleet_rules_slot_bound(&f->cfg->params);
+	bool ok = v != NULL && v->type == REDIS_V_ARRAY && v->n >= 10;
+	size_t n = ok ? (v->n >= 15 ? 15 : v->n >= 14 ? 14 : 10) : 0;
+
+	if (f->cfg->lease_ttl_ms > wait_max)
+		wait_max = f->cfg->lease_ttl_ms;
+	for (size_t i = 0; ok && i < n; i++) {
+		ok = v->elems[i].type == REDIS_V_INT;
+		ints[i] = ok ? v->elems[i].i : 0;
+		if (!ok)
+			why.value = (int64_t)i;
+	}
+	if (ok && fleet_reply_check(ints, n, p->q.ncreds, p->q.nmodels, &f->cfg->params,
+				    clock_wall_ms(f->cfg->clock), wait_max, out, &why) == 0)
 		return 0;
-	return v->elems[i].i;
+	if (!fr->refusal_logged) {
+		fr->refusal_logged = true;
+		if (strcmp(why.field, "shape") == 0)
+			LOG_WARN("fleet: redis answered an ask with %s; refused, deciding locally "
+				 "(said once)",
+				 v == NULL ? "nothing" : v->type == REDIS_V_ERR ? "an error"
+				 : v->type != REDIS_V_ARRAY ? "a reply that is not an array"
+				 : v->n < 10 ? "a short array" : "an element that is not an integer");
+		else
+			LOG_WARN("fleet: redis answered an ask with %s=%lld, out of its range; "
+				 "refused, deciding locally (said once)",
+				 why.field, (long long)why.value);
+	}
+	return -1;
 }
 
 static void on_ask_reply(void *ctx, enum redis_status st, const struct redis_value *v)
@@ -116,34 +151,42 @@ static void on_ask_reply(void *ctx, enum redis_status st, const struct redis_val
 	struct fleet_redis *fr = f->store;
 	struct pending *p = fr->pending;
 	struct fleet_answer a;
+	struct fleet_reply rep;
 
 	fr->pending = NULL;
-	if (st == REDIS_OK && v->type == REDIS_V_ARRAY && v->n >= 10) {
+	if (st == REDIS_OK && v->type != REDIS_V_ERR && ask_answer(f, p, v, &rep) == 0) {
 		const char *cred;
 		struct fleet_scope *local;
 
 		came_back(f);
 		memset(&a, 0, sizeof(a));
-		a.wait_ms = elem_int(v, 0);
-		a.reason = (enum fleet_reason)elem_int(v, 1);
-		a.probe = elem_int(v, 2) != 0;
-		a.cred = (int)elem_int(v, 3);
-		a.cred_until = elem_int(v, 4);
-		a.model = (int)elem_int(v, 5);
-		if (a.model < 0 || (size_t)a.model >= p->q.nmodels)
-			a.model = 0;
-		if (a.cred >= (int)p->q.ncreds)
-			a.cred = 0; /* not one we listed: the one in use */
-		f->fleet_size = elem_int(v, 6) > 0 ? elem_int(v, 6) : 1;
-		a.lease = elem_int(v, 8) != 0;
+		a.wait_ms = rep.wait_ms;
+		a.reason = rep.reason;
+		a.probe = rep.probe;
+		a.cred = rep.cred;
+		a.cred_until = rep.cred_until;
+		a.cred_probing = rep.cred_probing;
+		a.model = rep.model;
+		f->fleet_size = rep.members;
+		a.lease = rep.lease;
 		a.reserved = a.wait_ms > 0 &&
 			     (a.reason == FLEET_SERVER_BLOCK || a.reason == FLEET_PACING);
 		cred = p->q.ncreds > 0 && a.cred >= 0 ? p->q.creds[a.cred] : NULL;
 		fleet_scope_name(f, p->q.provider, cred, p->q.models[a.model], a.scope,
 				 sizeof(a.scope));
 		local = fleet_local_scope(f, a.scope);
-		if (local != NULL && elem_int(v, 7) > local->block_until)
-			local->block_until = elem_int(v, 7);
+		/* Who set the block (a script before these four: zeros). */
+		a.block_seen = rep.block_seen;
+		a.block_member = rep.block_member;
+		a.block_status = rep.block_status;
+		a.block_asked = rep.block_asked;
+		if (local != NULL && rep.block_until > local->block_until) {
+			local->block_until = rep.block_until;
+			local->block_seen = a.block_seen;
+			local->block_member = a.block_member;
+			local->block_status = a.block_status;
+			local->block_asked = a.block_asked;
+		}
 		if (a.lease) {
 			fr->lease_held = true;
 			snprintf(fr->lease_args[0], sizeof(fr->lease_args[0]), "%s", p->q.provider);
@@ -153,10 +196,9 @@ static void on_ask_reply(void *ctx, enum redis_status st, const struct redis_val
 				 p->q.models[a.model]);
 		}
 	} else {
-		if (st == REDIS_OK)
-			LOG_WARN("fleet: redis answered the ask with %s; deciding locally",
-				 v->type == REDIS_V_ERR ? v->s : "an unexpected reply");
-		else
+		if (st == REDIS_OK && v->type == REDIS_V_ERR)
+			LOG_WARN("fleet: redis answered the ask with %s; deciding locally", v->s);
+		else if (st != REDIS_OK)
 			went_degraded(f, st);
 		if (st == REDIS_CLOSED) {
 			pending_free(p);
@@ -166,7 +208,7 @@ static void on_ask_reply(void *ctx, enum redis_status st, const struct redis_val
 		a.local = true;
 		f->local_decisions++;
 	}
-	if (st == REDIS_OK && v->type == REDIS_V_ARRAY)
+	if (!a.local)
 		fleet_poll_sooner(f, &a);
 	fleet_answered(f, &a);
 	if (a.lease)
@@ -296,7 +338,7 @@ static void tell_redis(struct fleet *f, const struct fleet_tell *t)
 	static const char *const kinds[] = { "success", "answered", "server", "local" };
 	struct fleet_redis *fr = f->store;
 	const char *args[40];
-	char nums[11][24], small[8][24];
+	char nums[11][24], small[9][24];
 	size_t n = 0;
 
 	snprintf(small[0], 24, "%lld", (long long)f->cfg->member);
@@ -307,6 +349,7 @@ static void tell_redis(struct fleet *f, const struct fleet_tell *t)
 	snprintf(small[5], 24, "%d", t->out.kind == FLEET_OUT_SUCCESS ? 1 : 0);
 	snprintf(small[6], 24, "%lld", (long long)t->fallback_after);
 	snprintf(small[7], 24, "%lld", (long long)t->cooldown_ms);
+	snprintf(small[8], 24, "%lld", (long long)t->out.status);
 	args[n++] = "tell";
 	args[n++] = "-1";
 	args[n++] = small[0];
@@ -319,7 +362,7 @@ static void tell_redis(struct fleet *f, const struct fleet_tell *t)
 	args[n++] = small[2];
 	params_args(&f->cfg->params, nums, args + n);
 	n += 11;
-	for (int i = 3; i < 8; i++)
+	for (int i = 3; i < 9; i++)
 		args[n++] = small[i];
 	/* Fire and forget: the reply only updates the link's state. */
 	redis_eval(f->cfg->redis, fr->sha1, fleet_script_text, 1,

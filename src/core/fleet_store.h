@@ -47,6 +47,7 @@ struct fleet {
 	int64_t fleet_size;         /* the last size of the fleet seen (>= 1) (stores too) */
 	int64_t rpm_prior;          /* the last request rate the provider announced */
 	uint64_t local_decisions;   /* records decided on the local copy (stores too) */
+	bool store_busy;            /* the last scope job found its record locked (stores) */
 
 	void (*close_done)(void *ctx);
 	void *close_ctx;
@@ -57,6 +58,9 @@ struct fleet {
 	uint64_t hist[FLEET_HIST_N + 1];  /* asks by latency bucket */
 	uint64_t ask_started;
 	uint64_t state_read_at;     /* clock_now() + 1 of get_state's last file read; 0: never */
+	/* The credential record ("provider|fingerprint") whose probe this
+	 * daemon claimed, until its answer is told; "" none. */
+	char probing[512];
 };
 
 /* What is done to a scope's record. */
@@ -79,7 +83,18 @@ struct fleet_scope_job {
 /* The same for a credential's or a model's record. */
 struct fleet_int_job {
 	char kind;          /* 'c': a credential's until, 'm': a model's record */
-	int op;             /* 0 read, 1 exhaust / model report, 2 clear */
+	int op;             /* 0 read, 1 exhaust / model report, 2 clear, 3 read and
+			     * claim a credential's probe (fleet_rules_claim), 4 a
+			     * credential answered well: no longer spent */
+	bool claimed;       /* ops 3 and 4: the record changed (3: this ask claimed
+			     * the probe; 4: a spent credential is back) */
+	bool held;          /* op 3: the ask's reserved wait is over: no second turn */
+	bool turned;        /* op 3: a slot of the train was taken (the record changed) */
+	int64_t turn, turn_end; /* a credential's train (fleet_rules_turn) */
+	bool turn_unsure;   /* op 3: a train runs, but the store could not take its slot */
+	int64_t member;     /* op 3: who asks (a claim names it the prober) */
+	int64_t prober;     /* op 3: whose claimed probe holds the credential (0: none) */
+	int64_t turn_wait;  /* op 3: the wait until this ask's slot (0: none) */
 	const struct fleet_params *p;
 	int64_t now, reset_ms;
 	bool overload, success;
@@ -154,7 +169,8 @@ const char *fleet_scope_kind_name(const struct fleet *f);
 void fleet_ask_local(struct fleet *f, const struct fleet_ask *q, struct fleet_answer *a);
 /* Shortens a wait that is not a reserved slot (see fleet.c). */
 void fleet_poll_sooner(struct fleet *f, struct fleet_answer *a);
-/* An ask is answered: counts its latency since fleet_ask and logs it. */
-void fleet_answered(struct fleet *f, const struct fleet_answer *a);
+/* An ask is answered: counts its latency since fleet_ask, marks whether
+ * the block it names is this daemon's own (block_mine), and logs it. */
+void fleet_answered(struct fleet *f, struct fleet_answer *a);
 
 #endif

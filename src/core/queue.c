@@ -1,16 +1,15 @@
 #include "core/queue.h"
 
-#include "base/secret.h"
 #include "proto/message.h"
 
 json_t *queue_item_new(const char *text, const json_t *images, int64_t timestamp_ms,
 		       json_t *policy, unsigned auto_retry_gen)
 {
+	/* As the user wrote it: this is what the provider gets. What retryd
+	 * prints and stores of it is masked on the way out (io/writer,
+	 * core/journal, base/log). */
 	json_t *message = message_user(text, images, timestamp_ms);
 
-	/* A key pasted into a prompt leaves the process in message_start,
-	 * get_messages and agent_end: masked like everything else. */
-	secret_mask_json(message);
 	return json_pack("{s:o, s:o, s:I}", "message", message, "policy", policy, "autoRetryGen",
 			 (json_int_t)auto_retry_gen);
 }

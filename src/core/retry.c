@@ -12,7 +12,7 @@
 /* In the order of enum retry_jitter; the names retry.jitter accepts. */
 static const char *const jitter_names[] = { "none", "full", "equal", "decorrelated" };
 static const char *const reason_names[] = { "backoff", "server-hint", "credential-switch",
-					    "model-fallback" };
+					    "model-fallback", "usage-reset" };
 
 const char *retry_reason_name(enum retry_reason r)
 {
@@ -251,6 +251,20 @@ static void stop_with(struct retry_chain *chain, int end_attempt, struct retry_d
 	d->end_attempt = end_attempt;
 	d->final_error = d->owned ? d->owned : "Retry stopped";
 	reset_chain(chain);
+}
+
+void retry_park(const struct retry_policy *policy, struct retry_chain *chain, int64_t delay_ms,
+		struct retry_decision *d)
+{
+	memset(d, 0, sizeof(*d));
+	if (chain->attempt == 0)
+		chain->attempt = 1;
+	d->action = RETRY_ACT_WAIT;
+	d->attempt = chain->attempt;
+	d->max_attempts = policy->max_retries;
+	d->delay_ms = delay_ms > 0 ? delay_ms : 0;
+	d->reason = RETRY_REASON_USAGE_RESET;
+	d->hint_ms = -1;
 }
 
 void retry_decide(const struct retry_policy *policy, struct retry_chain *chain,

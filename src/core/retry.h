@@ -102,6 +102,7 @@ enum retry_reason {
 	RETRY_REASON_SERVER_HINT,
 	RETRY_REASON_CREDENTIAL_SWITCH,
 	RETRY_REASON_MODEL_FALLBACK,
+	RETRY_REASON_USAGE_RESET,  /* parked until a usage limit resets (core/park) */
 };
 
 struct retry_decision {
@@ -129,6 +130,13 @@ void retry_decide(const struct retry_policy *policy, struct retry_chain *chain,
 		  struct retry_budget *budget, const struct retry_outcome *outcome,
 		  uint64_t now_ms, struct retry_decision *out);
 void retry_decision_release(struct retry_decision *d);
+
+/* A usage limit with nothing to switch to parks the chain for delay_ms
+ * (core/park decided that it may): a wait that opens the chain (its first
+ * retry when none was made) but costs no retry of retry.maxRetries after
+ * that, so a plan's reset is no backoff step. */
+void retry_park(const struct retry_policy *policy, struct retry_chain *chain, int64_t delay_ms,
+		struct retry_decision *out);
 
 /* Cancels an open chain (abort, abort_retry, shutdown). `end` says whether an
  * auto_retry_end{success:false, finalError:"Retry cancelled"} is owed (only

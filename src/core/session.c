@@ -4,13 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 #include "base/errbuf.h"
 #include "base/log.h"
-#include "base/random.h"
 #include "base/utf8.h"
 #include "core/queue.h"
 #include "core/thinking.h"
@@ -25,7 +21,7 @@ static void emit(struct session *self, json_t *event)
 		LOG_ERROR("out of memory building an event");
 		return;
 	}
-	self->cfg.emit(self->cfg.emit_ctx, event);
+	session_events_emit(&self->events, event);
 }
 
 static int64_t wall_ms(struct session *self)
@@ -67,46 +63,37 @@ static void ops_drop_last(void *ctx)
 
 	if (n > 0)
 		json_array_remove(self->messages, n - 1);
-	if (r > 0)
+	if (r > 0) {
+		/* Kept: when the retry it made way for is cancelled, the run ends on it. */
+		json_decref(self->retried_last);
+		self->retried_last = json_incref(json_array_get(self->run_messages, r - 1));
 		json_array_remove(self->run_messages, r - 1);
-}
-
-static void start_new_session(struct session *self)
-{
-	int64_t now = wall_ms(self);
-
-	random_uuid_v7(self->id, now);
-	free(self->file);
-	self->file = self->fixed_file != NULL ? strdup(self->fixed_file)
-		   : journal_path(self->session_dir, self->id, now);
-	journal_release(&self->journal);
-	journal_init(&self->journal, self->file, self->id, now);
-	json_array_clear(self->messages);
-	free(self->name);
-	self->name = NULL;
-	chain_reset(&self->chain);
-}
-
-/* The session continues a file: its id, its messages, appended to without
- * a new header. new_session leaves it for a new file in the directory. */
-static int resume_session(struct session *self, const struct session_config *cfg)
-{
-	json_t *copy = json_deep_copy(cfg->resume_messages);
-
-	if (copy == NULL || json_array_extend(self->messages, copy) != 0) {
-		json_decref(copy);
-		return -1;
 	}
-	json_decref(copy);
-	snprintf(self->id, sizeof(self->id), "%s", cfg->resume_id);
-	free(self->file);
-	self->file = strdup(cfg->resume_file);
-	journal_release(&self->journal);
-	if (self->file == NULL ||
-	    journal_init(&self->journal, self->file, self->id, wall_ms(self)) != 0)
-		return -1;
-	journal_continue(&self->journal);
-	return 0;
+}
+
+static void ops_parked(void *ctx, const json_t *record)
+{
+	struct session *self = ctx;
+	char err[512];
+
+	if (journal_park(&self->journal, record, wall_ms(self), err, sizeof(err)) != 0)
+		LOG_ERROR("%s", err);
+}
+
+/* What a prompt's result is judged on: the run's messages, and the failed
+ * attempt a cancelled retry left last (new reference). */
+static json_t *result_basis(struct session *self, json_t *messages)
+{
+	const json_t *last = json_array_get(messages, json_array_size(messages) - 1);
+	const char *role = json_string_value(json_object_get(last, "role"));
+	json_t *basis;
+
+	if (self->retried_last == NULL || (role != NULL && strcmp(role, "assistant") == 0))
+		return json_incref(messages);
+	basis = json_copy(messages);
+	if (basis != NULL)
+		json_array_append(basis, self->retried_last);
+	return basis;
 }
 
 /* The provider's first model: the one a session without --model uses. */
@@ -123,19 +110,6 @@ static const char *first_model(const struct provider *p)
 static const json_t *model_entry(struct session *self, const char *model)
 {
 	return provider_model(self->cfg.provider, model);
-}
-
-/* pi's start: the level a resumed file last changed to, else the setting
- * defaultThinkingLevel, clamped to the model. */
-static void init_thinking_level(struct session *self)
-{
-	char *saved = self->cfg.resume_file != NULL
-		? journal_load_thinking_level(self->cfg.resume_file) : NULL;
-	const char *want = saved != NULL
-		? saved : settings_get_string(self->cfg.settings, "defaultThinkingLevel");
-
-	self->thinking_level = thinking_clamp(model_entry(self, self->chain.fallback.model), want);
-	free(saved);
 }
 
 /* A level (static) that may differ from the current one: pi journals,
@@ -221,24 +195,29 @@ static void ops_retry_turn(void *ctx)
 
 int session_init(struct session *self, const struct session_config *cfg)
 {
+	struct assistant_output out = { .emit = cfg->emit, .line_buf = cfg->line_buf,
+					.line_done = cfg->line_done, .ctx = cfg->emit_ctx };
 	struct chain_config cc = {
 		.settings = cfg->settings, .classify = cfg->classify, .clock = cfg->clock,
 		.provider = cfg->provider, .fleet = cfg->fleet,
 		.model = cfg->model ? cfg->model : first_model(cfg->provider),
-		.out = { .emit = cfg->emit, .line_buf = cfg->line_buf,
-			 .line_done = cfg->line_done, .ctx = cfg->emit_ctx },
 		.ops = { .emit = ops_emit, .append = ops_append, .journal = ops_journal,
 			 .drop_last = ops_drop_last, .context = ops_context,
-			 .turn_over = ops_turn_over, .retry_turn = ops_retry_turn, .ctx = self },
+			 .turn_over = ops_turn_over, .retry_turn = ops_retry_turn,
+			 .parked = ops_parked, .ctx = self },
 	};
 
 	memset(self, 0, sizeof(*self));
 	self->cfg = *cfg;
+	/* Everything the session and its chain send passes session_events. */
+	session_events_init(&self->events, &out);
+	cc.out = session_events_output(&self->events);
 	self->fixed_file = cfg->session_file ? strdup(cfg->session_file) : NULL;
 	self->session_dir = cfg->session_dir ? strdup(cfg->session_dir) : NULL;
 	self->messages = json_array();
 	self->run_messages = json_array();
 	self->run_prompts = json_array();
+	self->dropped_prompts = json_array();
 	self->steering = json_array();
 	self->follow_ups = json_array();
 	if (chain_init(&self->chain, &cc) != 0) {
@@ -248,16 +227,14 @@ int session_init(struct session *self, const struct session_config *cfg)
 		return -1;
 	}
 	if (self->messages == NULL || self->run_messages == NULL || self->steering == NULL ||
-	    self->follow_ups == NULL) {
+	    self->follow_ups == NULL || self->run_prompts == NULL || self->dropped_prompts == NULL) {
 		session_release(self);
 		return -1;
 	}
-	start_new_session(self);
-	if (cfg->resume_file != NULL && resume_session(self, cfg) != 0) {
+	if (session_file_start(self) != 0) {
 		session_release(self);
 		return -1;
 	}
-	init_thinking_level(self);
 	return 0;
 }
 
@@ -267,6 +244,8 @@ void session_release(struct session *self)
 	json_decref(self->messages);
 	json_decref(self->run_messages);
 	json_decref(self->run_prompts);
+	json_decref(self->dropped_prompts);
+	json_decref(self->retried_last);
 	json_decref(self->steering);
 	json_decref(self->follow_ups);
 	journal_release(&self->journal);
@@ -274,6 +253,7 @@ void session_release(struct session *self)
 	free(self->session_dir);
 	free(self->file);
 	free(self->name);
+	session_events_release(&self->events);
 	memset(self, 0, sizeof(*self));
 }
 
@@ -293,11 +273,14 @@ static void end_run_as(struct session *self, bool aborted)
 {
 	json_t *messages = self->run_messages;
 	json_t *prompts = self->run_prompts;
+	json_t *dropped = self->dropped_prompts;
+	json_t *basis;
 	size_t i;
 	json_t *id;
 
 	self->run_messages = json_array();
 	self->run_prompts = json_array();
+	self->dropped_prompts = json_array();
 	self->busy = false;
 	self->chain.phase = CHAIN_IDLE;
 	json_incref(messages);
@@ -305,10 +288,18 @@ static void end_run_as(struct session *self, bool aborted)
 	/* Nothing runs, waits or is queued now: every prompt of the run has
 	 * its result (oh-my-pi), and the session is settled (pi 1.6's
 	 * agent_settled, oh-my-pi's session_settled). */
+	basis = result_basis(self, messages);
+	json_decref(self->retried_last);
+	self->retried_last = NULL;
 	json_array_foreach(prompts, i, id)
-		emit(self, chain_prompt_result(&self->chain, messages, json_string_value(id), aborted));
+		emit(self, chain_prompt_result(&self->chain, basis, json_string_value(id), aborted));
+	/* Prompts clear_queue took away never ran: aborted. */
+	json_array_foreach(dropped, i, id)
+		emit(self, chain_prompt_result(&self->chain, basis, json_string_value(id), true));
+	json_decref(basis);
 	emit(self, event_agent_settled(aborted));
 	emit(self, event_session_settled());
+	json_decref(dropped);
 	json_decref(prompts);
 	json_decref(messages);
 	maybe_idle(self);
@@ -330,6 +321,11 @@ static void start_turn(struct session *self, json_t *deliver, bool new_chain)
 	size_t i;
 	json_t *item;
 
+	if (new_chain) {
+		/* A failed attempt of an earlier chain is not this one's end. */
+		json_decref(self->retried_last);
+		self->retried_last = NULL;
+	}
 	if (new_chain && json_array_size(deliver) > 0) {
 		item = json_array_get(deliver, json_array_size(deliver) - 1);
 		policy = json_object_get(item, "policy");
@@ -453,6 +449,40 @@ void session_abort(struct session *self, json_t **data)
 		json_decref(dropped);
 }
 
+void session_stop(struct session *self)
+{
+	chain_keep_park(&self->chain);
+	session_abort(self, NULL);
+}
+
+json_t *session_clear_queue(struct session *self)
+{
+	json_t *steering = json_array(), *follow_ups = json_array();
+
+	/* Their prompt_results (aborted) follow the run's agent_end. */
+	queue_prompt_ids(self->steering, self->dropped_prompts);
+	queue_prompt_ids(self->follow_ups, self->dropped_prompts);
+	queue_drop_texts(self->steering, steering);
+	queue_drop_texts(self->follow_ups, follow_ups);
+	return json_pack("{s:o, s:o}", "steering", steering, "followUp", follow_ups);
+}
+
+void session_resume_park(struct session *self, const json_t *record)
+{
+	json_t *policy = record ? park_record_policy(record, self->cfg.settings) : NULL;
+
+	if (policy == NULL || self->busy) {
+		json_decref(policy);
+		return;
+	}
+	self->busy = true;
+	json_array_clear(self->run_messages);
+	emit(self, event_agent_start());
+	if (!chain_resume_park(&self->chain, policy, self->chain.auto_retry_gen, record))
+		end_run(self);
+	json_decref(policy);
+}
+
 int session_abort_and_prompt(struct session *self, const char *text, const json_t *images,
 			     const json_t *retry, const char *id, json_t **data,
 			     session_taken_fn taken, void *ctx, char *err, size_t errlen)
@@ -515,18 +545,6 @@ int session_set_model(struct session *self, const char *provider, const char *mo
 		return -1;
 	rethink_for_model(self, old_reasons);
 	return 0;
-}
-
-void session_new(struct session *self)
-{
-	session_abort(self, NULL);
-	start_new_session(self);
-#ifdef __GLIBC__
-	/* The old conversation was thousands of small blocks; glibc keeps
-	 * freed ones for reuse unless told to give them back, so a long
-	 * conversation's memory would stay with the process. */
-	malloc_trim(0);
-#endif
 }
 
 void session_set_steering_mode(struct session *self, bool all)

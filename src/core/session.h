@@ -29,6 +29,7 @@
 #include "core/classify.h"
 #include "core/fleet.h"
 #include "core/journal.h"
+#include "core/session_events.h"
 #include "core/settings.h"
 #include "provider/provider.h"
 
@@ -79,6 +80,8 @@ struct session {
 	json_t *messages;      /* owned: the in-memory context */
 	json_t *run_messages;  /* owned: messages this run added to the context */
 	json_t *run_prompts;   /* owned: ids of the prompts this run delivered (prompt_result) */
+	json_t *dropped_prompts; /* owned: ids of prompts clear_queue dropped (aborted) */
+	json_t *retried_last;  /* owned: the failed attempt a retry last dropped this run, or NULL */
 	json_t *steering;      /* owned: queued user messages */
 	json_t *follow_ups;    /* owned: queued user messages */
 	bool steer_all;        /* steeringMode "all" (else one-at-a-time) */
@@ -93,12 +96,17 @@ struct session {
 	 * model (a fallback) is clamped again. */
 	const char *thinking_level;
 
+	struct session_events events; /* messageId, set_event_filter */
+
 	void (*idle_cb)(void *ctx); /* once, when the daemon may exit (drain) */
 	void *idle_ctx;
 };
 
 int session_init(struct session *self, const struct session_config *cfg);
 void session_release(struct session *self);
+/* For session_init: a new session, or the one cfg resumes, and its
+ * thinking level (core/session_file.c). Returns 0, or -1 out of memory. */
+int session_file_start(struct session *self);
 
 /* Answers of the commands. Each returns 0, or -1 with err for the failed
  * response; `data` (when non-NULL) receives a new reference or NULL. */
@@ -129,8 +137,21 @@ int session_follow_up(struct session *self, const char *text, const json_t *imag
 /* classify_error: how the daemon's classifier, with the current settings,
  * judges this failure (in: borrowed; its now_ms is filled in). New reference. */
 json_t *session_classify(struct session *self, struct classify_input *in);
-/* Cancels everything in flight; *data lists the queued messages it dropped. */
+/* Cancels everything in flight; *data (may be NULL) lists the queued
+ * messages it dropped. A parked prompt's park ends. */
 void session_abort(struct session *self, json_t **data);
+/* The daemon stops (a signal, stdout closed, stdin closed while parked):
+ * everything in flight is cancelled as session_abort does, but a parked
+ * prompt (or its probe) stays parked in the session file, so that a
+ * --continue resumes it. */
+void session_stop(struct session *self);
+/* Whether a prompt waits out a usage limit or its probe is out. */
+bool session_parked(const struct session *self);
+/* After ready, for --continue/--resume: the session file ended with a park
+ * (record: borrowed, journal_load_park's; NULL: nothing to do), so its
+ * prompt goes on waiting for the rest of it in a run of its own, then
+ * probes, the context as the file left it. */
+void session_resume_park(struct session *self, const json_t *record);
 /* abort_and_prompt: the prompt's own retry settings (borrowed, may be
  * NULL) are checked first, so a refused command changes nothing (-1 with
  * err, *data NULL). Then everything in flight is cancelled as session_abort
@@ -177,6 +198,26 @@ void session_set_thinking_level(struct session *self, const char *level);
  * model does not reason (nothing changes then). */
 void session_cycle_thinking_level(struct session *self, json_t **data);
 void session_new(struct session *self);
+/* open_session (oh-my-pi's): where (borrowed) is a directory, whose newest
+ * session goes on as --continue does (a directory without one: a new
+ * session there), or a session file, resumed as --resume does. Refused
+ * (-1 with err) while busy, without a session file (--no-session), and
+ * when the file is not a retryd session. *data (new reference):
+ * {"cancelled":false, "resumed", "sessionId", "sessionFile"}. */
+int session_open(struct session *self, const char *where, json_t **data, char *err,
+		 size_t errlen);
+/* get_entries (pi 1.6's): {"entries", "leafId"} of the session file
+ * (journal_entries()), those after entry `since` (borrowed, may be NULL)
+ * only. -1 with err: the file cannot be read, or since names no entry. */
+int session_entries(struct session *self, const char *since, json_t **data, char *err,
+		    size_t errlen);
+/* clear_queue (pi 1.6's): drops the queued steering and follow-up
+ * messages; {"steering":[texts], "followUp":[texts]} (new reference). A
+ * dropped prompt's prompt_result (aborted) follows the run's agent_end. */
+json_t *session_clear_queue(struct session *self);
+/* get_available_thinking_levels (pi 1.6's): {"levels"} the model in use
+ * allows (new reference). */
+json_t *session_thinking_levels(struct session *self);
 void session_set_steering_mode(struct session *self, bool all);
 void session_set_follow_up_mode(struct session *self, bool all);
 int session_set_name(struct session *self, const char *name);

@@ -3,6 +3,7 @@
 #include "core/session.h"
 
 #include "core/assistant.h"
+#include "core/thinking.h"
 #include "proto/message.h"
 #include "proto/state.h"
 
@@ -32,6 +33,8 @@ json_t *session_state(struct session *self)
 	};
 	json_t *state = state_json(&v);
 
+	if (state != NULL && self->chain.park.parked)
+		json_object_set_new(state, "usageReset", chain_usage_reset(&self->chain));
 	if (state != NULL && self->cfg.fleet != NULL)
 		json_object_set_new(state, "fleet", chain_fleet_state(&self->chain));
 
@@ -65,4 +68,20 @@ json_t *session_stats(struct session *self)
 json_t *session_models(struct session *self)
 {
 	return fallback_models(&self->chain.fallback, self->cfg.provider);
+}
+
+json_t *session_thinking_levels(struct session *self)
+{
+	const json_t *model = provider_model(self->cfg.provider, self->chain.fallback.model);
+	json_t *levels = json_array();
+
+	for (size_t i = 0; thinking_levels[i] != NULL; i++)
+		if (thinking_allowed(model, thinking_levels[i]))
+			json_array_append_new(levels, json_string(thinking_levels[i]));
+	return json_pack("{s:o}", "levels", levels);
+}
+
+bool session_parked(const struct session *self)
+{
+	return self->busy && self->chain.park.parked;
 }

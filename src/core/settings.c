@@ -159,7 +159,8 @@ static json_t *load_file(const char *path, char *err, size_t errlen)
 {
 	json_t *root = settings_file_read(path, true, err, errlen);
 
-	if (root == NULL || settings_table_check_whole(root, err, errlen) < 0) {
+	if (root == NULL || settings_table_unalias(root, err, errlen) < 0 ||
+	    settings_table_check_whole(root, err, errlen) < 0) {
 		json_decref(root);
 		prefix_err(err, errlen, "settings file ", path);
 		return NULL;
@@ -224,6 +225,8 @@ int settings_override_value(struct settings *self, const char *key, json_t *valu
 {
 	json_t *overrides = NULL, *eff = NULL;
 
+	if (settings_table_unalias_value(&key, &value, err, errlen) < 0)
+		goto fail;
 	if (!settings_key_valid(key)) {
 		errbuf_set(err, errlen, "\"%s\" is not a valid key (names separated by single dots)",
 			key);
@@ -331,9 +334,31 @@ const char *settings_get_string(const struct settings *self, const char *key)
 	return settings_string(self, key, settings_default_string(key));
 }
 
+struct persisting {
+	const char *key;
+	const json_t *value; /* borrowed */
+};
+
+/* The file as it is on disk now gets this one key; anything else in it
+ * stays as the user left it, but only a file that is valid as a whole is
+ * written back. */
+static int persist_key(json_t *root, void *ctx, char *err, size_t errlen)
+{
+	const struct persisting *p = ctx;
+	char why[400];
+
+	if (settings_key_set(root, p->key, json_deep_copy(p->value)) < 0)
+		return errbuf_set(err, errlen, "out of memory");
+	if (settings_table_check_whole(root, why, sizeof(why)) < 0)
+		return errbuf_set(err, errlen, "it holds an invalid setting now: %s", why);
+	return 0;
+}
+
 int settings_persist(struct settings *self, const char *key, json_t *value, char *err, size_t errlen)
 {
 	json_t *file = NULL, *overrides = NULL, *eff = NULL;
+	struct persisting p = { key, NULL };
+	char why[768];
 
 	if (!settings_key_valid(key)) {
 		errbuf_set(err, errlen, "\"%s\" is not a valid key (names separated by single dots)",
@@ -367,9 +392,9 @@ int settings_persist(struct settings *self, const char *key, json_t *value, char
 			"(neither XDG_CONFIG_HOME nor HOME is set)");
 		return -1;
 	}
-	if (settings_file_write(self->path, self->file) < 0) {
-		errbuf_set(err, errlen, "could not save settings to %s: %s", self->path,
-			strerror(errno));
+	p.value = settings_key_get(self->file, key);
+	if (settings_file_update(self->path, persist_key, &p, why, sizeof(why)) < 0) {
+		errbuf_set(err, errlen, "could not save settings to %s: %s", self->path, why);
 		return -1;
 	}
 	return 0;

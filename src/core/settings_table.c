@@ -69,6 +69,10 @@ static const struct settings_rule rules[] = {
 	/* What a resumed agent CLI is told. */
 	TEXT("retry.continuationPrompt",
 	     "Continue from where you left off. Do not repeat work that is already done."),
+	/* A cut answer's next attempt continues it (core/continuation):
+	 * "lossless" where the API resumes or the model takes a prefill,
+	 * "always" also by a continuation turn, "off" replays it. */
+	CHOICE("retry.continueCutAnswers",   "lossless|always|off", "lossless"),
 	/* The lists are classify's (its defaults, its pattern syntax). */
 	JSON("retry.overloadPatterns",       SETTINGS_RULE_STRINGS, NULL),
 	JSON("retry.retryablePatterns",      SETTINGS_RULE_STRINGS, NULL),
@@ -77,6 +81,11 @@ static const struct settings_rule rules[] = {
 	JSON("retry.usageLimitPatterns",     SETTINGS_RULE_STRINGS, NULL),
 	/* A failure no rule knows: one more try (within maxRetries). */
 	INT("retry.unknownRetries",          0, 1000, 1),
+	/* A spent quota with nothing to switch to: end the prompt (off) or
+	 * park it until the reset (wait), for unattended runs. */
+	CHOICE("retry.usageLimitWait",       "off|wait", "off"),
+	INT("retry.maxUsageWaitMs",          0, 30 * DAY_MS, 6LL * 60 * 60 * 1000),
+	INT("retry.usageWaitHeartbeatMs",    1000, DAY_MS, 60000),
 	INT("rpc.maxLineBytes",              1, GIB, 64LL << 20),
 	INT("rpc.outputHighWaterBytes",      1024, GIB, 1LL << 20),
 	CHOICE("rpc.messageUpdates",         "full|delta", "full"),
@@ -93,6 +102,8 @@ static const struct settings_rule rules[] = {
 	TEXT("fleet.redis.url",              "redis://127.0.0.1:6379/0"),
 	TEXT("fleet.redis.password",         NULL),
 	INT("fleet.redis.timeoutMs",         1, 60000, 50),
+	/* A reply past this drops the connection (io/redis.h). */
+	INT("fleet.redis.maxReplyBytes",     1024, GIB, 1LL << 20),
 	INT("fleet.rpm",                     0, 100000000, 0),
 	INT("fleet.probeIntervalMs",         1, DAY_MS, 2000),
 	INT("fleet.openAfter",               0, 1000, 3),
@@ -112,6 +123,83 @@ static const struct settings_rule rules[] = {
 
 const struct settings_rule *const settings_table_rules = rules;
 const size_t settings_table_count = NRULES;
+
+/* Other agents' names for a key, read as the key itself. A flag alias
+ * (if_true set) is another agent's boolean for one of the key's words. */
+static const struct alias {
+	const char *alias;
+	const char *key;
+	const char *whose;
+	const char *if_true, *if_false;
+} aliases[] = {
+	{ "retry.maxAgentDelayMs", "retry.maxDelayMs", "pi 1.6's", NULL, NULL },
+	{ "retry.waitForUsageReset", "retry.usageLimitWait", "oh-my-pi's", "wait", "off" },
+};
+
+#define NALIASES (sizeof(aliases) / sizeof(aliases[0]))
+
+static const struct alias *alias_of(const char *key)
+{
+	for (size_t i = 0; i < NALIASES; i++)
+		if (strcmp(aliases[i].alias, key) == 0)
+			return &aliases[i];
+	return NULL;
+}
+
+/* v (borrowed) as a value of the alias's key: a new reference, or NULL
+ * with err when a flag alias is not a boolean. */
+static json_t *alias_value(const struct alias *a, json_t *v, char *err, size_t errlen)
+{
+	if (a->if_true == NULL)
+		return json_incref(v);
+	if (!json_is_boolean(v)) {
+		errbuf_set(err, errlen, "%s (%s name for %s) must be true or false", a->alias,
+			   a->whose, a->key);
+		return NULL;
+	}
+	return json_string(json_is_true(v) ? a->if_true : a->if_false);
+}
+
+int settings_table_unalias_value(const char **key, json_t **value, char *err, size_t errlen)
+{
+	const struct alias *a = alias_of(*key);
+	json_t *v;
+
+	if (a == NULL)
+		return 0;
+	v = alias_value(a, *value, err, errlen);
+	if (v == NULL)
+		return -1;
+	json_decref(*value);
+	*value = v;
+	*key = a->key;
+	return 0;
+}
+
+int settings_table_unalias(json_t *layer, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < NALIASES; i++) {
+		json_t *v = settings_key_get(layer, aliases[i].alias);
+		json_t *own = settings_key_get(layer, aliases[i].key);
+		json_t *as_key;
+
+		if (v == NULL)
+			continue;
+		as_key = alias_value(&aliases[i], v, err, errlen);
+		if (as_key == NULL)
+			return -1;
+		if (own != NULL && !json_equal(own, as_key)) {
+			json_decref(as_key);
+			return errbuf_set(err, errlen, "%s is %s name for %s, and both are set to "
+					  "different values; keep one", aliases[i].alias,
+					  aliases[i].whose, aliases[i].key);
+		}
+		if (settings_key_set(layer, aliases[i].key, as_key) < 0)
+			return errbuf_set(err, errlen, "out of memory");
+		settings_key_del(layer, aliases[i].alias);
+	}
+	return 0;
+}
 
 const struct settings_rule *settings_table_find(const char *key)
 {
@@ -510,8 +598,9 @@ json_t *settings_table_check_file(const char *path)
 	if (list == NULL)
 		return NULL;
 	root = settings_file_read(path, false, err, sizeof(err));
-	if (root == NULL) {
+	if (root == NULL || settings_table_unalias(root, err, sizeof(err)) != 0) {
 		problem_found(&p);
+		json_decref(root);
 		return list;
 	}
 	check_layer(root, &p);

@@ -50,6 +50,19 @@ struct settings_rule {
 extern const struct settings_rule *const settings_table_rules;
 extern const size_t settings_table_count;
 
+/* Other agents' names for keys (pi 1.6's "retry.maxAgentDelayMs" for
+ * "retry.maxDelayMs", oh-my-pi's "retry.waitForUsageReset" for
+ * "retry.usageLimitWait"), for a value set by its name (--set, set
+ * commands): *key becomes the key's name and *value (owned, replaced) its
+ * value — a flag alias's boolean (oh-my-pi's true) the key's word
+ * ("wait"). Returns 0, or -1 with err (*value untouched) when a flag alias
+ * is not a boolean. */
+int settings_table_unalias_value(const char **key, json_t **value, char *err, size_t errlen);
+/* Renames every alias in layer (borrowed, changed) to its key, a flag's
+ * value to the key's word. Returns 0, or -1 with err when an alias and its
+ * key are both set, differently, or a flag alias is not a boolean. */
+int settings_table_unalias(json_t *layer, char *err, size_t errlen);
+
 /* The row of `key` (borrowed), or NULL when it is no row. */
 const struct settings_rule *settings_table_find(const char *key);
 /* Whether row `r` has a default of its own (else the built-in layer may

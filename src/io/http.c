@@ -44,6 +44,8 @@ struct http_sock {
 	uv_poll_t poll;
 	struct http_client *client;
 	curl_socket_t fd;
+	int events;       /* what curl wants watched (UV_READABLE | UV_WRITABLE) */
+	bool failed;      /* the last poll reported an error */
 	struct http_sock *prev, *next;
 };
 
@@ -64,6 +66,8 @@ struct http_request {
 	bool cancelled;         /* no callback any more; released once curl is not on the stack */
 	bool finishing;         /* done() is being delivered */
 	bool oom;
+	bool draining;          /* http_request_drain: read to the end, tell no one */
+	void *drain_owned;      /* what drain took over (the body): freed with the request */
 	struct http_request *prev, *next;
 	char errbuf[CURL_ERROR_SIZE];
 	/* For the debug line at the end; log_url is NULL below debug. */
@@ -197,6 +201,8 @@ static void request_release(struct http_request *req)
 	req->hv = NULL;
 	free(req->log_url);
 	req->log_url = NULL;
+	free(req->drain_owned);
+	req->drain_owned = NULL;
 	c->pending++;
 	uv_close((uv_handle_t *)&req->idle, on_request_closed);
 }
@@ -269,7 +275,7 @@ static int http_err_from_curl(CURLcode rc, long os_errno)
 
 static void idle_restart(struct http_request *req)
 {
-	if (req->idle_ms > 0 && !req->paused)
+	if (req->idle_ms > 0 && !req->paused && !req->draining)
 		uv_timer_again(&req->idle);
 }
 
@@ -553,8 +559,26 @@ static void on_poll(uv_poll_t *p, int status, int events)
 	struct http_sock *s = HTTP_CONTAINER_OF(p, struct http_sock, poll);
 	int flags = 0;
 
+	if (status < 0 && !s->failed) {
+		/* POLLERR (a reset, often of a kept-alive connection the server
+		 * dropped as curl reused it): libuv has stopped the handle. curl
+		 * is let read and write, so that it sees the error itself and
+		 * tries a reused connection that died before answering once more
+		 * on a new one; CURL_CSELECT_ERR would fail the transfer at once
+		 * ("select/poll returned error"). A second error in a row is
+		 * passed on as one. */
+		s->failed = true;
+		client_socket_action(s->client, s->fd, CURL_CSELECT_IN | CURL_CSELECT_OUT);
+		/* Still curl's and nothing changed its watch: watched again. */
+		if (!uv_is_closing((uv_handle_t *)&s->poll) && s->events != 0 &&
+		    !uv_is_active((uv_handle_t *)&s->poll))
+			uv_poll_start(&s->poll, s->events, on_poll);
+		return;
+	}
 	if (status < 0)
 		flags = CURL_CSELECT_ERR;
+	else
+		s->failed = false;
 	if (events & UV_READABLE)
 		flags |= CURL_CSELECT_IN;
 	if (events & UV_WRITABLE)
@@ -605,6 +629,7 @@ static int on_curl_socket(CURL *easy, curl_socket_t fd, int what, void *userp, v
 		events |= UV_READABLE;
 	if (what & CURL_POLL_OUT)
 		events |= UV_WRITABLE;
+	s->events = events;
 	if (events != 0)
 		rc = uv_poll_start(&s->poll, events, on_poll);
 	else
@@ -927,6 +952,31 @@ void http_request_cancel(struct http_request *req)
 	if (req->finishing || req->client->depth > 0)
 		return;
 	request_release(req);
+}
+
+static void on_drain_deadline(uv_timer_t *t)
+{
+	http_request_cancel(HTTP_CONTAINER_OF(t, struct http_request, idle));
+}
+
+void http_request_drain(struct http_request *req, long deadline_ms, void *owned)
+{
+	if (req == NULL || req->cancelled || req->finishing || req->paused) {
+		http_request_cancel(req);
+		free(owned);
+		return;
+	}
+	/* The exchange its caller had ends here; what follows is the
+	 * connection's, logged no more. */
+	request_log_end(req, "ok");
+	free(req->log_url);
+	req->log_url = NULL;
+	memset(&req->cbs, 0, sizeof(req->cbs));
+	req->draining = true;
+	req->drain_owned = owned;
+	req->idle_ms = 0;
+	uv_timer_start(&req->idle, on_drain_deadline, (uint64_t)(deadline_ms > 0 ? deadline_ms : 1),
+		       0);
 }
 
 void http_request_pause(struct http_request *req, bool paused)

@@ -75,6 +75,16 @@ struct http_request *http_request_start(struct http_client *client, const struct
  * memory goes once its timer is closed). Safe inside the request's own
  * callbacks. */
 void http_request_cancel(struct http_request *req);
+/* The caller has what it wanted from the response (an event stream's
+ * terminal event came): no callback runs afterwards, but the transfer goes
+ * on reading to the body's end for at most deadline_ms, so that its
+ * connection is kept for the next request (HTTP/1.1 keep-alive) instead of
+ * closed by a cancel; then it is freed as by http_request_cancel. owned
+ * (may be NULL; the request's body, which curl may still point at) is
+ * freed with it. A paused or finished request is cancelled at once. Safe
+ * inside the request's own callbacks. */
+void http_request_drain(struct http_request *req, long deadline_ms, void *owned);
+
 /* Backpressure: stop (true) or resume (false) receiving. While paused no
  * response()/data() runs; curl holds what it already read and stops reading
  * the socket. Resuming may deliver held bytes before it returns. */

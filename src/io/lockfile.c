@@ -118,18 +118,88 @@ out:
 	return rc;
 }
 
+int lockfile_dir_owned(const char *dir, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc = -1;
+
+	if (fd < 0) {
+		if (errno == ELOOP || errno == ENOTDIR)
+			return errbuf_set(err, errlen, "%s is not a real directory (%s)", dir,
+					  errno == ELOOP ? "a symbolic link" : "not a directory");
+		return errbuf_set(err, errlen, "%s: cannot open it: %s", dir, strerror(errno));
+	}
+	if (fstat(fd, &st) != 0)
+		errbuf_set(err, errlen, "%s: %s", dir, strerror(errno));
+	else if (st.st_uid != geteuid())
+		errbuf_set(err, errlen, "%s belongs to uid %lu, not to you (uid %lu)", dir,
+			   (unsigned long)st.st_uid, (unsigned long)geteuid());
+	else if ((st.st_mode & 0022) != 0)
+		errbuf_set(err, errlen, "%s is mode %04o: others may write in it", dir,
+			   (unsigned)(st.st_mode & 07777));
+	else
+		rc = 0;
+	close(fd);
+	return rc;
+}
+
 /* ---- records --------------------------------------------------------------- */
+
+/* What is at a record's path must be a record: a regular file of our own.
+ * A FIFO (whose read would wait for a writer for ever), a device, a
+ * directory or another user's file is refused before anything reads it. */
+static int judge_record(int fd, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return errbuf_set(err, errlen, "%s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return errbuf_set(err, errlen,
+				  "%s is %s, not a regular file; refusing to use it (remove it)",
+				  path, S_ISFIFO(st.st_mode)  ? "a FIFO"
+					: S_ISDIR(st.st_mode) ? "a directory"
+					: S_ISSOCK(st.st_mode) ? "a socket"
+					: S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+					: "a special file");
+	if (st.st_uid != geteuid())
+		return errbuf_set(err, errlen,
+				  "%s belongs to uid %lu, not to you (uid %lu); refusing to use it",
+				  path, (unsigned long)st.st_uid, (unsigned long)geteuid());
+	return 0;
+}
+
+/* open(2) of a record as a file only: never through a symbolic link, and
+ * O_NONBLOCK so that a FIFO put there cannot hold the open itself. */
+static int open_checked(const char *path, int flags, char *err, size_t errlen)
+{
+	int fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+
+	if (fd < 0) {
+		int e = errno;  /* the caller tells a missing record (ENOENT) apart */
+
+		if (e == ELOOP)
+			errbuf_set(err, errlen, "%s is a symbolic link; refusing to follow it", path);
+		else if (e == ENXIO)  /* a FIFO with no reader, opened to write */
+			errbuf_set(err, errlen,
+				   "%s is a FIFO, not a regular file; refusing to use it (remove it)",
+				   path);
+		else
+			errbuf_set(err, errlen, "%s: cannot open it: %s", path, strerror(e));
+		errno = e;
+		return -1;
+	}
+	if (judge_record(fd, path, err, errlen) != 0) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	return fd;
+}
 
 static int open_record(const char *path, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-
-	if (fd >= 0)
-		return fd;
-	if (errno == ELOOP)
-		return errbuf_set(err, errlen, "%s is a symbolic link; refusing to follow it",
-				  path);
-	return errbuf_set(err, errlen, "%s: cannot open it: %s", path, strerror(errno));
+	return open_checked(path, O_RDWR | O_CREAT, err, errlen);
 }
 
 /* flock(how | LOCK_NB) tried until wait_ms has passed (at least once). */
@@ -265,15 +335,15 @@ enum lockfile_status lockfile_read(const char *path, int wait_ms, char *buf, siz
 {
 	enum lockfile_status st;
 	ssize_t got;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd;
 
 	*len = 0;
+	errno = 0;
+	fd = open_checked(path, O_RDONLY, err, errlen);
 	if (fd < 0 && errno == ENOENT)
 		return LOCKFILE_OK; /* no record yet: nothing known */
-	if (fd < 0) {
-		errbuf_set(err, errlen, "%s: cannot open it: %s", path, strerror(errno));
+	if (fd < 0)
 		return LOCKFILE_ERROR;
-	}
 	st = lock_how_within(fd, LOCK_SH, path, wait_ms, err, errlen);
 	if (st == LOCKFILE_OK) {
 		got = read_all(fd, buf, cap);
@@ -287,6 +357,27 @@ enum lockfile_status lockfile_read(const char *path, int wait_ms, char *buf, siz
 	}
 	close(fd);
 	return st;
+}
+
+enum lockfile_status lockfile_glance(const char *path, char *buf, size_t cap, size_t *len,
+				     char *err, size_t errlen)
+{
+	char again[LOCKFILE_MAX];
+	ssize_t a, b;
+	int fd;
+
+	*len = 0;
+	errno = 0;
+	fd = open_checked(path, O_RDONLY, err, errlen);
+	if (fd < 0)
+		return errno == ENOENT ? LOCKFILE_OK : LOCKFILE_ERROR;
+	a = read_all(fd, buf, cap);
+	b = a >= 0 && (size_t)a <= sizeof(again) ? read_all(fd, again, sizeof(again)) : -1;
+	close(fd);
+	if (a < 0 || b != a || memcmp(buf, again, (size_t)a) != 0)
+		return LOCKFILE_BUSY;
+	*len = (size_t)a;
+	return LOCKFILE_OK;
 }
 
 /* ---- leases ---------------------------------------------------------------- */
@@ -352,7 +443,8 @@ int lockfile_lease_count(const char *prefix, int slots)
 
 		if (slot_path(path, sizeof path, prefix, i) != 0)
 			return -1;
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		errno = 0;
+		fd = open_checked(path, O_RDONLY, NULL, 0);
 		if (fd < 0) {
 			if (errno == ENOENT)
 				continue; /* never taken */

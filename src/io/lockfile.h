@@ -27,6 +27,13 @@ enum lockfile_status {
  * it. dir is borrowed. */
 int lockfile_dir_check(const char *dir, char *err, size_t errlen);
 
+/* A directory made by someone else that ours will live in (the runtime
+ * dir): it must exist, be a real directory (not a symbolic link), belong
+ * to this user and be writable by no one else (no group or other write
+ * bit): else a user whose folder it is could swap our records. Returns 0,
+ * or -1 with err saying which and why. Creates nothing. */
+int lockfile_dir_owned(const char *dir, char *err, size_t errlen);
+
 /* The read-modify-write of one record file, under an exclusive flock:
  * update(ctx, old, old_len, out, out_cap) gets the current contents (old
  * NULL/0 when the file is new or empty) and writes the new contents into
@@ -53,6 +60,14 @@ enum lockfile_status lockfile_update(const char *path, int wait_ms, lockfile_upd
  * its length (0 when the file does not exist yet). */
 enum lockfile_status lockfile_read(const char *path, int wait_ms, char *buf, size_t cap,
 				   size_t *len, char *err, size_t errlen);
+
+/* A look at a record whose lock stayed busy, without the lock: read twice,
+ * and only when both reads are the same is it an answer (LOCKFILE_OK), so
+ * a writer caught between its write and its truncate is not believed;
+ * else LOCKFILE_BUSY. What it holds is still only a hint: the caller
+ * checks it like any record. Never waits. */
+enum lockfile_status lockfile_glance(const char *path, char *buf, size_t cap, size_t *len,
+				     char *err, size_t errlen);
 
 /* A lease: one of `slots` (> 0) lock files "<prefix>.<i>" held with flock
  * while the holder lives; the kernel frees it when the process dies,

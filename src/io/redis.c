@@ -40,6 +40,7 @@
 #include <hiredis/adapters/libuv.h>
 
 #include <assert.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -73,6 +74,7 @@ struct redis {
 	uv_loop_t *loop;
 	uv_timer_t timer;            /* connect deadline, or backoff wait */
 	int timeout_ms;
+	struct redis_reply_guard guard;    /* of the connection's reader */
 	/* where, from the URL */
 	char *host;                  /* TCP: name or address, without brackets */
 	int port;
@@ -357,6 +359,8 @@ struct redis *redis_new(uv_loop_t *loop, const struct redis_options *opt, char *
 	r->loop = loop;
 	r->port = DEFAULT_PORT;
 	r->timeout_ms = opt->timeout_ms > 0 ? opt->timeout_ms : DEFAULT_TIMEOUT_MS;
+	r->guard.max = opt->max_reply_bytes > 0 ? opt->max_reply_bytes : REDIS_MAX_REPLY;
+	r->guard.ac = &r->ac;
 	if (parse_url(r, opt->url, err, errlen) != 0)
 		goto fail;
 	if (opt->password != NULL) {
@@ -488,57 +492,10 @@ static int call_send(struct redis_call *c, redisAsyncContext *ac, int argc, cons
 
 enum { SMALL_ARRAY = 16 };
 
-static void value_scalar(const redisReply *rep, struct redis_value *v)
-{
-	memset(v, 0, sizeof(*v));
-	switch (rep->type) {
-	case REDIS_REPLY_INTEGER:
-		v->type = REDIS_V_INT;
-		v->i = rep->integer;
-		break;
-	case REDIS_REPLY_STRING:
-	case REDIS_REPLY_STATUS:
-		v->type = REDIS_V_STR;
-		v->s = rep->str;
-		v->len = rep->len;
-		break;
-	case REDIS_REPLY_ERROR:
-		v->type = REDIS_V_ERR;
-		v->s = rep->str;
-		v->len = rep->len;
-		break;
-	default:              /* nil, and arrays below the first level */
-		v->type = REDIS_V_NIL;
-		break;
-	}
-}
-
 static void call_deliver_reply(struct redis_call *c, const redisReply *rep)
 {
-	struct redis_value v, small[SMALL_ARRAY];
-	struct redis_value *elems = small;
-
-	if (rep->type != REDIS_REPLY_ARRAY) {
-		value_scalar(rep, &v);
-		call_finish(c, REDIS_OK, &v);
-		return;
-	}
-	if (rep->elements > SMALL_ARRAY) {
-		elems = calloc(rep->elements, sizeof(*elems));
-		if (elems == NULL) {
-			call_finish(c, REDIS_NOMEM, NULL);
-			return;
-		}
-	}
-	for (size_t i = 0; i < rep->elements; i++)
-		value_scalar(rep->element[i], &elems[i]);
-	memset(&v, 0, sizeof(v));
-	v.type = REDIS_V_ARRAY;
-	v.elems = rep->elements > 0 ? elems : NULL;
-	v.n = rep->elements;
-	call_finish(c, REDIS_OK, &v);
-	if (elems != small)
-		free(elems);
+	call_retire(c);
+	redis_reply_convert(rep, c->cb, c->ctx);
 }
 
 static bool is_noscript(const redisReply *rep)
@@ -735,8 +692,25 @@ static void poll_cb(uv_poll_t *h, int status, int events)
 
 	if (status != 0)
 		events = p->events;
-	if (p->context != NULL && (events & UV_READABLE))
+	if (p->context != NULL && (events & UV_READABLE)) {
 		redisAsyncHandleRead(p->context);
+		if (p->context != NULL) {
+			struct redis *r = p->context->data;
+
+			if (redis_reply_buffered(p->context->c.reader) > r->guard.max &&
+			    !r->ac_dying && p->context == r->ac) {
+				/* A reply announced larger than the bound is not
+				 * buffered to its end: the connection goes. */
+				LOG_WARN("fleet.redis: %s sent a reply larger than "
+					 "fleet.redis.maxReplyBytes (%zu); dropping the "
+					 "connection", r->where, r->guard.max);
+				set_error(r, "fleet.redis: %s: a reply larger than "
+					  "fleet.redis.maxReplyBytes", r->where);
+				conn_fail(r);
+				return;
+			}
+		}
+	}
 	if (p->context != NULL && (events & UV_WRITABLE))
 		redisAsyncHandleWrite(p->context);
 }
@@ -805,6 +779,16 @@ static void cleanup_hook(void *privdata)
 	}
 	if (r->closing || r->state == ST_BACKOFF)
 		return;
+	if (r->guard.refused != NULL) {
+		/* The reader refused a reply: the stream cannot be trusted past
+		 * it, so the connection goes and comes back clean. */
+		LOG_WARN("fleet.redis: %s sent %s; dropped it and the connection (reconnecting)",
+			 r->where, r->guard.refused);
+		set_error(r, "fleet.redis: %s sent %s", r->where, r->guard.refused);
+		r->guard.refused = NULL;
+		conn_fail(r);
+		return;
+	}
 	/* The server went away (or the connection broke) on its own. */
 	set_error(r, "fleet.redis: connection to %s lost: %s", r->where,
 		  ac->c.err != 0 ? ac->c.errstr : "closed");
@@ -828,6 +812,10 @@ static void connect_to(struct redis *r, const char *ip)
 		conn_fail(r);
 		return;
 	}
+	/* hiredis 0.14 makes its socket without SOCK_CLOEXEC: an agent CLI
+	 * spawned while connected would inherit the fleet's Redis link. */
+	if (ac->c.fd >= 0)
+		(void)fcntl(ac->c.fd, F_SETFD, FD_CLOEXEC);
 	ac->data = r;
 	if (redisLibuvAttach(ac, r->loop) != 0) {
 		/* Nothing attached that cleanup could undo. */
@@ -843,6 +831,7 @@ static void connect_to(struct redis *r, const char *ip)
 	ac->ev.delWrite = hook_del_write;
 	ac->ev.cleanup = cleanup_hook;
 	r->refs++;               /* the poll handle, until poll_closed */
+	redis_reply_guard_attach(ac->c.reader, &r->guard);
 	r->ac = ac;
 	r->ac_dying = false;
 	r->conn_error[0] = '\0';

@@ -20,7 +20,14 @@
  * REDIS_CLOSED), unless the call was cancelled; after redis_cancel() or a
  * deadline no callback for that call runs again, whatever hiredis does with
  * the reply later. Replies are converted before the callback: nothing of
- * hiredis reaches the caller. */
+ * hiredis reaches the caller.
+ *
+ * What the server sends is not believed either: a reply no call is waiting
+ * for (hiredis would abort the process on it), a reply past
+ * max_reply_bytes, or bytes that are not the protocol end the connection
+ * (logged; the pending calls get REDIS_DOWN, the client reconnects as after
+ * any lost connection). A reply of the wrong shape is the caller's to
+ * refuse. */
 #ifndef RETRYD_REDIS_H
 #define RETRYD_REDIS_H
 
@@ -29,32 +36,11 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "io/redis_reply.h"
+
 struct redis;
 struct redis_call;
 
-enum redis_status {
-	REDIS_OK = 0,       /* a reply (it may still be a Redis error: see value) */
-	REDIS_TIMEOUT,      /* the deadline passed (the connection is kept) */
-	REDIS_DOWN,         /* not connected, connecting, or the connection broke */
-	REDIS_CLOSED,       /* redis_close() while the call was pending */
-	REDIS_NOMEM,
-};
-
-enum redis_type { REDIS_V_NIL, REDIS_V_INT, REDIS_V_STR, REDIS_V_ERR, REDIS_V_ARRAY };
-
-/* A reply, converted; borrowed for the callback. Arrays are one level
- * deep (nested arrays become REDIS_V_NIL elements). */
-struct redis_value {
-	enum redis_type type;
-	int64_t i;           /* REDIS_V_INT */
-	const char *s;       /* REDIS_V_STR / REDIS_V_ERR: NUL-terminated, len bytes */
-	size_t len;
-	const struct redis_value *elems;  /* REDIS_V_ARRAY: n elements */
-	size_t n;
-};
-
-/* value: NULL unless status is REDIS_OK. */
-typedef void (*redis_cb)(void *ctx, enum redis_status status, const struct redis_value *value);
 
 struct redis_options {
 	const char *url;        /* redis://[:password@]host[:port][/db],
@@ -64,7 +50,12 @@ struct redis_options {
 				 * default. rediss:// (TLS) is refused. */
 	const char *password;   /* overrides the URL's; NULL: the URL's, if any */
 	int timeout_ms;         /* every call's deadline, and the connect's (default 50) */
+	size_t max_reply_bytes; /* a reply larger than this (a string's bytes, an
+				 * array's elements, or what is buffered of one
+				 * reply) drops the connection: 0 = REDIS_MAX_REPLY */
 };
+
+
 
 /* Parses the URL (nothing connects yet); opt and its strings are borrowed
  * (copied). Returns a new client, or NULL with err saying what is wrong

@@ -11,6 +11,7 @@
 
 #include "base/jsontext.h"
 #include "base/log.h"
+#include "base/secret.h"
 
 /* Buffers up to this size are kept between writes when the output is
  * quiet. A congested stream cycles through buffers of about the high-water
@@ -641,7 +642,22 @@ int writer_send(struct writer *self, const json_t *obj)
 	if (self->failed)
 		return UV_EPIPE;
 	/* jsontext_dump writes what jansson's compact dump would, faster. */
-	if (jsontext_dump(obj, &self->pending) != 0 || append(&self->pending, "\n", 1) != 0) {
+	if (jsontext_dump(obj, &self->pending) != 0) {
+		self->pending.len = mark;
+		LOG_ERROR("out of memory while queueing output");
+		return UV_ENOMEM;
+	}
+	/* What the user wrote stays as written in the context the provider
+	 * gets; a key in it is masked on its way out here. A mask replaces
+	 * bytes inside a JSON string value with "***": the line stays valid,
+	 * its keys and protocol fields as they were. */
+	if (self->pending.len > mark) {
+		size_t n = self->pending.len - mark;
+
+		secret_mask_json_text(self->pending.data + mark, &n);
+		self->pending.len = mark + n;
+	}
+	if (append(&self->pending, "\n", 1) != 0) {
 		self->pending.len = mark;
 		LOG_ERROR("out of memory while queueing output");
 		return UV_ENOMEM;

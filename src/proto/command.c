@@ -1,6 +1,7 @@
 #include "proto/command.h"
 
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/errbuf.h"
@@ -36,6 +37,11 @@ static const struct command_spec specs[] = {
 	{ "fleet_clear", CMD_FLEET_CLEAR },
 	{ "abort_and_prompt", CMD_ABORT_AND_PROMPT },
 	{ "get_available_commands", CMD_GET_AVAILABLE_COMMANDS },
+	{ "set_event_filter", CMD_SET_EVENT_FILTER },
+	{ "open_session", CMD_OPEN_SESSION },
+	{ "clear_queue", CMD_CLEAR_QUEUE },
+	{ "get_available_thinking_levels", CMD_GET_AVAILABLE_THINKING_LEVELS },
+	{ "get_entries", CMD_GET_ENTRIES },
 };
 
 const char *const command_names[] = {
@@ -45,7 +51,8 @@ const char *const command_names[] = {
 	"set_steering_mode", "set_follow_up_mode",
 	"set_session_name", "get_session_stats", "get_commands", "get_retry_policy",
 	"set_retry_policy", "classify_error", "fleet_clear", "abort_and_prompt",
-	"get_available_commands", NULL,
+	"get_available_commands", "set_event_filter", "open_session", "clear_queue",
+	"get_available_thinking_levels", "get_entries", NULL,
 };
 
 /* pi commands with no meaning in retryd, and why. */
@@ -58,7 +65,8 @@ static const struct {
 	{ "compact", "retryd does not compact conversations" },
 	{ "set_auto_compaction", "retryd does not compact conversations" },
 	{ "export_html", "retryd does not export HTML" },
-	{ "switch_session", "retryd does not load saved sessions" },
+	{ "switch_session", "send open_session {\"sessionDir\": FILE} to switch, or start retryd "
+			    "with --resume FILE (or --continue for the newest)" },
 	{ "fork", "retryd does not fork sessions" },
 	{ "get_fork_messages", "retryd does not fork sessions" },
 	{ "branch", "retryd does not fork sessions" },
@@ -66,6 +74,8 @@ static const struct {
 	{ "cycle_model", "use get_available_models and set_model" },
 	{ "extension_ui_response", "retryd has no extensions" },
 	{ "handoff", "retryd does not hand off sessions" },
+	{ "get_tree", "a retryd session is one line of messages, not a tree of branches; "
+		      "get_entries lists them" },
 };
 
 /* Sets cmd->error; `return fail(...)` answers -1. */
@@ -400,6 +410,20 @@ static int parse_fields(struct command *cmd)
 		return opt_string(cmd, "parentSession", &cmd->text);
 	case CMD_CLASSIFY_ERROR:
 		return parse_classify(cmd);
+	case CMD_SET_EVENT_FILTER:
+		cmd->events = json_object_get(cmd->root, "events");
+		if (cmd->events == NULL)
+			return fail(cmd, "%s: missing required field \"events\" (null, or an array of "
+				    "event type names)", cmd->name);
+		return 0;
+	case CMD_OPEN_SESSION:
+		if (need_string(cmd, "sessionDir", &cmd->text) != 0)
+			return -1;
+		if (cmd->text[0] == '\0')
+			return fail(cmd, "%s: field \"sessionDir\" must not be empty", cmd->name);
+		return 0;
+	case CMD_GET_ENTRIES:
+		return opt_string(cmd, "since", &cmd->text);
 	default:
 		return 0;
 	}
@@ -422,6 +446,33 @@ static int lookup(struct command *cmd, const char *type)
 	return fail(cmd, "Unknown command: %.200s%s", type, strlen(type) > 200 ? "..." : "");
 }
 
+/* Sets cmd->id from a scalar `id` (borrowed from cmd->root). A string that
+ * can stand for itself is borrowed; anything else is marked and written as
+ * JSON, so a string holding NUL or starting with the mark survives too. */
+static int keep_id(struct command *cmd, const json_t *id)
+{
+	const char *s = json_string_value(id);
+	char *text;
+	size_t n;
+
+	if (s != NULL && s[0] != COMMAND_ID_MARK && strlen(s) == json_string_length(id)) {
+		cmd->id = s;
+		return 0;
+	}
+	text = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
+	if (text == NULL)
+		return -1;
+	n = strlen(text);
+	cmd->id_text = malloc(n + 2);
+	if (cmd->id_text != NULL) {
+		cmd->id_text[0] = COMMAND_ID_MARK;
+		memcpy(cmd->id_text + 1, text, n + 1);
+		cmd->id = cmd->id_text;
+	}
+	free(text);
+	return cmd->id_text != NULL ? 0 : -1;
+}
+
 int command_parse(const char *line, size_t len, struct command *cmd)
 {
 	json_error_t jerr;
@@ -438,8 +489,11 @@ int command_parse(const char *line, size_t len, struct command *cmd)
 		return fail(cmd, "Failed to parse command: expected a JSON object, got %s",
 			    json_kind(cmd->root));
 	id = json_object_get(cmd->root, "id");
-	if (json_is_string(id))
-		cmd->id = json_string_value(id);
+	/* null counts as absent, as for every optional field (and pi's own
+	 * RpcClient takes a response only with a string id or none). */
+	if (id != NULL && !json_is_object(id) && !json_is_array(id) && !json_is_null(id) &&
+	    keep_id(cmd, id) != 0)
+		return fail(cmd, "out of memory");
 	type = json_object_get(cmd->root, "type");
 	if (type == NULL)
 		return fail(cmd, "Failed to parse command: missing \"type\" (a string naming the command)");
@@ -451,9 +505,9 @@ int command_parse(const char *line, size_t len, struct command *cmd)
 	 * such whatever its id; only a command we run gets the id error. */
 	if (lookup(cmd, cmd->name) != 0)
 		return -1;
-	if (id != NULL && !json_is_string(id) && !json_is_null(id))
-		return fail(cmd, "%s: field \"id\" must be a string, not %s", cmd->name,
-			    json_kind(id));
+	if (json_is_object(id) || json_is_array(id))
+		return fail(cmd, "%s: field \"id\" must be a string, a number, true, false or null, "
+			    "not %s", cmd->name, json_kind(id));
 	return parse_fields(cmd);
 }
 
@@ -461,4 +515,105 @@ void command_release(struct command *cmd)
 {
 	json_decref(cmd->root);
 	cmd->root = NULL;
+	free(cmd->id_text);
+	cmd->id_text = NULL;
+}
+
+/* The oversize line's head: a scanner of complete values only, so a value
+ * cut by the limit is never taken for the whole. Each returns the end of
+ * what it read, or NULL when the head ends first or it is not JSON. */
+
+static const char *skip_ws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+		p++;
+	return p;
+}
+
+static const char *skip_string(const char *p, const char *end)
+{
+	for (p++; p < end; p++) {
+		if (*p == '\\') {
+			if (++p == end)
+				return NULL;
+		} else if (*p == '"') {
+			return p + 1;
+		}
+	}
+	return NULL;
+}
+
+static const char *skip_value(const char *p, const char *end)
+{
+	int depth = 0;
+
+	while (p < end) {
+		if (*p == '"') {
+			p = skip_string(p, end);
+			if (p == NULL || depth == 0)
+				return p;
+			continue;
+		}
+		if (*p == '{' || *p == '[') {
+			depth++;
+		} else if (*p == '}' || *p == ']') {
+			if (depth == 0)
+				return p;
+			if (--depth == 0)
+				return p + 1;
+		} else if (depth == 0 && *p != '\0' && strchr(", \t\r\n", *p) != NULL) {
+			return p;
+		}
+		p++;
+	}
+	/* The head ended inside the value: a number may have been cut. */
+	return NULL;
+}
+
+void command_parse_oversize(const char *head, size_t len, size_t max, struct command *cmd)
+{
+	const char *p = head, *end = head + len, *key, *key_end, *value;
+
+	memset(cmd, 0, sizeof(*cmd));
+	cmd->name = "parse";
+	cmd->type = CMD_UNSUPPORTED;
+	fail(cmd, "Failed to parse command: line longer than rpc.maxLineBytes (%zu bytes); the "
+	     "rest of it was discarded", max);
+	p = skip_ws(p, end);
+	if (p >= end || *p != '{')
+		return;
+	for (p = skip_ws(p + 1, end); p < end && *p == '"'; p = skip_ws(p + 1, end)) {
+		key = p;
+		key_end = skip_string(p, end);
+		if (key_end == NULL)
+			return;
+		p = skip_ws(key_end, end);
+		if (p >= end || *p != ':')
+			return;
+		value = skip_ws(p + 1, end);
+		p = skip_value(value, end);
+		if (p == NULL)
+			return;
+		if (key_end - key == 4 && memcmp(key, "\"id\"", 4) == 0) {
+			json_t *id = json_loadb(value, (size_t)(p - value), JSON_DECODE_ANY, NULL);
+
+			if (id != NULL && !json_is_object(id) && !json_is_array(id) && !json_is_null(id)) {
+				cmd->root = json_pack("{s:O}", "id", id);
+				if (cmd->root != NULL && keep_id(cmd, json_object_get(cmd->root, "id")) != 0)
+					cmd->id = NULL;
+			}
+			json_decref(id);
+			return;
+		}
+		p = skip_ws(p, end);
+		if (p >= end || *p != ',')
+			return;
+	}
+}
+
+json_t *command_id_value(const char *id)
+{
+	if (id[0] != COMMAND_ID_MARK)
+		return json_string(id);
+	return json_loads(id + 1, JSON_DECODE_ANY, NULL);
 }

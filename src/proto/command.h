@@ -39,6 +39,11 @@ enum command_type {
 	CMD_FLEET_CLEAR,
 	CMD_ABORT_AND_PROMPT,      /* oh-my-pi's */
 	CMD_GET_AVAILABLE_COMMANDS, /* oh-my-pi's */
+	CMD_SET_EVENT_FILTER,      /* oh-my-pi's */
+	CMD_OPEN_SESSION,          /* oh-my-pi's */
+	CMD_CLEAR_QUEUE,           /* pi 1.6's */
+	CMD_GET_AVAILABLE_THINKING_LEVELS, /* pi 1.6's */
+	CMD_GET_ENTRIES,           /* pi 1.6's */
 	CMD_UNSUPPORTED, /* a pi command that has no meaning here */
 };
 
@@ -52,7 +57,13 @@ struct command {
 	json_t *root;          /* owned; NULL when the line was not JSON */
 	enum command_type type;
 	const char *name;      /* borrowed (root or static): the type, or "parse" */
-	const char *id;        /* borrowed from root; NULL when absent */
+	/* The command's id, any JSON scalar, in the form command_id_value()
+	 * turns back into that value: a string id is its text (borrowed from
+	 * root), any other one is COMMAND_ID_MARK + its compact JSON (owned,
+	 * id_text). NULL when absent. Code that only carries the id along
+	 * (queues, prompt_result) keeps it as the string it is. */
+	const char *id;
+	char *id_text;         /* owned: what id points to when it is not root's */
 
 	/* Fields, borrowed from root; set for the commands that take them. */
 	const char *message;   /* prompt, steer, follow_up, abort_and_prompt */
@@ -66,7 +77,9 @@ struct command {
 	const char *model_id;  /* set_model */
 	const char *mode;      /* set_steering_mode, set_follow_up_mode */
 	const char *level;     /* set_thinking_level: one of pi's levels (static) */
-	const char *text;      /* set_session_name: name; new_session: parentSession */
+	const char *text;      /* set_session_name: name; new_session: parentSession;
+				* open_session: sessionDir; get_entries: since (or NULL) */
+	json_t *events;        /* set_event_filter: null or an array (checked by the session) */
 	int status;            /* classify_error: the HTTP status, 0 when absent */
 	const char *body;      /* classify_error: the response body, body_len bytes, or NULL */
 	size_t body_len;
@@ -80,6 +93,23 @@ struct command {
  * out->id set. Either way, release with command_release(). */
 int command_parse(const char *line, size_t len, struct command *out);
 void command_release(struct command *cmd);
+
+/* Parses the first `len` bytes of a line too long to keep (borrowed; may
+ * end anywhere) for its id alone: the members are read from the start while
+ * they are complete, and an "id" among them is taken. Fills out as
+ * command_parse() does for a failure (name "parse", id when found) with
+ * error "Failed to parse command: line longer than rpc.maxLineBytes (<max>
+ * bytes); the rest of it was discarded". Release with command_release(). */
+void command_parse_oversize(const char *head, size_t len, size_t max, struct command *out);
+
+/* Marks an id that is not a string; no string id starts with it unmarked
+ * (one that does is marked too). */
+#define COMMAND_ID_MARK '\x1f'
+
+/* The JSON value of an id as struct command holds it (borrowed), as a new
+ * reference: the same string, number (an integer exactly, any other number
+ * as the equal double), true, false or null. */
+json_t *command_id_value(const char *id);
 
 /* Names of the commands retryd answers, for get_commands and docs. */
 extern const char *const command_names[];

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "proto/command.h"
+
 json_t *event_agent_start(void)
 {
 	return json_pack("{s:s}", "type", "agent_start");
@@ -16,9 +18,12 @@ json_t *event_turn_start(void)
 
 json_t *event_agent_end(json_t *messages)
 {
-	/* A run ends once its chain has (no retry follows an agent_end). */
-	return json_pack("{s:s, s:o, s:b}", "type", "agent_end", "messages", messages, "willRetry",
-			 0);
+	/* A run ends once its chain and its queue have: no retry and no
+	 * queued message follows an agent_end, so it is terminal and the agent
+	 * yielded (oh-my-pi's isTerminal, yielded); nothing runs in the
+	 * background, so awaitingAsyncWork, sent only when true, never is. */
+	return json_pack("{s:s, s:o, s:b, s:b, s:b}", "type", "agent_end", "messages", messages,
+			 "willRetry", 0, "isTerminal", 1, "yielded", 1);
 }
 
 json_t *event_agent_settled(bool aborted)
@@ -37,7 +42,7 @@ json_t *event_prompt_result(const char *id, const char *status, json_t *error, b
 			       "status", status, "sessionSettled", settled);
 
 	if (ev != NULL && id != NULL)
-		json_object_set_new(ev, "id", json_string(id));
+		json_object_set_new(ev, "id", command_id_value(id));
 	if (ev != NULL && error != NULL)
 		json_object_set_new(ev, "error", error);
 	else
@@ -199,10 +204,27 @@ json_t *event_fallback_applied(const char *kind, const char *from, const char *t
 	return ev;
 }
 
-json_t *event_fleet_wait(int64_t delay_ms, const char *reason, const char *scope)
+json_t *event_fleet_wait(const struct event_hold *h)
 {
-	return json_pack("{s:s, s:I, s:s, s:s}", "type", "fleet_wait", "delayMs",
-			 (json_int_t)delay_ms, "reason", reason, "scope", scope);
+	json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:s}", "type", "fleet_wait", "delayMs",
+			      (json_int_t)h->delay_ms, "reason", h->reason, "scope", h->scope,
+			      "cause", h->cause);
+
+	if (o == NULL)
+		return NULL;
+	if (h->hint != NULL)
+		json_object_set_new(o, "hint", json_string(h->hint));
+	if (h->age_ms >= 0)
+		json_object_set_new(o, "ageMs", json_integer((json_int_t)h->age_ms));
+	if (h->by_this >= 0)
+		json_object_set_new(o, "byThisRetryd", json_boolean(h->by_this));
+	return o;
+}
+
+json_t *event_usage_wait(int64_t remaining_ms, const char *reset_at)
+{
+	return json_pack("{s:s, s:I, s:s}", "type", "usage_wait", "remainingMs",
+			 (json_int_t)remaining_ms, "resetAt", reset_at);
 }
 
 json_t *event_notice(const char *level, const char *source, const char *message)

@@ -102,9 +102,24 @@ json_t *event_auto_retry_end(bool success, int attempt, const char *final_error,
 json_t *event_fallback_applied(const char *kind, const char *from, const char *to,
 			       const char *reason);
 
-/* {"type":"fleet_wait","delayMs","reason","scope"}: the fleet holds
- * an attempt before it is sent. Strings: borrowed. */
-json_t *event_fleet_wait(int64_t delay_ms, const char *reason, const char *scope);
+/* One fleet hold, as fleet_wait tells it. Strings: borrowed. */
+struct event_hold {
+	int64_t delay_ms;     /* how long this hold lasts, exactly */
+	const char *reason;   /* "server-block", "probe", "pacing", "budget", "concurrency" */
+	const char *scope;
+	const char *cause;    /* who or what holds it, in words */
+	const char *hint;     /* server-block: the word, "429 retry-after 8s"; NULL: unknown */
+	int64_t age_ms;       /* server-block: how long ago it was said; < 0: unknown */
+	int by_this;          /* server-block: 1 said to this daemon, 0 another; < 0: unknown */
+};
+
+/* {"type":"fleet_wait","delayMs","reason","scope","cause"[,"hint"][,"ageMs"]
+ * [,"byThisRetryd"]}: the fleet holds an attempt before it is sent. */
+json_t *event_fleet_wait(const struct event_hold *h);
+
+/* {"type":"usage_wait","remainingMs","resetAt"}: a prompt parked until a
+ * usage limit resets is still waiting. reset_at: borrowed, ISO-8601. */
+json_t *event_usage_wait(int64_t remaining_ms, const char *reset_at);
 
 /* {"type":"notice","level","source","message"}. Strings: borrowed. */
 json_t *event_notice(const char *level, const char *source, const char *message);

@@ -40,6 +40,15 @@ enum provider_next {
 	PROVIDER_NEXT_CANNOT,
 };
 
+/* How the attempt after a cut answer can go on from the text already
+ * streamed (core/continuation), as a provider offers it for a model. */
+enum provider_continue {
+	PROVIDER_CONTINUE_NONE,    /* it cannot, or the setting is off: replay */
+	PROVIDER_CONTINUE_TURN,    /* the text as an assistant turn, then "continue" */
+	PROVIDER_CONTINUE_PREFILL, /* the text as the last assistant turn's start */
+	PROVIDER_CONTINUE_RESUME,  /* the API resumes the cut response itself */
+};
+
 struct provider_result {
 	enum stop_reason stop;
 	const char *error_message; /* borrowed for the call; NULL unless stop is error */
@@ -110,6 +119,12 @@ struct attempt_ctx {
 	/* borrowed: pi's thinking level, "off" | "minimal" | "low" | "medium" |
 	 * "high" | "xhigh"; NULL means "off". */
 	const char *thinking_level;
+	/* How this attempt continues a cut answer (NONE: it does not; TURN and
+	 * PREFILL are in messages already), and retry.continueCutAnswers
+	 * (borrowed; NULL: "lossless"), which a provider may prepare for
+	 * (Responses: background mode, so a cut can be resumed). */
+	enum provider_continue continuation;
+	const char *continue_setting;
 };
 
 struct provider;
@@ -124,6 +139,14 @@ struct provider_ops {
 	/* Output is congested (true) or drained (false): stop or go on producing. */
 	void (*pause)(struct provider *self, bool paused);
 	void (*free)(struct provider *self);
+	/* Optional (NULL: never): how the attempt after a cut answer of model
+	 * (borrowed) may continue it, given retry.continueCutAnswers (setting,
+	 * borrowed: "lossless", "always" or "off"), which the provider's own
+	 * setting overrides. With PROVIDER_CONTINUE_NONE for a reason other
+	 * than the setting, *why may be set to it (static): the next attempt
+	 * then replays and says why; left NULL, nothing is said. */
+	enum provider_continue (*continuation)(struct provider *self, const char *model,
+					       const char *setting, const char **why);
 };
 
 struct provider {

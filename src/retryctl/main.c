@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -24,6 +25,7 @@
 #define EXIT_USAGE     2
 #define EXIT_CANCELLED 130
 #define TICK_MS        100
+#define HOLD_GRACE_MS  300  /* a hold's line is kept this long after its timer */
 
 static const char usage_text[] =
 	"usage: retryctl [options] [--] [PROMPT]\n"
@@ -49,7 +51,11 @@ static const char usage_text[] =
 	"retryd options, passed on:\n"
 	"  --provider NAME  --model ID  --settings FILE  --set KEY=VALUE\n"
 	"  --session FILE  --no-session  --sim-plan JSON\n"
-	"retryctl keeps no session file unless --session is given.\n"
+	"  --continue  --resume FILE    go on with the newest (or that) session; a\n"
+	"                     prompt it left parked until a usage limit resets is\n"
+	"                     waited for and answered first\n"
+	"retryctl keeps no session file unless --session (or --continue, --resume)\n"
+	"is given.\n"
 	"\n"
 	"fleet status prints what the daemons sharing this one's fleet know of the\n"
 	"provider, credential and model in use (a server block, the circuit, the\n"
@@ -85,7 +91,14 @@ struct ctl {
 	uint64_t delay_ms;
 	char *retry_error;   /* owned: the waiting retry's errorMessage */
 	char *retry_class;   /* owned: its errorClass */
+	bool parked;         /* the wait is a usage limit's reset (reason usage-reset) */
+	char reset_local[64]; /* the reset's local time, for the park's line */
 	bool countdown_kept; /* the countdown was left on screen: no redraws */
+	/* A fleet hold (fleet_wait): its re-holds continue it in place. */
+	bool in_hold;
+	uint64_t hold_end;   /* when the current hold's timer ends (loop ms) */
+	uint64_t hold_total; /* every hold's delayMs so far */
+	char *hold_cause;    /* owned: the last fleet_wait's cause */
 	bool spinning;       /* waiting for an attempt's first token */
 	unsigned spin_frame;
 	enum live_kind live; /* what the live line shows now */
@@ -95,6 +108,12 @@ struct ctl {
 	int interrupts;
 	int quit_status;     /* non-zero: leave with this status */
 	bool stdout_broken;
+	/* --continue / --resume: the run the daemon resumed on its own. */
+	bool resuming;
+	bool state_known;    /* get_state answered: the events before it are in */
+	bool resumed_run;    /* an agent_start came before any prompt of ours */
+	bool resumed_over;   /* its agent_end came */
+	bool last_good;      /* the last assistant message ended well */
 };
 
 static void die_usage(const char *fmt, const char *arg)
@@ -168,7 +187,24 @@ static void retry_line(struct ctl *t, char *buf, size_t size, uint64_t ms, int w
 		.error_class = t->retry_class,
 	};
 
-	progress_retry_line(buf, size, &r, ms, width);
+	if (t->parked)
+		progress_park_line(buf, size, ms, t->reset_local, width);
+	else
+		progress_retry_line(buf, size, &r, ms, width);
+}
+
+/* The reset's wall time in this terminal's zone: "23:00 AKST", with the
+ * day when it is not today's. */
+static void reset_local_time(char *buf, size_t size, uint64_t delay_ms)
+{
+	time_t now = time(NULL), at = now + (time_t)((delay_ms + 999) / 1000);
+	struct tm tn, ta;
+
+	buf[0] = '\0';
+	if (localtime_r(&now, &tn) == NULL || localtime_r(&at, &ta) == NULL)
+		return;
+	strftime(buf, size, tn.tm_yday == ta.tm_yday && tn.tm_year == ta.tm_year ? "%H:%M %Z"
+			    : "%a %d %b %H:%M %Z", &ta);
 }
 
 /* The countdown stops where it is and stays on screen: a finished wait, a
@@ -215,12 +251,56 @@ static void draw_countdown(struct ctl *t)
 	draw_live_line(t, LIVE_COUNTDOWN, line);
 }
 
+/* A hold as a line: counting down, or (kept) as long as it was in all. */
+static void hold_line(struct ctl *t, char *buf, size_t size, uint64_t ms, int width)
+{
+	progress_hold_line(buf, size, t->hold_cause, ms, width);
+}
+
+static void draw_hold(struct ctl *t)
+{
+	char line[1024];
+	uint64_t now = uv_now(&t->loop);
+
+	if (t->countdown_kept)
+		return;
+	hold_line(t, line, sizeof(line), t->hold_end > now ? t->hold_end - now : 1, term_width());
+	draw_live_line(t, LIVE_COUNTDOWN, line);
+}
+
+/* The hold is over: its line stays, saying how long it held in all. */
+static void end_hold(struct ctl *t)
+{
+	char line[1024];
+
+	if (!t->in_hold)
+		return;
+	t->in_hold = false;
+	if (t->live == LIVE_COUNTDOWN) {
+		hold_line(t, line, sizeof(line), t->hold_total, term_width());
+		draw_live_line(t, LIVE_COUNTDOWN, line);
+		keep_countdown(t);
+	}
+	free(t->hold_cause);
+	t->hold_cause = NULL;
+}
+
+static void set_spinning(struct ctl *t, bool on);
+
 static void tick_cb(uv_timer_t *h)
 {
 	struct ctl *t = h->data;
 	char line[128];
 
-	if (t->in_backoff) {
+	/* A hold says nothing when it ends; a re-hold comes within moments
+	 * of the timer, so the line waits a little before it is kept. */
+	if (t->in_hold && uv_now(&t->loop) >= t->hold_end + HOLD_GRACE_MS) {
+		end_hold(t);
+		set_spinning(t, true);
+	}
+	if (t->in_hold) {
+		draw_hold(t);
+	} else if (t->in_backoff) {
 		draw_countdown(t);
 	} else if (t->spinning) {
 		progress_spinner_line(line, sizeof(line), t->spin_frame++);
@@ -255,6 +335,7 @@ static void end_backoff(struct ctl *t)
 	free(t->retry_error);
 	free(t->retry_class);
 	t->retry_error = t->retry_class = NULL;
+	t->parked = false;
 }
 
 static char *dup_string(json_t *v)
@@ -282,6 +363,10 @@ static void on_retry_start(struct ctl *t, json_t *ev)
 	t->retry_class = json_is_true(json_object_get(ev, "overload"))
 				 ? strdup("overload")
 				 : dup_string(json_object_get(ev, "errorClass"));
+	t->parked = json_is_string(json_object_get(ev, "reason")) &&
+		    strcmp(json_string_value(json_object_get(ev, "reason")), "usage-reset") == 0;
+	if (t->parked)
+		reset_local_time(t->reset_local, sizeof(t->reset_local), delay);
 	if (t->quiet)
 		return;
 	if (t->mode == PROGRESS_LIVE) {
@@ -290,6 +375,49 @@ static void on_retry_start(struct ctl *t, json_t *ev)
 		retry_line(t, line, sizeof(line), delay, 0);
 		say(t, "%s", line);
 	}
+}
+
+static void on_fleet_wait(struct ctl *t, json_t *ev)
+{
+	uint64_t delay = (uint64_t)json_number_value(json_object_get(ev, "delayMs"));
+	const char *cause = json_string_value(json_object_get(ev, "cause"));
+	char line[4096];
+
+	end_backoff(t);
+	set_spinning(t, false);
+	if (!t->in_hold) {
+		t->in_hold = true;
+		t->hold_total = 0;
+		t->countdown_kept = false;
+	}
+	t->hold_total += delay;
+	t->hold_end = uv_now(&t->loop) + delay;
+	free(t->hold_cause);
+	t->hold_cause = cause != NULL ? strdup(cause)
+				      : dup_string(json_object_get(ev, "reason"));
+	if (t->quiet)
+		return;
+	if (t->mode == PROGRESS_LIVE) {
+		draw_hold(t);
+	} else {
+		/* Off a terminal every hold is a line: they add up to the wait. */
+		hold_line(t, line, sizeof(line), delay, 0);
+		say(t, "%s", line);
+	}
+}
+
+/* A parked prompt's heartbeat: the countdown follows the daemon's clock;
+ * off a terminal, one plain line per beat says what is left. */
+static void on_usage_wait(struct ctl *t, json_t *ev)
+{
+	uint64_t left = (uint64_t)json_number_value(json_object_get(ev, "remainingMs"));
+	char line[256];
+
+	t->backoff_end = uv_now(&t->loop) + left;
+	if (t->quiet || t->mode == PROGRESS_LIVE)
+		return;
+	retry_line(t, line, sizeof(line), left, 0);
+	say(t, "%s", line);
 }
 
 static bool is_assistant(json_t *m)
@@ -306,6 +434,7 @@ static void on_message_end(struct ctl *t, json_t *m)
 
 	if (!is_assistant(m))
 		return;
+	t->last_good = good;
 	if (!t->stream_live && good) {
 		/* Buffered mode: only a good attempt's text reaches stdout. The
 		 * message carries the whole text, whatever the update shape. */
@@ -325,8 +454,28 @@ static void on_event(struct retryd_client *c, const char *type, json_t *ev, void
 	struct ctl *t = ctx;
 
 	(void)c;
+	if (strcmp(type, "fleet_wait") == 0) {
+		on_fleet_wait(t, ev);
+		return;
+	}
+	if (t->in_hold && strcmp(type, "message_start") == 0) {
+		/* The held attempt went: wait for its first token. */
+		end_hold(t);
+		set_spinning(t, true);
+	} else if (strcmp(type, "turn_end") == 0 || strcmp(type, "agent_end") == 0 ||
+		   strncmp(type, "auto_retry_", 11) == 0 || strcmp(type, "message_update") == 0) {
+		end_hold(t);
+	}
 	if (strcmp(type, "auto_retry_start") == 0) {
 		on_retry_start(t, ev);
+		return;
+	}
+	if (strcmp(type, "agent_start") == 0 && t->resuming && !t->state_known)
+		t->resumed_run = true;
+	if (strcmp(type, "agent_end") == 0 && t->resumed_run)
+		t->resumed_over = true;
+	if (strcmp(type, "usage_wait") == 0 && t->in_backoff && t->parked) {
+		on_usage_wait(t, ev);
 		return;
 	}
 	if (strcmp(type, "turn_start") == 0 && t->in_backoff) {
@@ -417,7 +566,7 @@ static void abort_retry_cb(struct retryd_client *c, const struct retryd_result *
 
 	/* The backoff ended before abort_retry arrived: the retry is running, so
 	 * stop that instead. */
-	if (r->status == 0 && t->running && !t->in_backoff)
+	if (r->status == 0 && t->running && !t->in_backoff && !t->in_hold)
 		retryd_client_abort(c, NULL, NULL);
 }
 
@@ -433,7 +582,10 @@ static void sigint_cb(uv_signal_t *h, int signum)
 		quit(t, EXIT_CANCELLED);
 		return;
 	}
-	if (t->in_backoff) {
+	if (t->in_hold) {
+		say(t, "%s", "retryctl: cancelling the fleet wait (Ctrl-C again to quit)");
+		retryd_client_abort_retry(t->client, abort_retry_cb, t);
+	} else if (t->in_backoff) {
 		say(t, "%s", "retryctl: cancelling the retry (Ctrl-C again to quit)");
 		retryd_client_abort_retry(t->client, abort_retry_cb, t);
 	} else {
@@ -480,6 +632,7 @@ static int run_prompt(struct ctl *t, const char *prompt)
 	t->running = false;
 	uv_timer_stop(&t->tick);
 	set_spinning(t, false);
+	end_hold(t);
 	end_backoff(t);
 	if (!t->json)
 		end_answer_line(t);
@@ -515,6 +668,50 @@ static int run_prompt(struct ctl *t, const char *prompt)
 	retryd_run_result_release(&res);
 	if (t->stdout_broken && status == EXIT_ANSWERED)
 		status = EXIT_FAILED;
+	return status;
+}
+
+static void on_resume_state(struct retryd_client *c, const struct retryd_result *r, void *ctx)
+{
+	struct ctl *t = ctx;
+
+	(void)c;
+	(void)r;
+	t->state_known = true;
+}
+
+/* --continue/--resume: a session left parked is resumed by the daemon
+ * itself, right after its ready line; its run is waited for (the countdown,
+ * Ctrl-C as for a prompt of ours) and its answer printed before any prompt.
+ * EXIT_ANSWERED when there was none to wait for. */
+static int run_resumed(struct ctl *t)
+{
+	int status = EXIT_ANSWERED;
+
+	if (retryd_client_get_state(t->client, on_resume_state, t) != 0)
+		return EXIT_FAILED;
+	while (!t->state_known && retryd_client_is_running(t->client) && t->quit_status == 0)
+		uv_run(&t->loop, UV_RUN_ONCE);
+	if (!t->resumed_run)
+		return t->quit_status != 0 ? t->quit_status : status;
+	t->running = true;
+	t->interrupts = 0;
+	watch_signals(t, true);
+	if (t->mode == PROGRESS_LIVE && !t->quiet)
+		uv_timer_start(&t->tick, tick_cb, TICK_MS, TICK_MS);
+	while (!t->resumed_over && retryd_client_is_running(t->client) && t->quit_status == 0)
+		uv_run(&t->loop, UV_RUN_ONCE);
+	t->running = false;
+	uv_timer_stop(&t->tick);
+	end_backoff(t);
+	if (!t->json)
+		end_answer_line(t);
+	if (t->quit_status != 0)
+		status = t->quit_status;
+	else if (!t->resumed_over || !t->last_good)
+		status = t->interrupts > 0 ? EXIT_CANCELLED : EXIT_FAILED;
+	if (status == EXIT_FAILED)
+		say(t, "%s", "retryctl: the resumed prompt got no answer");
 	return status;
 }
 
@@ -562,7 +759,7 @@ static void parse_args(int argc, char **argv, struct ctl *t, struct args *a)
 {
 	static const char *const passed[] = {
 		"--provider", "--model", "--settings", "--set", "--session", "--sim-plan", "--mode",
-		NULL,
+		"--resume", NULL,
 	};
 	bool options_done = false;
 
@@ -601,9 +798,10 @@ static void parse_args(int argc, char **argv, struct ctl *t, struct args *a)
 			t->quiet = true;
 			continue;
 		}
-		if (strcmp(arg, "--no-session") == 0) {
+		if (strcmp(arg, "--no-session") == 0 || strcmp(arg, "--continue") == 0) {
 			a->daemon[a->n++] = arg;
 			a->has_session = true;
+			t->resuming = t->resuming || arg[2] == 'c';
 			continue;
 		}
 		eq = strchr(arg, '=');
@@ -634,8 +832,10 @@ static void parse_args(int argc, char **argv, struct ctl *t, struct args *a)
 			die_usage("unknown option '%s'", arg);
 		if (val == NULL)
 			die_usage("option '%s' needs a value", name);
-		if (strcmp(name, "--session") == 0)
+		if (strcmp(name, "--session") == 0 || strcmp(name, "--resume") == 0)
 			a->has_session = true;
+		if (strcmp(name, "--resume") == 0)
+			t->resuming = true;
 		/* Passed on as given; retryd checks the values. */
 		a->daemon[a->n++] = arg;
 		if (eq == NULL)
@@ -825,6 +1025,10 @@ int main(int argc, char **argv)
 		status = EXIT_FAILED;
 	} else if (fleet != NULL) {
 		status = run_fleet(&t, fleet);
+	} else if (t.resuming && (status = run_resumed(&t)) != EXIT_ANSWERED) {
+		/* The resumed prompt failed or was cancelled: nothing more. */
+	} else if (t.resumed_run && a.prompt == NULL) {
+		/* Nothing more to send: the resumed prompt was the work. */
 	} else if (a.prompt != NULL) {
 		status = run_prompt(&t, a.prompt);
 	} else {

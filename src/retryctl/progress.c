@@ -158,6 +158,62 @@ void progress_retry_line(char *buf, size_t size, const struct progress_retry *r,
 		progress_cut(buf, (size_t)width - 1);
 }
 
+void progress_hold_line(char *buf, size_t size, const char *cause, uint64_t remaining_ms,
+			int width)
+{
+	char delay[32], head[64];
+	char *text = NULL;
+
+	if (size == 0)
+		return;
+	progress_delay_text(delay, sizeof(delay), remaining_ms);
+	snprintf(head, sizeof(head), "held %s", delay);
+	if (cause != NULL && cause[0] != '\0') {
+		text = malloc(strlen(cause) + sizeof(ELLIPSIS));
+		if (text != NULL) {
+			strcpy(text, cause);
+			progress_clean(text);
+		}
+	}
+	if (text != NULL && width > 0) {
+		size_t room = (size_t)width - 1, fixed = progress_columns(head);
+		size_t sep = progress_columns(" " EM_DASH " ");
+
+		/* The cause gives way first, as a retry line's error does. */
+		if (fixed + sep + 2 > room) {
+			text[0] = '\0';
+		} else if (progress_columns(text) > room - fixed - sep) {
+			progress_cut(text, room - fixed - sep - 1);
+			strcat(text, ELLIPSIS);
+		}
+	}
+	if (text != NULL && text[0] != '\0')
+		snprintf(buf, size, "%s " EM_DASH " %s", head, text);
+	else
+		snprintf(buf, size, "%s", head);
+	free(text);
+	trim_partial(buf);
+	if (width > 0)
+		progress_cut(buf, (size_t)width - 1);
+}
+
+void progress_park_line(char *buf, size_t size, uint64_t remaining_ms, const char *reset_local,
+			int width)
+{
+	char left[32];
+
+	if (size == 0)
+		return;
+	progress_delay_text(left, sizeof(left), remaining_ms);
+	if (reset_local != NULL && reset_local[0] != '\0')
+		snprintf(buf, size, "Usage limit: waiting %s for the reset at %s", left, reset_local);
+	else
+		snprintf(buf, size, "Usage limit: waiting %s for the reset", left);
+	progress_clean(buf);
+	if (width > 0)
+		progress_cut(buf, (size_t)width - 1);
+}
+
 void progress_spinner_line(char *buf, size_t size, unsigned n)
 {
 	static const char *const frames[] = {

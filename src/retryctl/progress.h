@@ -52,6 +52,18 @@ void progress_clean(char *s);
  * width 0 never cuts. */
 void progress_retry_line(char *buf, size_t size, const struct progress_retry *r,
 			 uint64_t remaining_ms, int width);
+/* "held 7.7s — another retryd of yours got 429 retry-after 8s": a fleet
+ * hold of remaining_ms and what holds it (fleet_wait's cause; NULL or empty:
+ * "held 7.7s" alone). Cleaned, fitted and cut as progress_retry_line. */
+void progress_hold_line(char *buf, size_t size, const char *cause, uint64_t remaining_ms,
+			int width);
+/* A prompt parked until a usage limit resets: "Usage limit: waiting 4h12m
+ * for the reset at 23:00 AKST" (remaining_ms as progress_delay_text writes
+ * it: hours and minutes from an hour on); reset_local (borrowed, the
+ * reset's local time as the caller formats it) NULL or "" leaves " at ..."
+ * out. width as progress_retry_line's. */
+void progress_park_line(char *buf, size_t size, uint64_t remaining_ms, const char *reset_local,
+			int width);
 /* The spinner's frame for tick n (one tick a 100 ms): "⠋ Waiting for the
  * model…" and so on, a braille dot going round. */
 void progress_spinner_line(char *buf, size_t size, unsigned n);

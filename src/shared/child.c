@@ -1,10 +1,13 @@
 #include "shared/child.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #define READ_CHUNK (64u * 1024u)
 
@@ -77,8 +80,24 @@ static void close_proc(struct retryd_child *c)
 		close_handle((uv_handle_t *)&c->proc);
 }
 
+/* Whether the group id still names the child's group: the leader is not
+ * yet reaped (its pid, so the group id, is not free), or a pipe is still
+ * held open by someone, a member of the group that outlived the leader
+ * (an id is not reused while any process of the group lives). After the
+ * reaping with both pipes ended, the id may already be another group's. */
+static bool group_held(const struct retryd_child *c)
+{
+	return !c->exited || c->reading[1] || c->reading[2];
+}
+
 static void close_all(struct retryd_child *c)
 {
+	/* What the child left in its group (a `cmd &` of its script) ends
+	 * with it: TERM went at the end, KILL now, but only while the id is
+	 * known to be the group's still; a close long after the reaping
+	 * with the pipes ended could reach a group that took the id over. */
+	if (c->exited && group_held(c))
+		retryd_child_kill(c, SIGKILL);
 	c->closing = true;
 	c->input_ended = true;
 	uv_timer_stop(&c->drain_timer);
@@ -100,6 +119,7 @@ static void maybe_done(struct retryd_child *c)
 	uv_timer_stop(&c->drain_timer);
 	c->input_ended = true;
 	close_pipe(c, 0);
+	retryd_child_kill(c, SIGTERM);
 	if (c->on_done != NULL)
 		c->on_done(c, &c->exit, c->ctx);
 }
@@ -256,6 +276,43 @@ static int init_pipe(struct retryd_child *c, int fd)
 	return rc;
 }
 
+/* Marks every descriptor above 2 close-on-exec. Most are already (libuv's,
+ * ours); this catches those a library made without the flag (curl's
+ * wake-up socket pair, hiredis's socket before it is marked), so a child
+ * never holds a socket or file of the daemon. */
+static void cloexec_all(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	long max;
+
+	if (d != NULL) {
+		while ((e = readdir(d)) != NULL) {
+			char *end;
+			long fd = strtol(e->d_name, &end, 10);
+			int fl;
+
+			if (*end != '\0' || end == e->d_name || fd <= 2 || fd == dirfd(d))
+				continue;
+			fl = fcntl((int)fd, F_GETFD);
+			if (fl >= 0 && !(fl & FD_CLOEXEC))
+				(void)fcntl((int)fd, F_SETFD, fl | FD_CLOEXEC);
+		}
+		closedir(d);
+		return;
+	}
+	/* No /proc: every possible descriptor (bounded). */
+	max = sysconf(_SC_OPEN_MAX);
+	if (max < 0 || max > 65536)
+		max = 65536;
+	for (int fd = 3; fd < max; fd++) {
+		int fl = fcntl(fd, F_GETFD);
+
+		if (fl >= 0 && !(fl & FD_CLOEXEC))
+			(void)fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+	}
+}
+
 static void init_timer(struct retryd_child *c, uv_timer_t *t)
 {
 	uv_timer_init(c->loop, t);
@@ -315,6 +372,8 @@ int retryd_child_spawn(uv_loop_t *loop, const struct retryd_child_options *o,
 	po.flags = UV_PROCESS_DETACHED;
 	po.exit_cb = on_process_exit;
 	c->proc.data = c;
+	if (o->own_fds_only)
+		cloexec_all();
 	rc = uv_spawn(loop, &c->proc, &po);
 	/* The handle is initialized whether or not the spawn worked. */
 	c->proc_init = true;

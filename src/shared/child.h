@@ -11,9 +11,10 @@
  * The end is reported once, through on_done, after both the exit (the
  * process is reaped) and EOF on every pipe read from — or, when something
  * else in the group still holds a pipe drain_ms after the exit, after the
- * rest of the group was sent SIGKILL (exit->drained). The drain clock runs
- * only while output is read: a paused reader is the caller's doing, and the
- * pipe keeps what the child wrote.
+ * rest of the group was sent SIGKILL (exit->drained). Whatever is left in
+ * the group at the end is sent SIGTERM then, and SIGKILL at the close. The
+ * drain clock runs only while output is read: a paused reader is the
+ * caller's doing, and the pipe keeps what the child wrote.
  *
  * Every handle is owned here, and the uv_process_t is closed only after the
  * child was reaped (never a zombie); retryd_child_close() ends it all
@@ -70,6 +71,11 @@ struct retryd_child_options {
 	retryd_child_end_cb on_end;
 	retryd_child_done_cb on_done;
 	void *ctx;                    /* passed to the callbacks above */
+	bool own_fds_only;            /* every other descriptor of this process is
+				       * marked close-on-exec first: the child gets
+				       * its three and nothing of ours (a library a
+				       * host loads leaves this false: the host's
+				       * descriptors are the host's business) */
 };
 
 /* Spawns o->argv on loop (borrowed; it must outlive the child); o and what

@@ -46,11 +46,30 @@ static void shrink(struct retryd_lines *self)
 	}
 }
 
-static bool start_discarding(struct retryd_lines *self, retryd_lines_cb cb, void *ctx)
+static int append(struct retryd_lines *self, const char *data, size_t len);
+
+/* Reports the oversize line with its start, for an id: head/len is this
+ * feed's part of it; when a part is held already, that part with what fits
+ * of head is the start. */
+static bool start_discarding(struct retryd_lines *self, const char *head, size_t len,
+			     retryd_lines_cb cb, void *ctx)
 {
+	bool go;
+
 	self->discarding = true;
+	if (self->len > 0) {
+		/* The held start plus what fits of this feed (best effort). */
+		if (self->len < self->max_line && len > 0)
+			(void)append(self, head, len < self->max_line - self->len ? len
+						   : self->max_line - self->len);
+		head = self->buf;
+		len = self->len;
+	}
+	if (len > self->max_line)
+		len = self->max_line;
+	go = cb(ctx, RETRYD_LINES_OVERSIZE, len > 0 ? head : NULL, len);
 	shrink(self);
-	return cb(ctx, RETRYD_LINES_OVERSIZE, NULL, 0);
+	return go;
 }
 
 static int append(struct retryd_lines *self, const char *data, size_t len)
@@ -87,12 +106,12 @@ int retryd_lines_feed(struct retryd_lines *self, const char *data, size_t len,
 		if (self->discarding) {
 			/* skip up to the LF */
 		} else if (self->len + part > self->max_line) {
-			go = start_discarding(self, cb, ctx);
+			go = start_discarding(self, data, part, cb, ctx);
 		} else if (nl != NULL && self->len == 0) {
 			/* A whole line in this chunk: no copy. */
 			go = deliver(data, part, cb, ctx);
 		} else if ((rc = append(self, data, part)) != 0) {
-			go = start_discarding(self, cb, ctx);
+			go = start_discarding(self, data, part, cb, ctx);
 		} else if (nl != NULL) {
 			go = deliver(self->buf, self->len, cb, ctx);
 			shrink(self);

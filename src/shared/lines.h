@@ -12,7 +12,8 @@
 
 enum retryd_lines_kind {
 	RETRYD_LINES_LINE,     /* line/len: the line without LF and trailing CR */
-	RETRYD_LINES_OVERSIZE, /* line/len: NULL/0 */
+	RETRYD_LINES_OVERSIZE, /* line/len: the line's first bytes (at most the limit), to
+				* read an id from; NULL/0 when none was kept */
 };
 
 /* line: borrowed for the call; not NUL-terminated. Return false to stop

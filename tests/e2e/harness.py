@@ -56,6 +56,21 @@ def is_sanitized_build():
     return "/san/" in binary_path()
 
 
+
+# A developer's own provider variables (a base URL, a key) must not reach
+# the daemons a test starts: a test names what it means to set.
+USER_PROVIDER_ENV = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL",
+                     "OLLAMA_HOST", "AZURE_OPENAI_ENDPOINT")
+
+
+def clean_environ():
+    """os.environ without RETRYD_LOG and the user's provider base URLs."""
+    e = dict(os.environ)
+    for k in ("RETRYD_LOG",) + USER_PROVIDER_ENV:
+        e.pop(k, None)
+    return e
+
+
 def is_valgrind():
     return os.environ.get("RETRYD_VALGRIND") not in (None, "", "0")
 
@@ -220,8 +235,7 @@ class Daemon:
         argv += [a.replace("{tmp}", self.tmp) for a in args]  # "{tmp}": this daemon's temp dir
         self.argv = argv
 
-        e = dict(os.environ)
-        e.pop("RETRYD_LOG", None)
+        e = clean_environ()
         # Each daemon its own runtime dir, so fleet.mode "user" (the default)
         # shares nothing between tests; fleet tests pass a common one.
         self.runtime_dir = os.path.join(self.tmp, "run")
@@ -686,8 +700,7 @@ def run_cli(args, env=None, timeout=5.0, stdin_data=b""):
     Returns (status, stdout text, stderr text)."""
     tmp = tempfile.mkdtemp(prefix="retryd-e2e-cli-")
     try:
-        e = dict(os.environ)
-        e.pop("RETRYD_LOG", None)
+        e = clean_environ()
         os.makedirs(os.path.join(tmp, "run"), mode=0o700)
         e.update(HOME=os.path.join(tmp, "home"), XDG_CONFIG_HOME=os.path.join(tmp, "config"),
                  XDG_STATE_HOME=os.path.join(tmp, "state"), XDG_RUNTIME_DIR=os.path.join(tmp, "run"))

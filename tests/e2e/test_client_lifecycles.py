@@ -75,9 +75,181 @@ class SettledLifecycleTests(DaemonTestCase):
         self.assertIs(settled["aborted"], True)
         self.assertIs(d.request({"type": "get_state", "id": "s2"})["data"]["isSettled"], True)
 
+    def test_a_cancelled_retry_ends_the_prompt_in_the_error_it_would_have_retried(self):
+        d = self.daemon([{"error": "503 busy"}, {"text": "never"}], {"retry.baseDelayMs": 30000})
+        d.send({"type": "prompt", "id": "p1", "message": "hi"})
+        d.wait_for(is_type("auto_retry_start"))
+        d.send({"type": "abort_retry", "id": "a"})
+        msgs = d.collect_until(is_type("session_settled"))
+        [result] = [m for m in msgs if m.get("type") == "prompt_result"]
+        self.assertEqual((result["status"], result["error"]["message"], result["error"]["retryable"]),
+                         ("error", "503 busy", True))
+
     def test_steer_and_follow_up_say_their_disposition_and_have_no_prompt_result(self):
         d = self.daemon([{"text": "a"}, {"text": "b"}])
         r = d.request({"type": "follow_up", "id": "f", "message": "hi"})
         self.assertEqual(r["data"]["disposition"], "started")
         msgs = d.collect_until(is_type("session_settled"))
         self.assertEqual([m for m in msgs if m.get("type") == "prompt_result"], [])
+
+
+class PiSixCommandTests(DaemonTestCase):
+    """pi 1.6's commands: clear_queue, get_available_thinking_levels, get_entries,
+    and its settings name retry.maxAgentDelayMs."""
+
+    def daemon(self, plan, args=("--no-session",), sets=None, settings=None):
+        return self.spawn(args=list(args), plan=plan, settings=settings,
+                          sets=dict({"retry.baseDelayMs": 5}, **(sets or {})), settled=True)
+
+    def test_clear_queue_answers_the_dropped_texts_and_their_prompts_end_aborted(self):
+        d = self.daemon([{"text": "one two three", "delayMs": 300}, {"text": "never"}])
+        d.send({"type": "prompt", "id": "p1", "message": "first"})
+        d.wait_for(is_type("agent_start"))
+        d.request({"type": "prompt", "id": "p2", "message": "later", "streamingBehavior": "followUp"})
+        d.request({"type": "steer", "id": "s", "message": "steer me"})
+        r = d.request({"type": "clear_queue", "id": "c"})
+        self.assertEqual(r["data"], {"steering": ["steer me"], "followUp": ["later"]})
+        self.assertEqual(d.request({"type": "get_state", "id": "st"})["data"]["pendingMessageCount"], 0)
+        msgs = d.collect_until(is_type("session_settled"))
+        results = {m["id"]: m["status"] for m in msgs if m.get("type") == "prompt_result"}
+        self.assertEqual(results, {"p1": "completed", "p2": "aborted"})
+        users = [m["message"]["content"][0]["text"] for m in msgs
+                 if m.get("type") == "message_start" and m["message"]["role"] == "user"]
+        self.assertNotIn("later", users)
+        self.assertNotIn("steer me", users)
+        self.assertEqual(d.request({"type": "clear_queue", "id": "c2"})["data"],
+                         {"steering": [], "followUp": []})
+
+    def test_thinking_levels_are_the_ones_the_model_in_use_allows(self):
+        d = self.daemon([])
+        self.assertEqual(d.request({"type": "get_available_thinking_levels", "id": "t"})["data"],
+                         {"levels": ["off"]})
+        # Nothing is sent: the port is never reached.
+        models = {"providers": {"fake": {
+            "api": "anthropic-messages", "baseUrl": "http://127.0.0.1:9/v1", "apiKeyEnv": "RETRYD_E2E_KEY",
+            "models": [{"id": "thinker", "reasoning": True, "thinkingLevelMap": {"minimal": None}}]}}}
+        d2 = self.spawn(args=["--no-session", "--provider", "fake", "--model", "thinker"],
+                        settings=models, env={"RETRYD_E2E_KEY": "sk-e2e-levels-0123456789"})
+        self.assertEqual(d2.request({"type": "get_available_thinking_levels", "id": "t"})["data"],
+                         {"levels": ["off", "low", "medium", "high"]})
+
+    def test_get_entries_lists_the_session_files_lines_in_pis_shape_and_since_pages(self):
+        d = self.daemon([{"error": "503 busy"}, {"text": "answer"}],
+                        args=["--session-dir", "{tmp}/sessions"])
+        self.assertEqual(d.request({"type": "get_entries", "id": "e0"})["data"],
+                         {"entries": [], "leafId": None})
+        d.send({"type": "prompt", "id": "p", "message": "hi"})
+        d.collect_until(is_type("session_settled"))
+        data = d.request({"type": "get_entries", "id": "e"})["data"]
+        entries = data["entries"]
+        self.assertEqual([(e["type"], e["message"]["role"]) for e in entries],
+                         [("message", "user"), ("message", "assistant"), ("message", "assistant")])
+        self.assertIs(entries[1].get("retried"), True)
+        self.assertEqual(entries[0]["parentId"], None)
+        self.assertEqual([e["parentId"] for e in entries[1:]], [e["id"] for e in entries[:-1]])
+        self.assertTrue(all(len(e["id"]) == 8 for e in entries))
+        self.assertEqual(list(entries[0])[:5], ["type", "id", "parentId", "timestamp", "message"])
+        self.assertRegex(entries[0]["timestamp"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        self.assertEqual(data["leafId"], entries[-1]["id"])
+        later = d.request({"type": "get_entries", "id": "e2", "since": entries[0]["id"]})["data"]
+        self.assertEqual(later["entries"], entries[1:])
+        self.assertEqual(later["leafId"], entries[-1]["id"])
+        # Polling from the leaf: nothing new, and the same leaf, as pi answers.
+        last = d.request({"type": "get_entries", "id": "e5", "since": entries[-1]["id"]})["data"]
+        self.assertEqual(last, {"entries": [], "leafId": entries[-1]["id"]})
+        r = d.request({"type": "get_entries", "id": "e3", "since": "nope"})
+        self.assertEqual((r["success"], r["error"]), (False, "Entry not found: nope"))
+        r = d.request({"type": "get_entries", "id": "e4", "since": 5})
+        self.assertEqual(r["error"], 'get_entries: field "since" must be a string, not a number')
+
+    def test_max_agent_delay_ms_is_read_as_max_delay_ms_from_a_file_and_from_set(self):
+        d = self.daemon([], settings={"retry": {"maxAgentDelayMs": 1234}})
+        policy = d.request({"type": "get_retry_policy", "id": "g"})["data"]["policy"]
+        self.assertEqual(policy["maxDelayMs"], 1234)
+        self.assertNotIn("maxAgentDelayMs", policy)
+        d2 = self.daemon([], sets={"retry.maxAgentDelayMs": 4321})
+        self.assertEqual(d2.request({"type": "get_retry_policy", "id": "g"})["data"]["policy"]
+                         ["maxDelayMs"], 4321)
+
+    def test_max_agent_delay_ms_beside_a_different_max_delay_ms_is_refused_naming_both(self):
+        d = self.spawn(args=["--no-session"], plan=[], expect_ready=False,
+                       settings={"retry": {"maxAgentDelayMs": 1, "maxDelayMs": 2}})
+        self.assertNotEqual(d.wait_exit(), 0)
+        self.assertIn("retry.maxAgentDelayMs is pi 1.6's name for retry.maxDelayMs, and both are "
+                      "set to different values; keep one", d.stderr_text())
+
+
+class OmpSettingNameTests(DaemonTestCase):
+    """oh-my-pi 18.3's retry.waitForUsageReset (a boolean), read as
+    retry.usageLimitWait ("wait" / "off")."""
+
+    def daemon(self, plan, sets=None, settings=None):
+        return self.spawn(args=["--no-session"], plan=plan, settings=settings, sets=sets)
+
+    def policy(self, d):
+        return d.request({"type": "get_retry_policy", "id": "g"})["data"]["policy"]
+
+    def test_wait_for_usage_reset_true_turns_the_wait_on_from_a_file_and_from_set(self):
+        d = self.daemon([], settings={"retry": {"waitForUsageReset": True}})
+        self.assertEqual(self.policy(d)["usageLimitWait"], "wait")
+        self.assertNotIn("waitForUsageReset", self.policy(d))
+        d2 = self.daemon([], sets={"retry.waitForUsageReset": False})
+        self.assertEqual(self.policy(d2)["usageLimitWait"], "off")
+
+    def test_wait_for_usage_reset_that_is_no_boolean_is_refused_with_its_meaning(self):
+        d = self.spawn(args=["--no-session"], plan=[], expect_ready=False,
+                       settings={"retry": {"waitForUsageReset": "yes"}})
+        self.assertNotEqual(d.wait_exit(), 0)
+        self.assertIn("retry.waitForUsageReset (oh-my-pi's name for retry.usageLimitWait) must be "
+                      "true or false", d.stderr_text())
+
+    def test_wait_for_usage_reset_beside_a_different_usage_limit_wait_is_refused(self):
+        d = self.spawn(args=["--no-session"], plan=[], expect_ready=False,
+                       settings={"retry": {"waitForUsageReset": True, "usageLimitWait": "off"}})
+        self.assertNotEqual(d.wait_exit(), 0)
+        self.assertIn("retry.waitForUsageReset is oh-my-pi's name for retry.usageLimitWait, and "
+                      "both are set to different values; keep one", d.stderr_text())
+
+
+class OmpRunShapeTests(DaemonTestCase):
+    """oh-my-pi 18.3's agent_end fields and messageId."""
+
+    def test_agent_end_is_terminal_and_yielded_without_awaiting_async_work(self):
+        d = self.spawn(args=["--no-session"], plan=[{"text": "ok"}])
+        end = self.run_prompt(d)[-1]
+        self.assertEqual((end["willRetry"], end["isTerminal"], end["yielded"]), (False, True, True))
+        self.assertNotIn("awaitingAsyncWork", end)
+
+    def check_message_ids(self, msgs):
+        ids, open_id = [], None
+        for m in msgs:
+            t = m.get("type")
+            if t == "message_start":
+                self.assertIsNone(open_id, m)
+                open_id = m["messageId"]
+                ids.append(open_id)
+            elif t == "message_update":
+                self.assertEqual(m["messageId"], open_id)
+            elif t == "message_end":
+                self.assertEqual(m["messageId"], open_id)
+                open_id = None
+        self.assertEqual(len(set(ids)), len(ids), ids)
+        return ids
+
+    def test_message_id_is_stable_across_one_messages_updates_and_new_per_message(self):
+        d = self.spawn(args=["--no-session"], sets={"retry.baseDelayMs": 5},
+                       plan=[{"error": "503 busy"}, {"text": "one two three"}, {"text": "again"}])
+        msgs = self.run_prompt(d)
+        self.assertEqual(self.check_message_ids(msgs), ["msg-1", "msg-2", "msg-3"])
+        self.assertGreater(len([m for m in msgs if m.get("type") == "message_update"]), 2)
+        self.assertEqual(self.check_message_ids(self.run_prompt(d)), ["msg-4", "msg-5"])
+
+    def test_message_id_is_on_the_fast_delta_lines_too(self):
+        d = self.spawn(args=["--no-session"], sets={"rpc.messageUpdates": "delta"},
+                       plan=[{"text": "one two three four"}])
+        msgs = self.run_prompt(d)
+        deltas = [m for m in msgs if m.get("type") == "message_update"
+                  and m["assistantMessageEvent"]["type"] == "text_delta"]
+        self.assertGreater(len(deltas), 1)
+        self.assertEqual(self.check_message_ids(msgs), ["msg-1", "msg-2"])
+        self.assertEqual(list(deltas[0]), ["type", "assistantMessageEvent", "messageId"])

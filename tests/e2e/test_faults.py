@@ -737,7 +737,7 @@ class ClosedStdStreamTests(unittest.TestCase):
         if err is not None:
             self.assertEqual(sanitizer_report(err), "", err)
 
-    def test_daemon_runs_and_exits_0_with_any_standard_stream_closed(self):
+    def test_daemon_exits_0_with_stdin_or_stderr_closed_and_1_with_stdout_closed(self):
         stdin = (b'{"id":"s","type":"get_state"}\n'
                  b'{"id":"p","type":"prompt","message":"q"}\n')
         for closed in COMBOS:
@@ -747,8 +747,14 @@ class ClosedStdStreamTests(unittest.TestCase):
                 rc, out, err = run_with_closed(
                     self.argv("--sim-plan", '[{"error":"503"},{"text":"answered"}]',
                               "--set", "retry.baseDelayMs=1"), closed, stdin)
-                self.assertEqual(rc, 0, err)
                 self.check_stderr(err)
+                if 1 in closed:
+                    # Every answer goes to stdout: none to give is exit 1.
+                    self.assertEqual(rc, 1, err)
+                    if err is not None:
+                        self.assertIn("retryd: stdout is closed", err)
+                    continue
+                self.assertEqual(rc, 0, err)
                 if out is None:
                     continue
                 msgs = self.lines(out)
@@ -764,20 +770,19 @@ class ClosedStdStreamTests(unittest.TestCase):
                 self.assertEqual(text_of(msgs[-1]["messages"][-1]), "answered")
                 self.assertEqual(types(msgs).count("auto_retry_end"), 1)
 
-    def test_daemon_with_stdout_closed_runs_until_stdin_ends(self):
-        """The protocol goes to /dev/null, as asked; the daemon still serves
-        its input (here: writes the session file) and leaves at EOF."""
+    def test_daemon_with_stdout_closed_exits_1_and_writes_no_session_file(self):
+        """A caller that closed stdout would read a run that never happened
+        as a success: the daemon says so and does nothing."""
         tmp = tempfile.mkdtemp(prefix="retryd-closed-session-")
         self.addCleanup(subprocess.run, ["rm", "-rf", tmp])
         session = os.path.join(tmp, "s.jsonl")
         argv = [a for a in self.argv("--session", session, "--sim-plan", '[{"text":"kept"}]')
                 if a != "--no-session"]
         rc, out, err = run_with_closed(argv, (1,), b'{"type":"prompt","message":"q"}\n')
-        self.assertEqual(rc, 0, err)
+        self.assertEqual(rc, 1, err)
         self.check_stderr(err)
-        with open(session) as f:
-            last = json.loads(f.read().splitlines()[-1])["message"]
-        self.assertEqual((last["role"], text_of(last)), ("assistant", "kept"))
+        self.assertIn("retryd: stdout is closed", err)
+        self.assertFalse(os.path.exists(session))
 
     @unittest.skipIf(is_valgrind() or is_sanitized_build(),
                      "valgrind and the ASan runtime need file descriptors themselves")

@@ -36,6 +36,15 @@ def events(msgs, t):
     return [m for m in msgs if m.get("type") == t]
 
 
+def arrivals(d, t):
+    """When each line of type t arrived (time.monotonic())."""
+    return [ln.t for ln in list(d.lines) if isinstance(ln.obj, dict) and ln.obj.get("type") == t]
+
+
+REFUSAL = (r"^the provider asked another retryd of yours to wait 600 s \(fleet: fake\|[0-9a-f]+\|m1, "
+           r"seen \d+ (?:ms|s) ago\); exceeds retry\.maxDelayMs 1000; retryctl fleet clear drops it")
+
+
 class FleetCase(DaemonTestCase):
     """Daemons that share one runtime dir (so one user-mode fleet)."""
 
@@ -115,25 +124,73 @@ class ServerWordTests(FleetCase):
         msgs = self.run_prompt(b, "two")
         self.assertEqual(events(msgs, "fleet_wait"), [])
 
-    def test_a_shared_block_longer_than_my_max_delay_ends_my_prompt_at_once_saying_whose(self):
+    def test_a_shared_block_longer_than_my_max_delay_ends_my_prompt_within_100ms_saying_whose(self):
         srv = self.server({"steps": [{"status": 429, "headers": {"retry-after": "600"}}],
                            "default": {"text": "never"}})
         a = self.daemon(srv, sets={"retry.maxRetries": 0, "retry.maxDelayMs": 1000})
         self.run_prompt(a, "one")
         b = self.daemon(srv, sets={"retry.maxDelayMs": 1000})
+        self.state(b)  # b is up and answering
         t0 = time.monotonic()
         msgs = self.run_prompt(b, "two")
-        self.assertLess(time.monotonic() - t0, scaled(1.0))
+        took = arrivals(b, "agent_end")[-1] - t0
+        self.assertLess(took, scaled(0.1), "prompt to agent_end: %.1f ms" % (took * 1000))
         final = events(msgs, "message_end")[-1]["message"]
         self.assertEqual(final["stopReason"], "error")
-        self.assertRegex(final["errorMessage"],
-                         r"a retryd of yours \(this one or another\) to wait (?:9m5\ds|10m) "
-                         r"\(fleet: fake\|")
-        self.assertIn("retry.maxDelayMs (1000 ms)", final["errorMessage"])
-        self.assertIn("retryctl fleet clear", final["errorMessage"])
+        self.assertRegex(final["errorMessage"], REFUSAL)
         self.assertEqual(events(msgs, "fleet_wait"), [])
         self.assertEqual(events(msgs, "auto_retry_start"), [])
+        self.assertNotIn(KEY_A, json.dumps(msgs))
         self.assertEqual(len(srv.requests()), 1)  # a's only
+
+    def test_a_block_seen_while_my_request_was_out_ends_my_retry_chain_at_once_not_after_a_backoff(self):
+        srv = self.server([{"status": 503, "delayMs": 600},
+                           {"status": 429, "headers": {"retry-after": "600"}}, {"text": "never"}])
+        b = self.daemon(srv, sets={"retry.maxDelayMs": 1000, "retry.baseDelayMs": 500})
+        a = self.daemon(srv, sets={"retry.maxRetries": 0, "retry.maxDelayMs": 1000})
+        b.send({"type": "prompt", "message": "slow failure", "id": "p"})
+        srv.wait_requests(1, outcome=False)
+        self.run_prompt(a, "the 429")              # answered while b's request is out
+        msgs = b.collect_until(is_type("agent_end"))
+        self.assertEqual(events(msgs, "auto_retry_start"), [])
+        end = events(msgs, "auto_retry_end")
+        self.assertEqual(len(end), 1, msgs)
+        self.assertFalse(end[0]["success"])
+        self.assertRegex(end[0]["finalError"], REFUSAL)
+        # At once: the 503's turn_end, then the end, no backoff between.
+        turn_end, agent_end = arrivals(b, "turn_end")[-1], arrivals(b, "agent_end")[-1]
+        self.assertLess(agent_end - turn_end, scaled(0.1))
+        self.assertEqual(len(srv.requests()), 2)
+
+    def test_a_daemon_that_gave_up_publishes_the_wait_as_the_server_said_it(self):
+        srv = self.server([{"status": 429, "headers": {"retry-after": "30"}}, {"text": "b"}])
+        a = self.daemon(srv, sets={"retry.maxRetries": 3, "retry.maxDelayMs": 1000})
+        msgs = self.run_prompt(a, "one")
+        self.assertEqual(events(msgs, "auto_retry_start"), [])  # gave up on its own hint
+        blocked = self.state(a)["fleet"]["blockedForMs"]
+        self.assertTrue(28000 <= blocked <= 30000, blocked)
+        # b's own limit is longer: it holds, told who and what.
+        b = self.daemon(srv, sets={"retry.maxDelayMs": 60000})
+        b.send({"type": "prompt", "message": "two", "id": "p"})
+        w = b.wait_type("fleet_wait")
+        self.assertEqual(w["reason"], "server-block")
+        self.assertTrue(27000 <= w["delayMs"] <= 30000, w)
+        self.assertEqual(w["hint"], "429 retry-after 30s")
+        self.assertEqual(w["cause"], "another retryd of yours got 429 retry-after 30s")
+        self.assertFalse(w["byThisRetryd"])
+        self.assertTrue(0 <= w["ageMs"] < scaled(3000), w)
+        self.assertNotIn(KEY_A, json.dumps(w))
+        b.request({"type": "abort_retry", "id": "x"})
+        b.collect_until(is_type("agent_end"))
+
+    def test_a_daemon_that_does_not_take_the_servers_word_shares_no_wait(self):
+        srv = self.server([{"status": 429, "headers": {"retry-after": "30"}}, {"text": "a"}])
+        a = self.daemon(srv, sets={"retry.respectServerHints": False, "retry.maxRetries": 0})
+        self.run_prompt(a, "one")
+        self.assertNotIn("blockedUntil", self.state(a)["fleet"])
+        msgs = self.run_prompt(self.daemon(srv), "two")
+        self.assertEqual(events(msgs, "fleet_wait"), [])
+        self.assertEqual(text_of(events(msgs, "message_end")[-1]["message"]), "a")
 
     def test_get_state_shows_the_block_and_fleet_clear_removes_it(self):
         srv = self.server([{"status": 429, "headers": {"retry-after": "60"}}, {"text": "a"}])
@@ -352,18 +409,23 @@ class ReleaseTests(FleetCase):
             held += was_held
             if at < block_end - 1:   # asked well inside the block: it must wait
                 self.assertTrue(was_held, "a prompt sent %.1f s before the block ended "
-                                "was not held" % (block_end - at))
+                                "was not held: %r" % (block_end - at, waits))
             self.assertEqual(text_of(events(msgs, "message_end")[-1]["message"]), "ok")
         reqs = srv.wait_requests(51)
         self.assertEqual(len(reqs), 51)
         self.assertGreaterEqual(held, 40)
         times = sorted(r["time"] for r in reqs[1:])
         gaps = [b - a for a, b in zip(times, times[1:])]
-        # 1200 rpm: one every 50 ms, not 50 in the same second. (On a loaded
-        # machine a lock held past 10 ms makes a daemon decide alone: a gap
-        # or two may be short, never most.)
-        short = [g for g in gaps if g < 0.035]
-        self.assertLessEqual(len(short), 3, gaps)
+        # 1200 rpm: one every 50 ms, not 50 in the same second. Judged over
+        # five requests in a row (four slots, 200 ms) rather than gap by gap:
+        # on a loaded machine one request reaching the server 40 ms late
+        # makes a short gap and a long one beside it although its slot was
+        # right, while daemons sending together make every window short. (A
+        # lock held past 10 ms makes a daemon decide alone: a window or few
+        # may be short, never most.)
+        spans = [times[i + 4] - times[i] for i in range(len(times) - 4)]
+        short = [s for s in spans if s < 0.15]
+        self.assertLessEqual(len(short), 4, gaps)
         self.assertGreaterEqual(times[-1] - times[0], 45 * 0.045)
 
 
@@ -426,6 +488,57 @@ class ConcurrencyTests(FleetCase):
         a.proc.kill()
         msgs = b.collect_until(is_type("agent_end"), timeout=scaled(10))
         self.assertEqual(text_of(events(msgs, "message_end")[-1]["message"]), "b")
+
+
+class TrueWaitTests(FleetCase):
+    """The announced fleet_wait delays of a held prompt add up to its hold,
+    measured from the first fleet_wait to its request at the server. The
+    daemon that is held made one request before (libcurl loaded, the
+    connection made), so the end of the hold is not a first connect."""
+
+    def held(self, srv, b, n):
+        offset = time.time() - time.monotonic()
+        return srv.requests()[n]["time"] - (arrivals(b, "fleet_wait")[0] + offset)
+
+    def test_the_announced_fleet_waits_of_a_held_prompt_add_up_to_its_measured_hold(self):
+        srv = self.server([{"text": "warm"}, {"status": 429, "headers": {"retry-after": "2"}},
+                           {"text": "b"}, {"text": "a"}])
+        a = self.daemon(srv, sets={"retry.maxRetries": 0})
+        b = self.daemon(srv)
+        self.run_prompt(b, "warm up")
+        self.run_prompt(a, "the 429")
+        msgs = self.run_prompt(b, "two")
+        waits = events(msgs, "fleet_wait")
+        self.assertGreaterEqual(len(waits), 1, msgs)
+        announced = sum(w["delayMs"] for w in waits) / 1000.0
+        held = self.held(srv, b, 2)
+        self.assertTrue(1.0 <= announced <= 2.0, waits)
+        self.assertLess(abs(held - announced), scaled(0.02),
+                        "announced %.3f s, held %.3f s" % (announced, held))
+        stats = b.request({"type": "get_session_stats", "id": "s"})["data"]
+        self.assertLess(abs(stats["retry"]["waitedMs"] / 1000.0 - announced), scaled(0.02), stats)
+
+    def test_every_re_hold_of_a_concurrency_wait_is_announced_and_they_add_up_to_the_hold(self):
+        srv = self.server([{"text": "warm"}, {"text": "slow", "delayMs": 900}, {"text": "b"}])
+        a = self.daemon(srv, sets={"fleet.concurrency": 1})
+        b = self.daemon(srv, sets={"fleet.concurrency": 1})
+        self.run_prompt(b, "warm up")
+        a.send({"type": "prompt", "message": "one", "id": "p"})
+        srv.wait_requests(2, timeout=scaled(5), outcome=False)
+        msgs = self.run_prompt(b, "two")
+        a.collect_until(is_type("agent_end"))
+        waits = events(msgs, "fleet_wait")
+        self.assertGreaterEqual(len(waits), 2, "re-holds are announced: %r" % waits)
+        for w in waits:
+            self.assertEqual(w["reason"], "concurrency")
+            self.assertEqual(w["cause"], "every fleet.concurrency slot is taken")
+        announced = sum(w["delayMs"] for w in waits) / 1000.0
+        held = self.held(srv, b, 2)
+        # A lease is polled every 50-150 ms: each wake-up of a loaded
+        # machine's timer may come a few ms late.
+        slack = scaled(0.02) + 0.005 * len(waits)
+        self.assertLess(abs(held - announced), slack,
+                        "%d holds: announced %.3f s, held %.3f s" % (len(waits), announced, held))
 
 
 class SimulatorTests(FleetCase):

@@ -41,7 +41,8 @@ PARAM_ORDER = [
 ]
 SCOPE_FIELDS = ["block_until", "pace_tat", "rpm_learned", "tokens", "win_start", "req_cur",
                 "acc_cur", "req_prev", "acc_prev", "fail_streak", "fail_member", "shared",
-                "open", "probe_until", "probe_gap"]
+                "open", "probe_until", "probe_gap", "block_seen", "block_member", "block_status",
+                "block_asked"]
 
 
 def c_defaults():
@@ -222,7 +223,8 @@ class RuleVectorTests(FleetLuaCase):
                     self.assertEqual(bool(probe), want["probe"], where)
             elif op == "report":
                 self.op(scope, "report", now, step["kind"], step.get("blockMs", -1),
-                        step.get("rpmLimit", 0), step.get("member", 1), *params)
+                        step.get("rpmLimit", 0), step.get("member", 1), *params,
+                        step.get("status", 0))
             elif op == "clear":
                 self.op(scope, "clear")
             elif op == "record":
@@ -329,10 +331,12 @@ int main(void)
 
 			if (scanf("%lld %lld %lld", &a[0], &a[1], &a[2]) != 3)
 				return 2;
+			/* As every store reads a record: checked first. */
+			fleet_scope_check(&s, &p, a[0], NULL);
 			fleet_rules_acquire(&s, &p, a[0], a[1] != 0, a[2], &v);
 			printf("%lld %d %d\n", (long long)v.wait_ms, (int)v.reason, v.probe ? 1 : 0);
 		} else if (strcmp(op, "R") == 0) {
-			struct fleet_outcome o;
+			struct fleet_outcome o = { 0 };
 
 			if (scanf("%lld %lld %lld %lld %lld", &a[0], &a[1], &a[2], &a[3], &a[4]) != 5)
 				return 2;
@@ -340,6 +344,7 @@ int main(void)
 			o.block_ms = a[2];
 			o.rpm_limit = a[3];
 			o.member = a[4];
+			fleet_scope_check(&s, &p, a[0], NULL);
 			fleet_rules_report(&s, &p, a[0], &o);
 			printf("%lld\n", (long long)s.block_until);
 		} else if (strcmp(op, "C") == 0) {
@@ -355,12 +360,14 @@ int main(void)
 
 			if (scanf("%lld %lld", &a[0], &a[1]) != 2)
 				return 2;
+			fleet_until_check(&u, &p, a[0], NULL);
 			fleet_rules_exhaust(&u, &p, a[0], a[1]);
 			until = u;
 			printf("%lld\n", until);
 		} else if (strcmp(op, "M") == 0) {
 			if (scanf("%lld %lld %lld %lld %lld", &a[0], &a[1], &a[2], &a[3], &a[4]) != 5)
 				return 2;
+			fleet_model_check(&m, a[0], FLEET_COOL_MAX_MS, NULL);
 			fleet_rules_model_report(&m, a[0], a[1] != 0, a[2] != 0, a[3], a[4]);
 			printf("%lld %lld\n", (long long)m.streak, (long long)m.cool_until);
 		} else {
@@ -489,20 +496,83 @@ class AskTellTests(FleetLuaCase):
                     *param_list(p or self.p), len(creds), *creds, len(models), *models,
                     concurrency, ttl, holder, *tail)
         keys = ["wait", "reason", "probe", "cred", "cred_until", "model", "size", "block",
-                "lease", "now"]
+                "lease", "now", "block_seen", "block_member", "block_status", "block_asked",
+                "cred_probing"]
         self.assertEqual(len(r), len(keys))
         return dict(zip(keys, r))
 
     def tell(self, now=1000, member="1", kind="model", provider="prov", cred="k1", model="m1",
              outcome="server", block_ms=-1, rpm_limit=0, usage_reset=-1, overload=False,
-             success=False, after=3, cooldown=60000, p=None):
+             success=False, after=3, cooldown=60000, p=None, status=None):
+        tail = [] if status is None else [status]
         r = self.op(PREFIX, "tell", now, member, kind, provider, cred, model, outcome, block_ms,
                     rpm_limit, *param_list(p or self.p), usage_reset, overload, success, after,
-                    cooldown)
+                    cooldown, *tail)
         return dict(zip(["block", "cred_until", "cool_until", "now"], r))
 
     def keys(self):
         return sorted(self.r.call("KEYS", "*"))
+
+    def test_the_ask_names_who_set_the_block_when_and_with_which_status(self):
+        self.tell(now=1000, member="7", block_ms=8000, status=429)
+        a = self.ask(now=3000, member="9")
+        self.assertEqual((a["wait"], a["reason"]), (6000, SERVER_BLOCK))
+        self.assertEqual((a["block_seen"], a["block_member"], a["block_status"],
+                          a["block_asked"]), (1000, 7, 429, 8000))
+        # A tell without the status (an older daemon) still blocks, status unknown.
+        self.tell(now=4000, member="8", block_ms=9000)
+        a = self.ask(now=4000, member="9")
+        self.assertEqual((a["block_seen"], a["block_member"], a["block_status"]), (4000, 8, 0))
+
+    def test_the_first_ask_after_a_spent_keys_reset_claims_its_probe_and_its_answer_ends_the_claim(self):
+        self.tell(now=1000, cred="k1", outcome="answered", usage_reset=2000)
+        self.assertEqual(self.ask(now=2000, member="1")["cred"], -1)
+        # Past the reset: member 2 asks first and probes; member 1 waits.
+        self.assertEqual(self.ask(now=3500, member="2")["cred"], 0)
+        held = self.ask(now=3600, member="1")
+        self.assertEqual((held["cred"], held["cred_until"], held["cred_probing"]),
+                         (-1, 3500 + 5000, 1))
+        # The probe met the limit again: its new reset replaces the hold.
+        t = self.tell(now=3700, member="2", cred="k1", outcome="answered", usage_reset=1000)
+        self.assertEqual(t["cred_until"], 4700)
+        self.assertEqual(self.ask(now=3800, member="1")["cred_probing"], 0)  # a reset's wait
+        self.assertEqual(self.ask(now=4800, member="1")["cred"], 0)  # member 1 claims now
+        self.assertEqual(self.ask(now=4900, member="2")["cred"], -1)
+        # A good answer from the prober: the key is back for everyone, who
+        # leave in turn, one every 500 ms (no rate known), not at once.
+        self.tell(now=5000, member="1", cred="k1", outcome="success")
+        a2 = self.ask(now=5001, member="2")
+        a3 = self.ask(now=5002, member="3")
+        self.assertEqual([(a["cred"], a["wait"], a["reason"]) for a in (a2, a3)],
+                         [(0, 499, PACING), (0, 998, PACING)])
+        # Its turn come, a waiter goes without a second slot.
+        self.assertEqual(self.ask(now=5500, member="2", held=1)["wait"], 0)
+        # Past the window asks go as ever: a busy key is not paced for good.
+        self.assertEqual(self.ask(now=35000, member="4")["wait"], 0)
+        self.assertEqual(self.ask(now=35000, member="5")["wait"], 0)
+
+    def test_a_long_train_stops_at_its_bound_and_is_never_refused_as_hostile(self):
+        # Blocks of at most 1 s: 220 waiters' slots, one every 500 ms,
+        # outrun the window and the slot bound.
+        p = dict(self.p, max_block_ms=1000)
+        self.tell(now=1000, cred="k1", outcome="answered", usage_reset=1000, p=p)
+        self.assertEqual(self.ask(now=2500, member="1", p=p)["cred"], 0)  # the probe
+        self.tell(now=2600, member="1", cred="k1", outcome="success", p=p)
+        waits = [self.ask(now=2600, member=str(10 + i), p=p)["wait"] for i in range(220)]
+        bound = 30000 + 1000 + 63000 + 4 * p["probe_interval_ms"]   # window + slot bound
+        self.assertEqual(waits[:3], [500, 1000, 1500])
+        self.assertEqual(waits[-1], bound)
+        self.assertEqual(sorted(waits), waits)
+
+    def test_the_train_after_a_probe_follows_the_configured_rate_and_a_new_limit_ends_it(self):
+        p = dict(self.p, rpm=30)
+        self.tell(now=1000, cred="k1", outcome="answered", usage_reset=1000)
+        self.assertEqual(self.ask(now=2500, member="1", p=p)["cred"], 0)  # the probe
+        self.tell(now=2600, member="1", cred="k1", outcome="success", p=p)
+        self.assertEqual(self.ask(now=2600, member="2", p=p)["wait"], 2000)
+        # The limit again: no train, the key is spent for everyone.
+        self.tell(now=2700, member="2", cred="k1", outcome="answered", usage_reset=9000, p=p)
+        self.assertEqual(self.ask(now=2800, member="3", p=p)["cred"], -1)
 
     def test_a_held_ask_goes_on_its_slot_unless_its_credential_was_spent_meanwhile(self):
         self.tell(cred="k1", outcome="success", rpm_limit=60)
@@ -537,7 +607,9 @@ class AskTellTests(FleetLuaCase):
     def test_a_new_fleet_lets_the_first_ask_go(self):
         a = self.ask()
         self.assertEqual(a, {"wait": 0, "reason": GO, "probe": 0, "cred": 0, "cred_until": 0,
-                             "model": 0, "size": 1, "block": 0, "lease": 0, "now": 1000})
+                             "model": 0, "size": 1, "block": 0, "lease": 0, "now": 1000,
+                             "block_seen": 0, "block_member": 0, "block_status": 0,
+                             "block_asked": 0, "cred_probing": 0})
 
     def test_a_block_told_by_one_member_holds_the_next_ask(self):
         t = self.tell(member="1", block_ms=5000)
@@ -633,9 +705,13 @@ class AskTellTests(FleetLuaCase):
         self.ask(now=1000, holder="h1", concurrency=1, ttl=5000)
         a = self.ask(now=5999, holder="h2", concurrency=1, ttl=5000)
         self.assertEqual((a["wait"], a["reason"]), (1, CONCURRENCY))
+        # a lease reaching past now + ttl was never given: dropped, not a wait
         self.r.call("ZADD", PREFIX + "l:4:prov|2:k1|2:m1", 999999, "h1")
         a = self.ask(now=5999, holder="h2", concurrency=1, ttl=5000)
-        self.assertEqual((a["wait"], a["reason"]), (5000, CONCURRENCY))
+        self.assertEqual((a["lease"], a["wait"], a["reason"]), (1, 0, GO))
+        self.ask(now=6000, holder="h3", concurrency=1, ttl=5000)
+        a = self.ask(now=6000, holder="h3", concurrency=1, ttl=5000)
+        self.assertEqual((a["wait"], a["reason"]), (4999, CONCURRENCY))
 
     def test_renew_extends_a_live_lease_and_says_when_it_was_lost(self):
         scope = ["model", "prov", "k1", "m1"]

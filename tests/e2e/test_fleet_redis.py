@@ -10,7 +10,7 @@ import unittest
 
 from harness import is_type, scaled, text_of
 from redisd import RedisServer
-from test_fleet import KEY_A, QUOTA, FleetCase, events, key_hash, KEY_B
+from test_fleet import KEY_A, QUOTA, REFUSAL, FleetCase, events, key_hash, KEY_B
 
 
 class RedisCase(FleetCase):
@@ -78,6 +78,32 @@ class RedisSharingTests(RedisCase):
         dump = json.dumps([k.decode() if isinstance(k, bytes) else k for k in keys])
         self.assertNotIn(KEY_A, dump)
         self.assertTrue(all("{default}" in k for k in json.loads(dump)), dump)
+
+    def test_a_block_from_redis_names_its_teller_and_beyond_my_max_delay_ends_my_prompt(self):
+        srv = self.server({"steps": [{"status": 429, "headers": {"retry-after": "600"}}],
+                           "default": {"text": "never"}})
+        a = self.rdaemon(srv, sets={"retry.maxRetries": 0, "retry.maxDelayMs": 1000})
+        self.connected(a)
+        self.run_prompt(a, "one")
+        self.until_told("block_seen")
+        self.assertEqual(self.scope_field("block_status"), 429)
+        self.assertEqual(self.scope_field("block_asked"), 600000)
+        # Within its own limit a waiter holds, told who said what.
+        b = self.rdaemon(srv, sets={"retry.maxDelayMs": 700000})
+        self.connected(b)
+        b.send({"type": "prompt", "message": "two", "id": "p"})
+        w = b.wait_type("fleet_wait")
+        self.assertEqual((w["reason"], w["hint"], w["byThisRetryd"]),
+                         ("server-block", "429 retry-after 10m", False))
+        self.assertEqual(w["cause"], "another retryd of yours got 429 retry-after 10m")
+        b.request({"type": "abort_retry", "id": "x"})
+        b.collect_until(is_type("agent_end"))
+        # Beyond it, the prompt ends at once with the sentence.
+        c = self.rdaemon(srv, sets={"retry.maxDelayMs": 1000})
+        self.connected(c)
+        msgs = self.run_prompt(c, "three")
+        self.assertRegex(events(msgs, "message_end")[-1]["message"]["errorMessage"], REFUSAL)
+        self.assertEqual(len(srv.requests()), 1)
 
     def test_a_usage_limit_on_key_a_makes_another_machine_start_on_key_b(self):
         srv = self.server([{"status": 429, "body": QUOTA}, {"text": "a"}, {"text": "b"}])

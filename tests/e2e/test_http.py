@@ -170,6 +170,43 @@ class HttpCase(DaemonTestCase):
         self.assertEqual(msgs[-1]["messages"][1], final)  # agent_end
         d.finish()
 
+    def test_a_whole_streamed_answer_keeps_its_connection_for_the_next_prompt(self):
+        # The body's last chunk is read after the terminal event: curl
+        # keeps the connection, and the next prompt needs no new handshake.
+        d, srv = self.start([{"text": "one"}, {"text": "two"}, {"text": "three"}])
+        for q in ("a", "b", "c"):
+            self.run_prompt(d, q)
+            # The server's last chunk follows [DONE] from its own thread: a
+            # prompt sent in the same instant finds the connection still
+            # draining and opens another (correct, but not what is tested).
+            time.sleep(scaled(0.3))
+        ports = [r["peerPort"] for r in srv.requests()]
+        self.assertEqual(len(set(ports)), 1, ports)
+        d.finish()
+
+    def test_a_cut_stream_is_not_kept_and_the_retry_gets_a_new_connection(self):
+        d, srv = self.start([{"text": "one two three", "dropAfterChunks": 1, "dropMode": "close"},
+                             {"text": "ok"}])
+        self.run_prompt(d, "a")
+        ports = [r["peerPort"] for r in srv.requests()]
+        self.assertEqual(len(set(ports)), 2, ports)
+        d.finish()
+
+    def test_a_kept_alive_connection_reset_as_it_is_reused_costs_no_second_failure(self):
+        # The 503's whole body leaves its connection open; the retry reuses
+        # it just as the server resets it. curl tries a reused connection
+        # that died before a byte came back once more on a new one: the
+        # user sees the 503's retry only, not a second failed attempt.
+        d, srv = self.start([{"status": 503, "message": "busy"}, {"resetBeforeHeaders": True},
+                             {"text": "two"}])
+        msgs = self.run_prompt(d, "q")
+        starts = [m for m in msgs if m.get("type") == "auto_retry_start"]
+        self.assertEqual([s["attempt"] for s in starts], [1], starts)
+        self.assertEqual(text_of([m for m in msgs if m.get("type") == "message_end"][-1]["message"]),
+                         "two")
+        self.assertEqual(len(srv.requests()), 3)
+        d.finish()
+
     def test_length_finish_reason_maps_to_stop_reason_length(self):
         d, srv = self.start([{"text": "cut short", "finish": "length"}])
         msgs = self.run_prompt(d, "q")
@@ -634,7 +671,9 @@ class HttpCase(DaemonTestCase):
     def test_requests_send_model_and_stream_and_leave_out_the_failed_attempt(self):
         d, srv = self.start([{"text": "partial words here", "dropAfterChunks": 1},
                              {"text": "whole answer"}, {"text": "second answer"}],
-                            provider={"headers": {"X-E2E-Extra": "yes"}})
+                            provider={"headers": {"X-E2E-Extra": "yes"}},
+                            # A replay, as a prefill would send the partial text.
+                            sets={"retry.continueCutAnswers": "off"})
         msgs = self.run_prompt(d, "first question")
         self.assertEqual(text_of(assistant_ends(msgs)[0]), "partial")
         self.run_prompt(d, "second question")
@@ -896,6 +935,189 @@ class ProviderConfigTests(DaemonTestCase):
                 self.assertNotIn('"ready"', out)
                 self.assertIn(key, err)
                 self.assertNotIn("AddressSanitizer", err)
+
+
+class Trap:
+    """A loopback port that counts every connection made to it: the proxy
+    of every other host, so a request that leaves for anywhere but the fake
+    server shows here."""
+
+    def __init__(self):
+        import threading
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.connections = 0
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            conn.close()
+
+    def env(self):
+        """Every proxy variable curl reads, pointing here; loopback exempt."""
+        env = {"NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
+        for name in ("http_proxy", "https_proxy", "HTTPS_PROXY", "ALL_PROXY", "all_proxy"):
+            env[name] = self.url
+        return env
+
+    def close(self):
+        self.sock.close()
+
+
+class EnvHostCase(DaemonTestCase):
+    """A fake server for the env's host and a trap for every other one."""
+
+    def setUp(self):
+        self.srv = FakeServer([{"text": "from the env host"}], max_seconds=120).start()
+        self.addCleanup(self.srv.stop)
+        self.trap = Trap()
+        self.addCleanup(self.trap.close)
+
+
+class BaseUrlEnvTests(EnvHostCase):
+    """The base-URL variables of the providers' own SDKs: the built-ins use
+    them below providers.* settings and above the default, and a key goes
+    to that host and nowhere else."""
+
+    def answer(self, provider, key_env, url_env, url, settings=None, args=()):
+        env = dict(self.trap.env())
+        env.update({key_env: SECRET, url_env: url})
+        d = self.spawn(args=["--provider", provider, "--no-session"] + list(args),
+                       sets=FAST, env=env, settings=settings)
+        msgs = self.run_prompt(d)
+        return d, msgs
+
+    def test_openai_base_url_env_takes_the_key_to_that_host_and_nowhere_else(self):
+        d, msgs = self.answer("openai", "OPENAI_API_KEY", "OPENAI_BASE_URL", self.srv.url + "/v1/")
+        self.assertEqual(text_of(assistant_ends(msgs)[-1]), "from the env host")
+        reqs = self.srv.wait_requests(1)
+        self.assertEqual(reqs[0]["path"], "/v1/responses")
+        self.assertEqual(reqs[0]["secretHashes"]["authorization"],
+                         hashlib.sha256(("Bearer " + SECRET).encode()).hexdigest()[:16])
+        self.assertEqual(self.trap.connections, 0)
+
+    def test_anthropic_base_url_env_without_v1_reaches_v1_messages(self):
+        self.answer("anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", self.srv.url)
+        reqs = self.srv.wait_requests(1)
+        self.assertEqual(reqs[0]["path"], "/v1/messages")
+        self.assertIn("x-api-key", reqs[0]["secretHashes"])
+        self.assertEqual(self.trap.connections, 0)
+
+    def test_google_gemini_base_url_env_gets_the_api_version_as_the_sdk_adds_it(self):
+        self.answer("google", "GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL", self.srv.url + "/")
+        reqs = self.srv.wait_requests(1)
+        self.assertTrue(reqs[0]["path"].startswith("/v1beta/models/gemini-2.5-flash:"),
+                        reqs[0]["path"])
+        self.assertEqual(self.trap.connections, 0)
+
+    def test_azure_openai_endpoint_is_the_builtin_azure_resource_and_gets_the_api_key(self):
+        self.answer("azure", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT",
+                    self.srv.url + "/openai/v1/")
+        reqs = self.srv.wait_requests(1)
+        self.assertEqual(reqs[0]["path"], "/openai/v1/responses?api-version=v1")
+        self.assertEqual(reqs[0]["secretHashes"]["api-key"],
+                         hashlib.sha256(SECRET.encode()).hexdigest()[:16])
+        self.assertNotIn("authorization", reqs[0]["headers"])
+        self.assertEqual(self.trap.connections, 0)
+
+    def test_the_builtin_azure_without_an_endpoint_says_what_to_set(self):
+        rc, out, err = run_cli(["--provider", "azure", "--no-session"],
+                               env={"AZURE_OPENAI_ENDPOINT": None, "AZURE_OPENAI_API_KEY": SECRET})
+        self.assertEqual(rc, 1, err)
+        self.assertIn("retryd: providers.azure.baseUrl is not set: set AZURE_OPENAI_ENDPOINT", err)
+        self.assertNotIn(SECRET, out + err)
+
+    def test_a_providers_base_url_setting_beats_the_env_variable(self):
+        settings = {"providers": {"openai": {"baseUrl": self.srv.url + "/v1"}}}
+        self.answer("openai", "OPENAI_API_KEY", "OPENAI_BASE_URL", self.trap.url + "/v1",
+                    settings=settings)
+        self.assertEqual(len(self.srv.wait_requests(1)), 1)
+        self.assertEqual(self.trap.connections, 0)
+
+    def test_a_malformed_base_url_env_is_an_error_naming_it_and_sends_nothing(self):
+        for value in ("api.openai.com/v1", "https://", "https://exa mple.com/v1", "ftp://x/v1"):
+            with self.subTest(value=value):
+                env = dict(self.trap.env(), OPENAI_API_KEY=SECRET, OPENAI_BASE_URL=value)
+                rc, out, err = run_cli(["--provider", "openai", "--no-session"], env=env,
+                                       stdin_data=b'{"type":"prompt","message":"hi"}\n')
+                self.assertEqual(rc, 1, err)
+                self.assertNotIn('"ready"', out)
+                self.assertIn("OPENAI_BASE_URL is not an http:// or https:// URL with a host", err)
+                self.assertIn("providers.openai.baseUrl", err)
+                self.assertNotIn(SECRET, out + err)
+        self.assertEqual(self.trap.connections, 0)
+        self.assertEqual(self.srv.requests(), [])
+
+    def test_a_malformed_base_url_env_of_another_provider_does_not_stop_the_simulator(self):
+        rc, out, err = run_cli(["--no-session", "--sim-plan", '[{"text":"fine"}]'],
+                               env={"OPENAI_BASE_URL": "not a url"},
+                               stdin_data=b'{"type":"prompt","message":"hi"}\n')
+        self.assertEqual(rc, 0, err)
+        self.assertIn('"agent_end"', out)
+
+    def test_retryd_config_names_the_env_variable_as_the_origin(self):
+        env = {"OPENAI_BASE_URL": self.srv.url + "/v1", "OLLAMA_HOST": "gpu-box",
+               "GOOGLE_GEMINI_BASE_URL": "https://gw.example/gemini"}
+        rc, out, err = run_cli(["config"], env=env)
+        self.assertEqual(rc, 0, err)
+        lines = out.splitlines()
+        self.assertIn('env OPENAI_BASE_URL\tproviders.openai.baseUrl="%s/v1"' % self.srv.url, lines)
+        self.assertIn('env OLLAMA_HOST\tproviders.ollama.baseUrl="http://gpu-box:11434/v1"', lines)
+        self.assertIn('env GOOGLE_GEMINI_BASE_URL\tproviders.google.baseUrl='
+                      '"https://gw.example/gemini/v1beta"', lines)
+        # The keys people look for come before the long provider entries.
+        first_provider = min(i for i, l in enumerate(lines) if "\tproviders." in l)
+        last_retry = max(i for i, l in enumerate(lines) if "\tretry." in l)
+        self.assertLess(last_retry, first_provider)
+
+
+class BuiltinReasoningTests(EnvHostCase):
+    """The built-in models that reason are marked so: set_thinking_level
+    reaches the request of the built-in provider, as the README says."""
+
+    def test_set_thinking_level_high_on_the_builtin_anthropic_sends_the_thinking_budget(self):
+        env = dict(self.trap.env(), ANTHROPIC_API_KEY=SECRET, ANTHROPIC_BASE_URL=self.srv.url)
+        d = self.spawn(args=["--provider", "anthropic", "--no-session"], sets=FAST, env=env)
+        resp = d.request({"type": "set_thinking_level", "level": "high"})
+        self.assertTrue(resp["success"], resp)
+        self.run_prompt(d)
+        body = self.srv.wait_requests(1)[0]["body"]
+        self.assertEqual(body["model"], "claude-sonnet-4-5")
+        self.assertEqual(body["thinking"]["type"], "enabled")
+        self.assertEqual(body["thinking"]["budget_tokens"], 16384)
+        self.assertEqual(body["max_tokens"], 32000 + 16384)
+
+    def test_the_builtin_reasoning_models_say_so_in_get_available_models(self):
+        expect = {"anthropic": {"claude-sonnet-4-5": True, "claude-haiku-4-5": True,
+                                "claude-opus-4-1": True},
+                  "openai": {"gpt-5": True, "o4-mini": True, "gpt-4.1-mini": False},
+                  "google": {"gemini-2.5-pro": True}}
+        for provider, models in expect.items():
+            with self.subTest(provider=provider):
+                d = self.spawn(args=["--provider", provider, "--no-session"], sets=FAST,
+                               env={"OPENAI_API_KEY": SECRET})
+                got = {m["id"]: m.get("reasoning")
+                       for m in d.request({"type": "get_available_models"})["data"]["models"]}
+                for model, reasoning in models.items():
+                    self.assertEqual(got.get(model), reasoning, (model, got))
+                d.finish()
+
+    def test_the_builtin_openai_reasoning_model_sends_the_effort(self):
+        env = dict(self.trap.env(), OPENAI_API_KEY=SECRET, OPENAI_BASE_URL=self.srv.url + "/v1")
+        d = self.spawn(args=["--provider", "openai", "--model", "gpt-5", "--no-session"],
+                       sets=FAST, env=env)
+        self.assertTrue(d.request({"type": "set_thinking_level", "level": "high"})["success"])
+        self.run_prompt(d)
+        body = self.srv.wait_requests(1)[0]["body"]
+        self.assertEqual(body["reasoning"]["effort"], "high")
 
 
 if __name__ == "__main__":

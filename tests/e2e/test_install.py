@@ -7,6 +7,7 @@ compiled with the same sanitizers.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -120,7 +121,8 @@ class InstallTests(unittest.TestCase):
             f.write(HELLO_C)
         exe = os.path.join(self.tmp, "hello")
         san = ["-fsanitize=address,undefined"] if self.san else []
-        self.run_ok(["cc", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Werror"] + san +
+        # The .pc file's flags alone make strict C11 build (uv.h needs POSIX).
+        self.run_ok(["cc", "-std=c11", "-Wall", "-Werror"] + san +
                     [src, "-o", exe] + flags, env, timeout=120)
         if shutil.which("ldd"):
             libs = self.run_ok(["ldd", exe], env)
@@ -128,6 +130,31 @@ class InstallTests(unittest.TestCase):
         # retryd is found on PATH (the installed one).
         out = self.run_ok([exe], env)
         self.assertEqual(out, "0 answered hello from an installed library\n")
+
+        # The C programs of README.md and docs/c-client.md, as written: they
+        # answer, and without a retryd to start they say why and exit 1.
+        for doc, want in (("README.md", "hi (retries: 0)\n"),
+                          (os.path.join("docs", "c-client.md"), "hello (retries: 1)\n")):
+            with self.subTest(doc=doc):
+                with open(os.path.join(harness.REPO_ROOT, doc), encoding="utf-8") as f:
+                    code = re.search(r"```c\n(.*?)```", f.read(), re.S).group(1)
+                src = os.path.join(self.tmp, "doc.c")
+                with open(src, "w") as f:
+                    f.write(code)
+                # Not beside the runtime dir's "retryd/": the client looks
+                # for the daemon next to the program first.
+                os.makedirs(os.path.join(self.tmp, "docbin"), exist_ok=True)
+                prog = os.path.join(self.tmp, "docbin", "doc")
+                self.run_ok(["cc", "-std=c11", "-Wall", "-Werror"] + san + [src, "-o", prog] + flags,
+                            env, timeout=120)
+                self.assertEqual(self.run_ok([prog], env), want)
+                p = subprocess.run([prog], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   env=dict(env, PATH="/nonexistent"), cwd=self.tmp,
+                                   timeout=harness.scaled(30))
+                err = p.stderr.decode("utf-8", "replace")
+                self.assertEqual(p.returncode, 1, err)
+                self.assertIn("retryd did not start: ", err)
+                self.assertGreater(len(err.strip()), len("retryd did not start: "), err)
 
         # The installed retryctl finds the retryd installed beside it.
         out = self.run_ok([os.path.join(self.prefix, "bin", "retryctl"), "--sim-plan",
@@ -179,6 +206,36 @@ class InstallTests(unittest.TestCase):
         self.make("uninstall")
         self.assertFalse(os.path.lexists(link))
         self.assertFalse(os.path.exists(pkg))
+
+    @unittest.skipUnless(shutil.which("node") and shutil.which("npm"), "node or npm is not installed")
+    def test_import_retryd_works_after_install_and_the_one_documented_npm_step(self):
+        """README and docs/install.md: after `make install`, one
+        `npm install $PREFIX/lib/node_modules/retryd` in a project (a
+        symlink, offline) makes `import { RetrydClient } from "retryd"` work,
+        and the installed package finds the retryd installed beside it."""
+        self.make("install")
+        project = os.path.join(self.tmp, "project")
+        os.mkdir(project)
+        env = dict(self.env, PATH="/usr/bin:/bin", npm_config_cache=os.path.join(self.tmp, "npm"))
+        p = subprocess.run(["npm", "install", "--offline", "--no-audit", "--no-fund",
+                            os.path.join(self.prefix, "lib", "node_modules", "retryd")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=project,
+                           timeout=harness.scaled(120))
+        self.assertEqual(p.returncode, 0, p.stdout.decode("utf-8", "replace"))
+        code = ('import { RetrydClient } from "retryd";\n'
+                'const c = new RetrydClient({ args: ["--no-session", "--set", "retry.baseDelayMs=10",'
+                ' "--sim-plan", \'[{"error":"503 Service Unavailable"},{"text":"from js"}]\'] });\n'
+                'await c.start();\n'
+                'const run = await c.promptAndWait("hi", { timeoutMs: 30000 });\n'
+                'console.log(run.success, run.text, run.retries);\n'
+                'await c.stop();\n')
+        with open(os.path.join(project, "t.mjs"), "w") as f:
+            f.write(code)
+        out = subprocess.run(["node", "t.mjs"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=env, cwd=project, timeout=harness.scaled(60))
+        self.assertEqual(out.returncode, 0, out.stderr.decode("utf-8", "replace"))
+        self.assertEqual(out.stdout.decode(), "true from js 1\n")
+        self.make("uninstall")
 
 
 if __name__ == "__main__":

@@ -272,3 +272,188 @@ class FleetHoldTests(OmpCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class EventFilterTests(OmpCase):
+    """set_event_filter, oh-my-pi's shape: {events: string[] | null}."""
+
+    def test_a_filter_forwards_only_its_types_and_never_hides_results_or_answers(self):
+        d = self.spawn(args=["--no-session"], sets={"retry.baseDelayMs": 5}, settled=True,
+                       plan=[{"error": "503 busy"}, {"text": "one two"}])
+        r = d.request({"type": "set_event_filter", "id": "f",
+                       "events": ["auto_retry_start", "auto_retry_end", "tool_execution_update"]})
+        self.assertEqual(r["data"], {"events": ["auto_retry_start", "auto_retry_end",
+                                                "tool_execution_update"]})
+        self.assertValidResponse(r)
+        d.send({"type": "prompt", "id": "p", "message": "hi"})
+        msgs = d.collect_until(lambda m: m.get("type") == "session_settled")
+        self.assertEqual(types(msgs), ["response", "auto_retry_start", "auto_retry_end",
+                                       "prompt_result", "agent_settled", "session_settled"])
+        r = d.request({"type": "set_event_filter", "id": "f2", "events": None})
+        self.assertEqual(r["data"], {"events": None})
+        d.send({"type": "prompt", "id": "p2", "message": "again"})
+        msgs = d.collect_until(lambda m: m.get("type") == "session_settled")
+        self.assertIn("message_update", types(msgs))
+        self.assertIn("agent_end", types(msgs))
+
+    def test_message_ids_count_on_while_message_events_are_filtered_out(self):
+        d = self.spawn(args=["--no-session"], plan=[{"text": "a"}, {"text": "b"}], settled=True)
+        d.request({"type": "set_event_filter", "id": "f", "events": ["agent_start", "agent_end"]})
+        d.send({"type": "prompt", "id": "p", "message": "hi"})
+        msgs = d.collect_until(lambda m: m.get("type") == "session_settled")
+        self.assertNotIn("message_start", types(msgs))
+        d.request({"type": "set_event_filter", "id": "f2", "events": None})
+        msgs = self.run_prompt(d, "again")
+        self.assertEqual([m["messageId"] for m in msgs if m.get("type") == "message_start"],
+                         ["msg-3", "msg-4"])
+
+    def test_a_filter_without_message_update_silences_the_fast_delta_lines(self):
+        d = self.spawn(args=["--no-session"], sets={"rpc.messageUpdates": "delta"},
+                       plan=[{"text": "one two three"}])
+        d.request({"type": "set_event_filter", "id": "f", "events": [
+            "agent_start", "agent_end", "message_start", "message_end"]})
+        msgs = self.run_prompt(d)
+        self.assertEqual(types(msgs), ["response", "agent_start", "message_start", "message_end",
+                                       "message_start", "message_end", "agent_end"])
+        self.assertEqual(text_of(msgs[-2]["message"]), "one two three")
+
+    def test_bad_filters_are_refused_with_a_sentence_and_the_old_filter_stays(self):
+        d = self.spawn(args=["--no-session"], plan=[{"text": "ok"}])
+        cases = [
+            ({"events": ["mesage_end"]},
+             'set_event_filter: unknown event type "mesage_end" (did you mean "message_end"?)'),
+            ({"events": ["agent_start"]},
+             'set_event_filter: "agent_start" without "agent_end" would show a run start but '
+             'never its end; name both, or the end alone'),
+            ({"events": ["auto_retry_start", "message_update"]},
+             'set_event_filter: "auto_retry_start" without "auto_retry_end" would show a retry '
+             'chain start but never its end; name both, or the end alone'),
+            ({"events": "agent_end"},
+             "events must be null or an array of non-empty event type strings"),
+            ({"events": [""]}, "events must be null or an array of non-empty event type strings "
+                               "(events[0] is not)"),
+            ({}, 'set_event_filter: missing required field "events" (null, or an array of event '
+                 'type names)'),
+        ]
+        for extra, error in cases:
+            with self.subTest(extra=extra):
+                r = d.request(dict({"type": "set_event_filter", "id": "f"}, **extra))
+                self.assertEqual((r["success"], r["error"]), (False, error))
+        self.assertIn("message_update", types(self.run_prompt(d)))
+
+    def test_another_programs_event_names_are_accepted_and_the_selection_comes_back_once_each(self):
+        # oh-my-pi takes any name (config_warnings_changed, session_switch ...
+        # are its own); only a near miss of a name retryd sends is a typo.
+        d = self.spawn(args=["--no-session"], plan=[{"text": "ok"}], settled=True)
+        r = d.request({"type": "set_event_filter", "id": "f", "events": [
+            "agent_end", "config_warnings_changed", "agent_end", "message_update"]})
+        self.assertTrue(r["success"], r)
+        self.assertEqual(r["data"]["events"],
+                         ["agent_end", "config_warnings_changed", "message_update"])
+        d.send({"type": "prompt", "id": "p", "message": "hi"})
+        msgs = d.collect_until(lambda m: m.get("type") == "session_settled")
+        self.assertEqual(sorted(set(types(msgs)) - {"response"}),
+                         ["agent_end", "agent_settled", "message_update", "prompt_result",
+                          "session_settled"])
+
+
+class OpenSessionTests(OmpCase):
+    """open_session {sessionDir}: a retryd session goes on as --continue/--resume do."""
+
+    def first_session(self, d):
+        self.run_prompt(d, "remember me")
+        return d.request({"type": "get_state", "id": "s"})["data"]["sessionFile"]
+
+    def test_open_session_of_a_directory_continues_its_newest_retryd_session(self):
+        d = self.spawn(args=["--session-dir", "{tmp}/a"], plan=[{"text": "first"}])
+        path = self.first_session(d)
+        d.finish()
+        d2 = self.spawn(args=["--session-dir", "{tmp}/b"], plan=[{"text": "second"}])
+        r = d2.request({"type": "open_session", "id": "o", "sessionDir": os.path.dirname(path)})
+        self.assertValidResponse(r)
+        self.assertEqual(r["data"], {"cancelled": False, "resumed": True,
+                                     "sessionId": Path(path).stem.split("_", 1)[1],
+                                     "sessionFile": path})
+        texts = [text_of(m) for m in d2.request({"type": "get_messages"})["data"]["messages"]]
+        self.assertEqual(texts, ["remember me", "first"])
+        self.run_prompt(d2, "more")
+        lines = Path(path).read_text().splitlines()
+        self.assertEqual(sum('"type":"session"' in ln for ln in lines), 1)
+        self.assertIn("more", lines[-2])
+
+    def test_open_session_of_a_file_resumes_it_and_of_an_empty_directory_starts_there(self):
+        d = self.spawn(args=["--session-dir", "{tmp}/a"], plan=[{"text": "first"}])
+        path = self.first_session(d)
+        d.finish()
+        d2 = self.spawn(args=["--session-dir", "{tmp}/b"], plan=[{"text": "x"}])
+        r = d2.request({"type": "open_session", "id": "o", "sessionDir": path})
+        self.assertEqual((r["data"]["resumed"], r["data"]["sessionFile"]), (True, path))
+        again = d2.request({"type": "open_session", "id": "o2", "sessionDir": path})
+        self.assertEqual(again["data"], r["data"])
+        empty = os.path.join(d2.tmp, "empty")
+        os.makedirs(empty)
+        r = d2.request({"type": "open_session", "id": "o3", "sessionDir": empty})
+        self.assertIs(r["data"]["resumed"], False)
+        self.assertEqual(os.path.dirname(r["data"]["sessionFile"]), empty)
+        self.assertEqual(d2.request({"type": "get_messages"})["data"]["messages"], [])
+
+    def test_open_session_is_refused_when_busy_foreign_missing_or_without_a_session_file(self):
+        d = self.spawn(args=["--session-dir", "{tmp}/a"], plan=[{"hang": True}])
+        foreign = os.path.join(d.tmp, "omp.jsonl")
+        Path(foreign).write_text('{"type":"message","message":{"role":"user"}}\n')
+        r = d.request({"type": "open_session", "id": "o", "sessionDir": foreign})
+        self.assertEqual(r["error"], "open_session: cannot resume session file %s: not a session "
+                                     "file (line 1 comes before any {\"type\":\"session\"} header)"
+                         % foreign)
+        r = d.request({"type": "open_session", "id": "o", "sessionDir": d.tmp + "/nowhere"})
+        self.assertEqual(r["error"], "open_session: %s/nowhere: No such file or directory" % d.tmp)
+        r = d.request({"type": "open_session", "id": "o", "sessionDir": ""})
+        self.assertEqual(r["error"], 'open_session: field "sessionDir" must not be empty')
+        d.send({"type": "prompt", "id": "p", "message": "hi"})
+        d.wait_for(lambda m: m.get("type") == "message_start")
+        r = d.request({"type": "open_session", "id": "o", "sessionDir": d.tmp})
+        self.assertEqual(r["error"], "open_session: a run is in progress (a prompt, its retries "
+                                     "or queued messages); wait for session_settled or abort it first")
+        d2 = self.spawn(args=["--no-session"], plan=[])
+        r = d2.request({"type": "open_session", "id": "o", "sessionDir": d.tmp})
+        self.assertEqual(r["error"], "open_session: this daemon keeps no session file "
+                                     "(started with --no-session)")
+
+    def test_open_session_takes_the_session_in_use_under_any_name_and_refuses_a_fifo(self):
+        d = self.spawn(args=["--session-dir", "{tmp}/a"], plan=[{"text": "first"}])
+        path = self.first_session(d)
+        # The same file through a trailing-slash directory, "./" and a symlink
+        # changes nothing: the conversation stays.
+        link = os.path.join(d.tmp, "link.jsonl")
+        os.symlink(path, link)
+        for name in (os.path.dirname(path) + "/", os.path.dirname(path) + "/./" +
+                     os.path.basename(path), link):
+            with self.subTest(name=name):
+                r = d.request({"type": "open_session", "id": "o", "sessionDir": name})
+                self.assertTrue(r["success"], r)
+                texts = [text_of(m) for m in
+                         d.request({"type": "get_messages"})["data"]["messages"]]
+                self.assertEqual(texts, ["remember me", "first"])
+        fifo = os.path.join(d.tmp, "pipe.jsonl")
+        os.mkfifo(fifo)
+        r = d.request({"type": "open_session", "id": "o", "sessionDir": fifo}, timeout=3)
+        self.assertEqual(r["error"], "open_session: %s is not a regular file (a session file or "
+                                     "its directory)" % fifo)
+
+    def test_open_session_of_a_directory_skips_an_empty_newest_file(self):
+        d = self.spawn(args=["--session-dir", "{tmp}/a"], plan=[{"text": "first"}])
+        path = self.first_session(d)
+        d.finish()
+        empty = os.path.join(os.path.dirname(path), "zzzz-crashed-before-its-header.jsonl")
+        Path(empty).write_text("")
+        os.utime(empty, (os.path.getmtime(path) + 10,) * 2)
+        d2 = self.spawn(args=["--session-dir", "{tmp}/b"], plan=[{"text": "x"}])
+        r = d2.request({"type": "open_session", "id": "o", "sessionDir": os.path.dirname(path)})
+        self.assertEqual((r["success"], r["data"]["sessionFile"]), (True, path))
+
+    def test_get_tree_is_refused_with_the_reason(self):
+        d = self.spawn(args=["--no-session"], plan=[])
+        r = d.request({"type": "get_tree", "id": "t"})
+        self.assertEqual((r["id"], r["success"], r["error"]), (
+            "t", False, "get_tree is not supported: a retryd session is one line of messages, "
+                        "not a tree of branches; get_entries lists them"))

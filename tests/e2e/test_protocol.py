@@ -111,18 +111,21 @@ class OversizeLineTests(DaemonTestCase):
         tail = '"}'
         return (head + "x" * (size - len(head) - len(tail)) + tail).encode()
 
-    def _assert_oversize_error(self, r):
+    def _assert_oversize_error(self, r, id=None):
         self.assertEqual(r["type"], "response")
         self.assertEqual(r["command"], "parse")
         self.assertIs(r["success"], False)
         self.assertTrue(r["error"].startswith("Failed to parse command:"), r["error"])
-        self.assertNotIn("id", r)
+        if id is None:
+            self.assertNotIn("id", r)
+        else:
+            self.assertEqual(r["id"], id)
 
     def test_line_over_max_line_bytes_gets_one_parse_error_and_next_line_works(self):
         d = self._daemon()
         big = json.dumps({"type": "prompt", "id": "huge", "message": "y" * 5000}).encode()
         d.send(big + b'\n{"type":"get_state","id":"after"}\n')
-        self._assert_oversize_error(d.recv())
+        self._assert_oversize_error(d.recv(), id="huge")
         r = d.recv()
         self.assertEqual((r["id"], r["command"], r["success"]), ("after", "get_state", True))
         self.assertFalse(r["data"]["isStreaming"])  # the oversize prompt never ran
@@ -134,10 +137,20 @@ class OversizeLineTests(DaemonTestCase):
         # 400 kB: far more than one read of stdin; the rest of the line is discarded.
         d.send(b'{"type":"get_state","id":"huge","pad":"' + b"z" * 400000)
         d.send(b'"}\n{"type":"get_state","id":"after"}\n')
-        self._assert_oversize_error(d.recv())
+        self._assert_oversize_error(d.recv(), id="huge")
         self.assertEqual(d.recv().get("id"), "after")
         d.finish()
         self.assertEqual(len(d.seen()), 3)
+
+    def test_an_oversize_line_keeps_its_id_only_when_its_start_holds_it_whole(self):
+        d = self._daemon()
+        # A numeric id after the type, the line cut far beyond it.
+        d.send(b'{"type":"prompt","id":17,"message":"' + b"y" * 5000 + b'"}\n')
+        self._assert_oversize_error(d.recv(), id=17)
+        # The id behind the cut: no id rather than a guess.
+        d.send(b'{"type":"prompt","message":"' + b"y" * 5000 + b'","id":"late"}\n')
+        self._assert_oversize_error(d.recv())
+        d.finish()
 
     def test_a_megabyte_line_is_fine_under_the_default_limit(self):
         d = self.spawn(args=["--no-session"])
@@ -153,7 +166,7 @@ class OversizeLineTests(DaemonTestCase):
         r = d.recv()
         self.assertEqual((r.get("id"), r["success"]), ("fits", True))
         d.send(self._line(self.LIMIT + 1, "over") + b"\n")
-        self._assert_oversize_error(d.recv())
+        self._assert_oversize_error(d.recv(), id="over")
         d.finish()
 
 
@@ -215,7 +228,7 @@ class ParseErrorTests(DaemonTestCase):
 
     def test_unknown_or_unsupported_type_is_reported_even_with_a_bad_id(self):
         d = self.spawn()
-        r = self._bad(d, b'{"id":7,"type":"frobnicate"}\n')
+        r = self._bad(d, b'{"id":{"n":7},"type":"frobnicate"}\n')
         self.assertEqual(r, {"type": "response", "command": "frobnicate", "success": False,
                              "error": "Unknown command: frobnicate"})
         r = self._bad(d, b'{"id":[7],"type":"bash"}\n')
@@ -223,9 +236,10 @@ class ParseErrorTests(DaemonTestCase):
                          ("bash", "bash is not supported: retryd runs no shell commands"))
         self.assertNotIn("id", r)
         # A command retryd runs still gets the id error, before its own fields.
-        r = self._bad(d, b'{"id":7,"type":"prompt"}\n')
+        r = self._bad(d, b'{"id":[7],"type":"prompt"}\n')
         self.assertEqual((r["command"], r["error"]),
-                         ("prompt", 'prompt: field "id" must be a string, not a number'))
+                         ("prompt", 'prompt: field "id" must be a string, a number, true, false '
+                                    'or null, not an array'))
         self.assertNotIn("id", r)
         d.finish()
 
@@ -239,12 +253,41 @@ class ParseErrorTests(DaemonTestCase):
         self.assertNotIn("id", r)
         d.finish()
 
-    def test_non_string_id_is_not_echoed(self):
+    def test_switch_session_refusal_points_at_open_session_and_resume_rather_than_denying_it(self):
         d = self.spawn()
-        d.send(b'{"type":"get_state","id":7}\n')
-        r = d.recv()
-        self.assertEqual((r["type"], r["command"]), ("response", "get_state"))
-        self.assertNotIn("id", r)
+        r = self._bad(d, b'{"id":"w","type":"switch_session","sessionPath":"/tmp/x.jsonl"}\n')
+        self.assertEqual(r["error"], 'switch_session is not supported: send open_session '
+                                     '{"sessionDir": FILE} to switch, or start retryd with '
+                                     '--resume FILE (or --continue for the newest)')
+        d.finish()
+
+    def test_every_scalar_id_is_echoed_as_the_same_json_value(self):
+        d = self.spawn()
+        for raw, want in ((b"7", "7"), (b"-3", "-3"), (b"2.5", "2.5"), (b"1.0", "1.0"),
+                          (b"1e3", "1000.0"), (b"true", "true"), (b"false", "false"),
+                          (b'"s"', '"s"')):
+            with self.subTest(id=raw):
+                d.send(b'{"type":"get_state","id":' + raw + b'}\n')
+                r = d.recv()
+                line = d.lines[d.pos - 1].raw
+                line = line.decode() if isinstance(line, bytes) else line
+                self.assertEqual(r["command"], "get_state")
+                self.assertEqual(r["id"], json.loads(raw))
+                self.assertEqual(type(r["id"]), type(json.loads(raw)))
+                self.assertTrue(line.startswith('{"id":' + want + ','), line)
+        # Unknown commands keep it too, where pi drops it.
+        r = self._bad(d, b'{"id":7,"type":"frobnicate"}\n')
+        self.assertEqual(r["id"], 7)
+        d.finish()
+
+    def test_a_numeric_prompt_id_is_echoed_in_the_response_and_the_prompt_result(self):
+        d = self.spawn(plan=[{"text": "ok"}], settled=True)
+        d.send(b'{"type":"prompt","id":41,"message":"hi"}\n')
+        msgs = d.collect_until(lambda m: m.get("type") == "prompt_result", what="prompt_result")
+        resp = [m for m in msgs if m.get("type") == "response"][0]
+        self.assertEqual(resp["id"], 41)
+        self.assertEqual(msgs[-1]["id"], 41)
+        self.assertIsInstance(msgs[-1]["id"], int)
         d.finish()
 
     def test_missing_or_mistyped_fields_are_errors_naming_the_field(self):

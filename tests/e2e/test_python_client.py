@@ -111,9 +111,46 @@ class SyncClientTests(ClientTestCase):
         self.assertEqual((run.text, run.stop_reason, run.error, run.retries),
                          ("hello there", "stop", None, 0))
         self.assertEqual(types(run.events)[0], "agent_start")
-        self.assertEqual(types(run.events)[-1], "agent_end")
+        self.assertEqual(types(run.events)[-2:], ["agent_end", "prompt_result"])
+        self.assertEqual((run.status, run.prompt_result["id"]), ("completed", run.events[-1]["id"]))
         self.assertEqual([m["role"] for m in run.messages], ["user", "assistant"])
         self.assert_clean_close(c)
+
+    def test_a_failed_runs_result_comes_from_its_prompt_result_with_the_error_fields(self):
+        c = self.client(*FAST, "--set", "retry.maxRetries=1",
+                        *plan({"error": "429 Too Many Requests", "status": 429},
+                              {"error": "429 Too Many Requests", "status": 429}))
+        run = c.prompt_and_wait("q", timeout=WAIT)
+        self.assertEqual((run.success, run.status, run.error, run.retryable, run.http_status,
+                          run.provider, run.model, run.retries),
+                         (False, "error", "429 Too Many Requests", True, 429, "sim", "sim-1", 1))
+        self.assertEqual(types(run.events)[-1], "prompt_result")
+        self.assert_clean_close(c)
+
+    def test_wait_for_settled_returns_once_the_chain_and_the_queue_are_done(self):
+        c = self.client(*FAST, *plan({"error": "503"}, {"text": "first"}, {"text": "queued"}))
+        c.wait_for_settled(timeout=WAIT)  # idle: at once, from get_state
+        c.prompt("one")
+        c.follow_up("two")
+        c.wait_for_settled(timeout=WAIT)
+        state = c.get_state()
+        self.assertEqual((state["isSettled"], state["isStreaming"], state["pendingMessageCount"]),
+                         (True, False, 0))
+        seen = list(c.events(timeout=0))
+        self.assertEqual(types(seen)[-1], "session_settled")
+        self.assertEqual(types(seen).count("agent_end"), 1)
+        self.assertEqual([retryd.message_text(m) for m in seen[-4]["messages"]
+                          if m["role"] == "assistant"], ["first", "queued"])
+        self.assert_clean_close(c)
+
+    def test_wait_for_settled_times_out_while_an_attempt_hangs(self):
+        c = self.client(*plan({"hang": True}))
+        c.prompt("q")
+        with self.assertRaises(retryd.Timeout):
+            c.wait_for_settled(timeout=0.3)
+        c.abort()
+        c.wait_for_settled(timeout=WAIT)
+        self.assertTrue(c.get_state()["isSettled"])
 
     def test_retried_failure_counts_auto_retry_start_and_ends_answered(self):
         c = self.client(*FAST, *plan({"error": "503 Service Unavailable"},
@@ -332,6 +369,21 @@ class FakeDaemonTests(ClientTestCase):
         self.assertNotIn("persist", c.set_auto_retry(True)["got"])
         self.assertIs(c.set_auto_retry(True, persist=True)["got"]["persist"], True)
 
+    def test_a_daemon_without_prompt_result_ends_the_run_at_agent_end(self):
+        path = fake_daemon(self.box.tmp, """
+            out.write(json.dumps({"id": cmd["id"], "type": "response", "command": cmd["type"],
+                                  "success": True}).encode() + b"\\n")
+            msg = {"role": "assistant", "content": [{"type": "text", "text": "old"}],
+                   "stopReason": "stop"}
+            out.write(json.dumps({"type": "message_end", "message": msg}).encode() + b"\\n")
+            out.write(json.dumps({"type": "agent_end", "messages": [msg]}).encode() + b"\\n")
+        """)
+        c = retryd.Client(path=path)
+        self.addCleanup(c.close)
+        run = c.prompt_and_wait("q", timeout=WAIT)
+        self.assertEqual((run.success, run.text, run.status, run.prompt_result),
+                         (True, "old", None, None))
+
     def test_crlf_lines_and_responses_out_of_order_are_matched_by_id(self):
         path = fake_daemon(self.box.tmp, """
             if cmd["type"] == "first":
@@ -405,6 +457,19 @@ class AsyncClientTests(ClientTestCase):
             self.assertEqual((await c.get_state())["messageCount"], 2)
             self.assertEqual([m["role"] for m in await c.get_messages()], ["user", "assistant"])
         self.run_async(body, *FAST, *plan({"error": "503"}, {"text": "ok"}))
+
+    def test_async_prompt_result_and_wait_for_settled(self):
+        async def body(c):
+            run = await c.prompt_and_wait("q", timeout=WAIT)
+            self.assertEqual((run.success, run.status, run.error, run.retryable),
+                             (False, "error", "401 Unauthorized: invalid api key", False))
+            await c.prompt("again")
+            await c.follow_up("and more")
+            await c.wait_for_settled(timeout=WAIT)
+            self.assertIs((await c.get_state())["isSettled"], True)
+            await c.wait_for_settled(timeout=WAIT)
+        self.run_async(body, *FAST, *plan({"error": "401 Unauthorized: invalid api key"},
+                                          {"text": "a"}, {"text": "b"}))
 
     def test_async_non_retryable_failure_and_refused_command(self):
         async def body(c):

@@ -75,8 +75,9 @@ class ResponsesCase(DaemonTestCase):
 
 class ResponsesStreamTests(ResponsesCase):
     def test_a_pi_models_json_entry_streams_text_with_usage(self):
+        # pi's request: no background mode (retry.continueCutAnswers would add it).
         d, srv = self.start([{"text": "alpha beta gamma", "inputTokens": 21, "outputTokens": 3,
-                              "cachedTokens": 8}])
+                              "cachedTokens": 8}], sets={"retry.continueCutAnswers": "off"})
         msgs = self.run_prompt(d, "q")
         self.assertEqual(signature(msgs), [
             "response:prompt", "agent_start", "turn_start", "message_start:user",
@@ -180,8 +181,8 @@ class ResponsesStreamTests(ResponsesCase):
 class ResponsesErrorTests(ResponsesCase):
     """Each error shape, retried or not as the decision table says."""
 
-    def first_failure(self, step, then=None):
-        d, srv = self.start([step] + ([then] if then else []))
+    def first_failure(self, step, then=None, sets=None):
+        d, srv = self.start([step] + ([then] if then else []), sets=sets)
         msgs = self.run_prompt(d, "q")
         d.finish()
         return msgs, srv, decisions(d.stderr_text())
@@ -272,8 +273,10 @@ class ResponsesErrorTests(ResponsesCase):
     def test_a_stream_without_a_terminal_event_is_truncated_and_retried(self):
         for mode in ("eof", "reset"):
             with self.subTest(dropMode=mode):
+                # A replay (test_continue resumes one).
                 msgs, srv, dec = self.first_failure({"text": "one two three", "dropAfterChunks": 2,
-                                                     "dropMode": mode}, {"text": "whole"})
+                                                     "dropMode": mode}, {"text": "whole"},
+                                                    sets={"retry.continueCutAnswers": "off"})
                 first, last = assistant_ends(msgs)[0], assistant_ends(msgs)[-1]
                 self.assertEqual(first["stopReason"], "error")
                 if mode == "eof":

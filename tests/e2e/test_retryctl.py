@@ -467,3 +467,66 @@ class PipeTests(RetryctlTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FleetWaitTests(RetryctlTestCase):
+    """A fleet wait shown as a backoff is: two retryctl runs share one fleet
+    (the same runtime dir, sim.shareFleet); the first is told by its sim
+    plan to wait 2 s and gives up, the second is held for what is left."""
+
+    BLOCK = [{"error": "429 Too Many Requests", "status": 429, "retryAfterMs": 2000}]
+    CAUSE = "another retryd of yours got 429 retry-after 2s"
+
+    def block(self):
+        rc, _, err = self.pipes(plan_args(self.BLOCK, retry_maxRetries=0, sim_shareFleet=True) +
+                                ["q"])
+        self.assertEqual(rc, 1, err)
+
+    def test_a_fleet_wait_is_a_plain_line_per_hold_naming_its_cause_off_a_terminal(self):
+        self.block()
+        t0 = time.monotonic()
+        rc, out, err = self.pipes(plan_args([{"text": "after the block"}], sim_shareFleet=True) +
+                                  ["q"])
+        self.assertEqual((rc, out), (0, "after the block\n"), err)
+        lines = err.splitlines()
+        self.assertTrue(lines, err)
+        held = 0.0
+        for line in lines:
+            m = re.fullmatch(r"held (\d+\.\d)s %s (.*)" % DASH, line)
+            self.assertIsNotNone(m, err)
+            self.assertEqual(m.group(2), self.CAUSE)
+            held += float(m.group(1))
+        self.assertTrue(0.5 <= held <= 2.1, err)
+        self.assertGreaterEqual(time.monotonic() - t0, held - 0.2)
+        self.assertNotIn("\r", err)
+        self.assertNotIn("\x1b", err)
+
+    def test_a_fleet_wait_counts_down_on_a_terminal_naming_its_cause_and_its_line_stays(self):
+        self.block()
+        run = self.pty(plan_args([{"text": "after the block"}], sim_shareFleet=True) + ["q"])
+        run.wait_for(" %s %s" % (DASH, self.CAUSE), 5)
+        run.wait_for("after the block", 10)
+        self.assertEqual(run.finish(10), 0, run.text)
+        out = run.text
+        shown = re.findall(r"\r\x1b\[Kheld (\d\.\d)s %s %s" % (DASH, re.escape(self.CAUSE)), out)
+        # Redrawn every 100 ms, counting down; then kept as long as it held in all.
+        self.assertGreaterEqual(len(set(shown)), 3, out)
+        counting = [float(x) for x in shown[:-1]]
+        self.assertTrue(all(a >= b for a, b in zip(counting, counting[1:])), shown)
+        kept = screen(out)
+        self.assertEqual(kept[-1], "after the block", kept)
+        self.assertRegex(kept[-2], r"^held \d\.\ds %s %s$" % (DASH, re.escape(self.CAUSE)))
+        self.assertGreaterEqual(float(kept[-2].split()[1][:-1]), counting[0])
+        self.assertClean(out)
+
+    def test_ctrl_c_during_a_fleet_wait_cancels_it_and_exits_130(self):
+        rc, _, err = self.pipes(plan_args([{"error": "429", "status": 429,
+                                            "retryAfterMs": 30000}],
+                                          retry_maxRetries=0, sim_shareFleet=True) + ["q"])
+        self.assertEqual(rc, 1, err)
+        run = self.pty(plan_args([{"text": "never"}], sim_shareFleet=True) + ["q"])
+        run.wait_for("held ", 5)
+        run.kill(signal.SIGINT)
+        self.assertEqual(run.finish(10), 130, run.text)
+        self.assertIn("cancelling the fleet wait", run.text)
+        self.assertNotIn("never", run.text)

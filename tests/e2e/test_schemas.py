@@ -584,7 +584,7 @@ class LifecycleSchemaTest(DaemonTest):
         at = [o["type"] for o in got].index("retry_fallback_applied")
         self.assertSequence(got[at - 1:at + 2], ["turn_end:error", "retry_fallback_applied", "auto_retry_start:1"])
         self.assertEqual(got[at], {"type": "retry_fallback_applied", "kind": "credential",
-                                   "from": "key-a", "to": "key-b"})
+                                   "from": "key-a", "to": "key-b", "reason": "usage-limit"})
         self.assertEqual(got[at + 1]["delayMs"], 0)
         self.assertEqual(describe(got[-3]), "auto_retry_end:ok:1")
         self.assertEqual(d.finish()[0], 0)
@@ -613,7 +613,7 @@ class RetryPolicySchemaTest(DaemonTest):
         "maxDelayMs": 60000, "respectServerHints": True, "jitter": "none", "schedule": [], "budget": None,
         "idleTimeoutMs": 0, "fallbackModels": [], "fallbackAfterConsecutive": 3, "fallbackCooldownMs": 60000,
         "continuationPrompt": "Continue from where you left off. Do not repeat work that is already done.",
-        "unknownRetries": 1}
+        "continueCutAnswers": "lossless", "unknownRetries": 1, "usageLimitWait": "off", "maxUsageWaitMs": 21600000, "usageWaitHeartbeatMs": 60000}
     PATTERN_KEYS = ("retryablePatterns", "nonRetryablePatterns", "contextOverflowPatterns", "usageLimitPatterns",
                     "overloadPatterns")
 
@@ -745,7 +745,7 @@ class RetryPolicySchemaTest(DaemonTest):
         d.send({"type": "prompt", "id": "p2", "message": "again"})
         got = d.until_type("agent_end")
         self.assertEqual(self.retry_events(got), [])
-        self.assertIn("Provider asked this retryd to wait", got[-1]["messages"][-1]["errorMessage"])
+        self.assertIn("the provider asked this retryd to wait 9 s", got[-1]["messages"][-1]["errorMessage"])
         # Once it is dropped, after one retry, the refused retry is number 2.
         self.assertTrue(d.request({"type": "fleet_clear", "id": "fc"})["success"])
         d.send({"type": "prompt", "id": "p3", "message": "again"})
@@ -990,8 +990,9 @@ class BadInputSchemaTest(DaemonTest):
          'steer: images[0].type must be "image"', "i"),
         ("bad mode", b'{"id":"j","type":"set_follow_up_mode","mode":"some"}', "set_follow_up_mode",
          'set_follow_up_mode: field "mode" must be "all" or "one-at-a-time"', "j"),
-        ("id not a string", b'{"id":7,"type":"get_state"}', "get_state",
-         'get_state: field "id" must be a string, not a number', None),
+        ("id not a scalar", b'{"id":{},"type":"get_state"}', "get_state",
+         'get_state: field "id" must be a string, a number, true, false or null, not an object',
+         None),
         ("retry not an object", b'{"id":"k","type":"prompt","message":"x","retry":5}', "prompt",
          'prompt: field "retry" must be an object of retry settings, not a number', "k"),
         ("unknown retry setting", b'{"id":"l","type":"prompt","message":"x","retry":{"nope":true}}', "prompt",
@@ -1125,7 +1126,7 @@ class SchemaFilesTest(unittest.TestCase):
             "ready", "agent_start", "agent_end", "turn_start", "turn_end", "message_start", "message_update",
             "message_end", "auto_retry_start", "auto_retry_end", "retry_fallback_applied", "notice",
             "provider_retry", "tool_execution_start", "tool_execution_end", "fleet_wait",
-            "thinking_level_changed", "agent_settled", "session_settled", "prompt_result"]))
+            "thinking_level_changed", "agent_settled", "session_settled", "prompt_result", "usage_wait"]))
 
 
 GOOD_ASSISTANT = {
@@ -1181,11 +1182,12 @@ class ValidatorTest(unittest.TestCase):
         self.assertRejected(dict(start, delayMs=0, reason="guess"), "events.schema.json", "$.reason",
                             '"guess" is not one of')
 
-    def test_validator_rejects_model_fallback_without_reason_and_reason_on_credentials(self):
+    def test_validator_rejects_a_fallback_without_reason_and_a_credential_switch_not_for_usage(self):
         fallback = {"type": "retry_fallback_applied", "kind": "model", "from": "a", "to": "b"}
         self.assertRejected(fallback, "events.schema.json", "$.reason", "required")
+        self.assertRejected(dict(fallback, kind="credential"), "events.schema.json", "$.reason", "required")
         self.assertRejected(dict(fallback, kind="credential", reason="overloaded"), "events.schema.json", "$.reason",
-                            "not allowed")
+                            "usage-limit")
 
     def test_validator_holds_retry_settings_to_their_keys_and_ranges(self):
         self.assertRejected({"type": "prompt", "message": "x", "retry": {"maxDelay": 5}}, "commands.schema.json",

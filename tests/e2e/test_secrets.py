@@ -204,18 +204,50 @@ def gemini_lines(session_id, deltas):
 
 class PromptTests(SecretsCase):
 
-    def test_a_key_pasted_into_a_prompt_is_masked_on_stdout_in_messages_and_upstream(self):
+    def test_a_key_pasted_into_a_prompt_is_masked_on_stdout_and_in_the_file_but_sent_as_written(self):
+        # The user's words reach the provider as written (a masked prompt
+        # asks about something else); what retryd prints and stores of
+        # them is masked.
         plain, masked = with_keys()
-        d, srv, session = self.http([{"text": "ok"}])
+        d, srv, session = self.http([{"text": "ok"}, {"text": "ok2"}])
         msgs = self.run_prompt(d, plain)
         user = [m["message"] for m in msgs
                 if m.get("type") == "message_start" and m["message"]["role"] == "user"][0]
         self.assertEqual(text_of(user), masked)
         got = d.request({"type": "get_messages"})["data"]["messages"][0]
         self.assertEqual(text_of(got), masked)
-        sent = json.dumps(srv.requests()[0].get("body"))
-        for key in ALL_KEYS:
-            self.assertNotIn(secret_part(key), sent, "the key went upstream")
+        self.run_prompt(d, "again")
+        for req in srv.requests()[:2]:
+            sent = [m for m in req["body"]["messages"] if m["role"] == "user"][0]
+            content = sent["content"]
+            if not isinstance(content, str):
+                content = "".join(p.get("text", "") for p in content)
+            self.assertEqual(content, plain, "the prompt went upstream changed")
+        d.finish()
+        self.assertNoKey(d, session)
+
+
+    def test_a_key_after_a_newline_tab_quote_or_at_the_start_of_a_prompt_is_masked(self):
+        # Masking runs on serialized JSON, where a newline before a key is
+        # backslash + n: the n must not read as part of the key.
+        prompts = []
+        for sep in ("\n", "\t", "\r\n", "\"", "\\", "\x0b"):
+            plain, masked = "my keys:", "my keys:"
+            for _, key, left in SHAPED:
+                plain += sep + key
+                masked += sep + left
+            prompts.append((plain, masked))
+        first = SHAPED[0][1]
+        prompts.append((first + " starts the prompt", "sk-*** starts the prompt"))
+        quoted = json.dumps({"tool": "read", "result": {"env": "OPENAI_API_KEY=" + first,
+                                                        "k": first}})
+        prompts.append((quoted, quoted.replace(first, "sk-***")))
+        d, srv, session = self.http([{"text": "ok"}] * len(prompts))
+        for plain, masked in prompts:
+            msgs = self.run_prompt(d, plain)
+            user = [m["message"] for m in msgs
+                    if m.get("type") == "message_start" and m["message"]["role"] == "user"][0]
+            self.assertEqual(text_of(user), masked)
         d.finish()
         self.assertNoKey(d, session)
 

@@ -115,7 +115,7 @@ class AnthropicThinking(ThinkingCase):
         self.assertValid(msgs)
         ames = [m["assistantMessageEvent"] for m in updates(msgs)]
         for m in updates(msgs):
-            self.assertEqual(set(m), {"type", "assistantMessageEvent"})
+            self.assertEqual(set(m), {"type", "assistantMessageEvent", "messageId"})
         self.assertEqual(ames[:5], [
             {"type": "thinking_start", "contentIndex": 0},
             {"type": "thinking_delta", "contentIndex": 0, "delta": "Let"},
@@ -128,7 +128,8 @@ class AnthropicThinking(ThinkingCase):
         # The hand-written delta lines are the bytes jansson would write.
         raw = [line for line in d.raw_lines() if '"thinking_delta"' in line]
         self.assertEqual(raw[0], '{"type":"message_update","assistantMessageEvent":'
-                                 '{"type":"thinking_delta","contentIndex":0,"delta":"Let"}}')
+                                 '{"type":"thinking_delta","contentIndex":0,"delta":"Let"},'
+                                 '"messageId":"msg-2"}')
         self.assertEqual(final_message(msgs)["content"][0],
                          {"type": "thinking", "thinking": THOUGHT, "thinkingSignature": SIG})
         d.finish()

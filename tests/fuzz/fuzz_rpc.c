@@ -202,7 +202,7 @@ static bool on_line(void *ctx, enum retryd_lines_kind kind, const char *line, si
 
 	if (kind == RETRYD_LINES_OVERSIZE) {
 		f->lines++;
-		rpc_handle_oversize(&f->rpc);
+		rpc_handle_oversize(&f->rpc, line, len);
 	} else if (len > 0 && line[0] == '#') {
 		if (is_directive(line, len, "#tick ")) {
 			long ms = number_after(line, len, 6);

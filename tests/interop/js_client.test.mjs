@@ -82,9 +82,36 @@ test("promptAndWait returns after the whole retry chain, with auto_retry_start/e
 		assert.deepEqual(starts.map((e) => e.attempt), [1, 2]);
 		assert.equal(starts[0].errorMessage, "503 Service Unavailable");
 		assert.deepEqual(run.events.find((e) => e.type === "auto_retry_end"), { type: "auto_retry_end", success: true, attempt: 2 });
-		assert.equal(run.events.at(-1).type, "agent_end");
+		assert.deepEqual(types(run.events).slice(-2), ["agent_end", "prompt_result"]);
+		assert.equal(run.status, "completed");
 		assert.equal(types(run.events).filter((t) => t === "agent_end").length, 1);
 		assert.equal((await client.getState()).isRetrying, false);
+	});
+});
+
+test("a failed run's result comes from its prompt_result: status, error, retryable, httpStatus", { timeout: 30000 }, async () => {
+	const plan = [{ error: "429 Too Many Requests", status: 429 }, { error: "429 Too Many Requests", status: 429 }];
+	await withClient(plan, { "retry.baseDelayMs": 20, "retry.maxRetries": 1 }, async (client) => {
+		const run = await client.promptAndWait("hi", { timeoutMs: 20000 });
+		assert.deepEqual([run.success, run.status, run.error, run.retryable, run.httpStatus, run.provider, run.model],
+			[false, "error", "429 Too Many Requests", true, 429, "sim", "sim-1"]);
+		assert.equal(run.promptResult, run.events.at(-1));
+		assert.equal(run.retries, 1);
+	});
+});
+
+test("waitForSettled resolves at once when idle, else only after the chain and the queue", { timeout: 30000 }, async () => {
+	await withClient([{ error: "503" }, { text: "first" }, { text: "queued" }], { "retry.baseDelayMs": 50 }, async (client) => {
+		await client.waitForSettled({ timeoutMs: 5000 });
+		const seen = [];
+		client.onEvent((e) => seen.push(e.type));
+		await client.prompt("one");
+		await client.request({ type: "follow_up", message: "two" });
+		await client.waitForSettled({ timeoutMs: 20000 });
+		assert.equal(seen.at(-1), "session_settled");
+		assert.equal(seen.filter((t) => t === "message_end").length, 5);
+		const state = await client.getState();
+		assert.deepEqual([state.isSettled, state.isStreaming, state.pendingMessageCount], [true, false, 0]);
 	});
 });
 

@@ -12,6 +12,12 @@
 // steer(), abortAndPrompt() ... resolve on success:false too) use its
 // `spawn` option to run the same launcher with stdout copied to a recorder.
 // The steps follow reference/omp-traces/interop-omp.txt (omp against itself).
+//
+// The file runs against the pinned 18.2.3 and against the newest runnable
+// 18.3.x (scripts/interop.sh sets OMP_PREFIX for each). 18.3 changed the
+// lifecycle: prompt() throws on success:false, promptAndWait() resolves on
+// the prompt's own prompt_result frame, waitForSettled() on get_state's
+// isSettled or a session_settled frame; the "18.3" tests run only there.
 import { expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -29,6 +35,16 @@ process.env.PATH = `${dirname(process.execPath)}:${process.env.PATH ?? "/usr/bin
 const { RpcClient, RpcCommandError } = await import(join(PKG, "src", "modes", "rpc", "rpc-client.ts"));
 const version = JSON.parse(readFileSync(join(PKG, "package.json"), "utf8")).version;
 console.log(`oh-my-pi ${version} RpcClient on bun ${Bun.version}, retryd ${RETRYD}`);
+const atLeast = (v: string, w: string) => {
+	const a = v.split(".").map(Number), b = w.split(".").map(Number);
+	for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i] > b[i];
+	return true;
+};
+/** 18.3.1 and later: the prompt_result / session_settled lifecycle. */
+const SETTLED_LIFECYCLE = atLeast(version, "18.3.1");
+const test183 = SETTLED_LIFECYCLE ? test : test.skip;
+if (!SETTLED_LIFECYCLE) console.log(`oh-my-pi ${version} predates prompt_result: the 18.3 tests are skipped`);
+
 
 type Ev = { type: string; [k: string]: any };
 
@@ -141,6 +157,12 @@ const textOf = (m: any) =>
 const ends = (events: Ev[], role: string) => events.filter((e) => e.type === "message_end" && e.message.role === role);
 const userTexts = (events: Ev[]) => ends(events, "user").map((e) => textOf(e.message));
 const count = (events: Ev[], type: string) => events.filter((e) => e.type === type).length;
+/** A prompt the daemon refuses: 18.2's prompt() resolves on success:false,
+ * 18.3's throws the daemon's sentence. */
+async function promptRefused(client: any, text: string) {
+	if (SETTLED_LIFECYCLE) await expect(client.prompt(text)).rejects.toThrow(/already processing/);
+	else await client.prompt(text);
+}
 /** The daemon's answer to the last command of this type (tapped clients). */
 const answer = (wire: Ev[], command: string) => wire.filter((l) => l.type === "response" && l.command === command).at(-1);
 
@@ -215,7 +237,7 @@ test("T2 abortRetry during backoff: a prompt sent in the backoff is refused and 
 		const during = await client.getState();
 		expect([during.isStreaming, during.isRetrying, during.messageCount]).toEqual([true, true, 1]);
 
-		await client.prompt("second"); // omp's prompt() resolves on success:false as well
+		await promptRefused(client, "second");
 		const refused = answer(wire, "prompt");
 		expect(refused.success).toBe(false);
 		expect(refused.error).toMatch(/already processing/);
@@ -239,7 +261,7 @@ test("T2 a prompt during a streaming attempt is refused with success:false and n
 		const started = next(client, "message_start");
 		await client.prompt("hi");
 		await started;
-		await client.prompt("second");
+		await promptRefused(client, "second");
 		const refused = answer(wire, "prompt");
 		expect(refused.success).toBe(false);
 		expect(refused.error).toMatch(/already processing/);
@@ -392,5 +414,120 @@ test("T5 abortAndPrompt when idle just runs the prompt", async () => {
 		await idle;
 		expect(userTexts(events)).toEqual(["hello"]);
 		expect(await client.getLastAssistantText()).toBe("idle answer");
+	}, true);
+}, 30000);
+
+// --- oh-my-pi 18.3's lifecycle: prompt_result, session_settled, the event filter.
+
+const frames = (wire: Ev[], type: string) => wire.filter((l) => l.type === type);
+const idOf = (wire: Ev[], command: string) => answer(wire, command)?.id;
+
+test183("18.3 promptAndWait returns on its own prompt_result after a three-attempt chain, with the last attempt's text", async () => {
+	const plan = [{ error: "503 Service Unavailable" }, { error: "overloaded_error" }, { text: "the third attempt's text" }];
+	await withOmp(plan, { "retry.baseDelayMs": 50 }, async ({ client, events, wire }) => {
+		const agentEvents = await client.promptAndWait("hi", undefined, 20000);
+		// Resolved by the frame: it is on the wire, after the chain's end and agent_end.
+		const seen = wire.length;
+		const id = idOf(wire, "prompt");
+		const result = frames(wire, "prompt_result");
+		expect(result).toHaveLength(1);
+		expect(result[0]).toMatchObject({ id, status: "completed", agentInvoked: true });
+		expect(result[0].error).toBeUndefined();
+		const at = (type: string) => wire.findIndex((l) => l.type === type);
+		expect(wire.findLastIndex((l) => l.type === "auto_retry_end")).toBeLessThan(at("agent_end"));
+		expect(at("agent_end")).toBeLessThan(wire.indexOf(result[0]));
+		expect(wire.indexOf(result[0])).toBeLessThan(seen);
+		expect(events.filter((e) => e.type === "auto_retry_start").map((e) => e.attempt)).toEqual([1, 2]);
+		expect(events.find((e) => e.type === "auto_retry_end")).toMatchObject({ success: true, attempt: 2 });
+		expect(count(agentEvents, "agent_end")).toBe(1);
+		expect(textOf(ends(agentEvents, "assistant").at(-1).message)).toBe("the third attempt's text");
+		expect(await client.getLastAssistantText()).toBe("the third attempt's text");
+	}, true);
+}, 30000);
+
+test183("18.3 a failed chain's prompt_result is status error with the verdict's retryable", async () => {
+	await withOmp([{ error: "503" }, { error: "503" }], { "retry.baseDelayMs": 20, "retry.maxRetries": 1 }, async ({ client, wire }) => {
+		await client.promptAndWait("hi", undefined, 20000);
+		const [result] = frames(wire, "prompt_result");
+		expect(result).toMatchObject({ id: idOf(wire, "prompt"), status: "error" });
+		expect(result.error.message).toBe("503");
+		expect(result.error.retryable).toBe(true);
+	}, true);
+}, 30000);
+
+test183("18.3 waitForSettled returns only after the chain and the queued follow-up are done", async () => {
+	const plan = [{ error: "503" }, { text: "first answer" }, { text: "follow-up answer" }];
+	await withOmp(plan, { "retry.baseDelayMs": 400 }, async ({ client, events, wire }) => {
+		expect((await client.getState()).isSettled).toBe(true);
+		const backoff = next(client, "auto_retry_start");
+		await client.prompt("hi");
+		await backoff;
+		await client.followUp("f1");
+		const during = await client.getState();
+		expect([during.isSettled, during.isRetrying]).toEqual([false, true]);
+		await client.waitForSettled(20000);
+		// Everything the run was to do is done by now, and said so once.
+		expect(userTexts(events)).toEqual(["hi", "f1"]);
+		expect(textOf(ends(events, "assistant").at(-1).message)).toBe("follow-up answer");
+		expect(frames(wire, "session_settled")).toHaveLength(1);
+		expect(wire.findIndex((l) => l.type === "session_settled")).toBeGreaterThan(wire.findLastIndex((l) => l.type === "agent_end"));
+		expect(frames(wire, "prompt_result").map((r) => r.status)).toEqual(["completed"]);
+		const after = await client.getState();
+		expect([after.isSettled, after.isStreaming, after.hasPendingAsyncWork]).toEqual([true, false, false]);
+		// Settled already: waitForSettled answers from get_state at once.
+		const t0 = Date.now();
+		await client.waitForSettled(5000);
+		expect(Date.now() - t0).toBeLessThan(2000);
+	}, true);
+}, 30000);
+
+test183("18.3 abortAndPrompt during a backoff: the first prompt's result is aborted, the new one completes", async () => {
+	await withOmp([{ error: "503" }, { text: "the replacement's answer" }], { "retry.baseDelayMs": 30000 }, async ({ client, events, wire }) => {
+		const backoff = next(client, "auto_retry_start");
+		const firstId = await client.prompt("first");
+		expect(firstId).toBe(idOf(wire, "prompt"));
+		await backoff;
+		const t0 = Date.now();
+		await client.abortAndPrompt("replacement");
+		await client.waitForSettled(20000);
+		expect(Date.now() - t0).toBeLessThan(10000);
+		const results = frames(wire, "prompt_result");
+		expect(results.map((r) => [r.id, r.status])).toEqual([
+			[firstId, "aborted"],
+			[idOf(wire, "abort_and_prompt"), "completed"],
+		]);
+		expect(events.find((e) => e.type === "auto_retry_end")).toMatchObject({ success: false, finalError: "Retry cancelled" });
+		expect(await client.getLastAssistantText()).toBe("the replacement's answer");
+	}, true);
+}, 30000);
+
+test183("18.3 setEventFilter: only the listed session events come, prompt results still do; null brings all back", async () => {
+	await withOmp([{ error: "503" }, { text: "filtered" }, { text: "unfiltered" }], { "retry.baseDelayMs": 50 }, async ({ client, events, wire }) => {
+		const wanted = ["agent_end", "auto_retry_start", "auto_retry_end"];
+		expect(await client.setEventFilter(wanted)).toEqual(wanted);
+		await client.promptAndWait("one", undefined, 20000);
+		expect([...new Set(events.map((e) => e.type))].sort()).toEqual([...wanted].sort());
+		expect(frames(wire, "prompt_result")).toHaveLength(1);
+		expect(await client.setEventFilter(null)).toBeNull();
+		events.length = 0;
+		await client.promptAndWait("two", undefined, 20000);
+		expect(events.map((e) => e.type)).toContain("message_update");
+		expect(await client.getLastAssistantText()).toBe("unfiltered");
+	}, true);
+}, 30000);
+
+test183("18.3 message events carry a messageId, the same across one message's start, updates and end", async () => {
+	await withOmp([{ error: "503" }, { text: "two words" }], { "retry.baseDelayMs": 20 }, async ({ client, wire }) => {
+		await client.promptAndWait("hi", undefined, 20000);
+		const msgs = wire.filter((l) => l.type?.startsWith("message_"));
+		for (const l of msgs) expect(typeof l.messageId).toBe("string");
+		// One id per message: the user's, the failed attempt's, the good one's.
+		const ids = [...new Set(msgs.map((l) => l.messageId))];
+		expect(ids).toHaveLength(3);
+		for (const id of ids) {
+			const kinds = msgs.filter((l) => l.messageId === id).map((l) => l.type);
+			expect(kinds[0]).toBe("message_start");
+			expect(kinds.at(-1)).toBe("message_end");
+		}
 	}, true);
 }, 30000);

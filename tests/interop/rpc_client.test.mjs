@@ -40,9 +40,9 @@ async function loadRpcClient() {
 const { RpcClient, version, from } = await loadRpcClient();
 console.log(`pi-coding-agent ${version}: RpcClient from the ${from}`);
 
-async function withClient(plan, sets, fn) {
+async function withClient(plan, sets, fn, { session = false } = {}) {
 	const home = mkdtempSync(join(tmpdir(), "retryd-interop-"));
-	const args = ["--no-session", "--sim-plan", JSON.stringify(plan)];
+	const args = [...(session ? [] : ["--no-session"]), "--sim-plan", JSON.stringify(plan)];
 	for (const [k, v] of Object.entries(sets)) args.push("--set", `${k}=${JSON.stringify(v)}`);
 	const client = new RpcClient({
 		cliPath: LAUNCHER,
@@ -52,6 +52,7 @@ async function withClient(plan, sets, fn) {
 			HOME: home,
 			XDG_CONFIG_HOME: join(home, "config"),
 			XDG_STATE_HOME: join(home, "state"),
+			XDG_RUNTIME_DIR: home,
 		},
 	});
 	await client.start();
@@ -205,4 +206,161 @@ test("the README's RpcClient recipe runs as written", { timeout: 30000 }, async 
 		rmSync(file, { force: true });
 		rmSync(home, { recursive: true, force: true });
 	}
+});
+
+// --- pi 1.6's RpcClient: every method that means something to retryd.
+
+const test16 = SETTLES ? test : test.skip;
+if (!SETTLES) console.log(`pi ${version} predates agent_settled: the pi 1.6 tests are skipped`);
+
+/** Resolves at the next event of this type. */
+function nextEvent(client, type, timeoutMs = 15000) {
+	return new Promise((ok, fail) => {
+		const timer = setTimeout(() => fail(new Error(`no ${type} within ${timeoutMs} ms`)), timeoutMs);
+		const off = client.onEvent((e) => {
+			if (e.type !== type) return;
+			clearTimeout(timer);
+			off();
+			ok(e);
+		});
+	});
+}
+const userTexts = (events) => events.filter((e) => e.type === "message_end" && e.message.role === "user")
+	.map((e) => textOf(e.message));
+
+test16("pi 1.6 prompt answers disposition started; promptAndWait's events end with agent_settled after agent_end{willRetry:false}", { timeout: 30000 }, async () => {
+	await withClient([{ error: "503" }, { text: "one" }, { text: "two" }], { "retry.baseDelayMs": 20 }, async (client) => {
+		const settled = nextEvent(client, "agent_settled");
+		assert.equal(await client.prompt("hi"), "started");
+		await settled;
+		const events = await client.promptAndWait("again", undefined, 20000);
+		const end = runEnd(events);
+		assert.equal(end.willRetry, false);
+		assert.ok(events.indexOf(end) < events.length - 1);
+		assertEndsTheRun(events);
+		assert.equal(await client.getLastAssistantText(), "two");
+	});
+});
+
+test16("pi 1.6 steer and followUp during a backoff are queued, delivered after the retry in order; waitForIdle waits for all", { timeout: 30000 }, async () => {
+	await withClient([{ error: "503" }], { "retry.baseDelayMs": 400 }, async (client) => {
+		const events = [];
+		client.onEvent((e) => events.push(e));
+		const backoff = nextEvent(client, "auto_retry_start");
+		const idle = client.waitForIdle(20000);
+		assert.equal(await client.prompt("hi"), "started");
+		await backoff;
+		assert.equal(await client.steer("s1"), "queued");
+		assert.equal(await client.followUp("f1"), "queued");
+		assert.equal((await client.getState()).pendingMessageCount, 2);
+		await idle;
+		assert.deepEqual(userTexts(events), ["hi", "s1", "f1"]);
+		assert.equal(count(events, "agent_settled"), 1);
+		assert.ok(events.findIndex((e) => e.type === "agent_settled") >
+			events.findLastIndex((e) => e.type === "agent_end"), "agent_settled before the last agent_end");
+		assert.equal(await client.getLastAssistantText(), "f1");
+	});
+});
+
+test16("pi 1.6 abort during a streaming attempt: waitForIdle returns at once, agent_settled says aborted", { timeout: 30000 }, async () => {
+	await withClient([{ hang: true }], {}, async (client) => {
+		const streaming = nextEvent(client, "message_start");
+		const collected = client.collectEvents(20000);
+		await client.prompt("hi");
+		await streaming;
+		const t0 = Date.now();
+		await client.abort();
+		const events = await collected;
+		assert.ok(Date.now() - t0 < 5000);
+		assert.equal(lastAssistant(runEnd(events).messages).stopReason, "aborted");
+		assert.deepEqual(events.at(-1), { type: "agent_settled", aborted: true });
+		assert.equal((await client.getState()).isStreaming, false);
+	});
+});
+
+test16("pi 1.6 getMessages, getSessionStats, models and newSession after a three-attempt chain", { timeout: 30000 }, async () => {
+	const plan = [{ error: "503" }, { error: "overloaded_error" }, { text: "final" }];
+	await withClient(plan, { "retry.baseDelayMs": 20 }, async (client) => {
+		await client.promptAndWait("hi", undefined, 20000);
+		const messages = await client.getMessages();
+		assert.deepEqual(messages.map((m) => [m.role, m.stopReason]), [["user", undefined], ["assistant", "stop"]]);
+		const stats = await client.getSessionStats();
+		assert.equal(stats.userMessages, 1);
+		assert.equal(stats.assistantMessages, 1);
+		assert.equal(typeof stats.sessionId, "string");
+		const models = await client.getAvailableModels();
+		assert.ok(models.some((m) => m.provider === "sim" && m.id === "sim-1"));
+		assert.deepEqual([(await client.setModel("sim", "sim-1")).id], ["sim-1"]);
+		await assert.rejects(client.setModel("sim", "no-such-model"));
+		assert.deepEqual(await client.newSession(), { cancelled: false });
+		assert.equal((await client.getState()).messageCount, 0);
+	});
+});
+
+test16("pi 1.6 thinking levels: setThinkingLevel, getAvailableThinkingLevels lists the sim model's", { timeout: 30000 }, async () => {
+	await withClient([], {}, async (client) => {
+		await client.setThinkingLevel("off");
+		assert.equal((await client.getState()).thinkingLevel, "off");
+		await client.setSteeringMode("all");
+		await client.setFollowUpMode("all");
+		const state = await client.getState();
+		assert.deepEqual([state.steeringMode, state.followUpMode], ["all", "all"]);
+		const levels = await client.getAvailableThinkingLevels();
+		assert.ok(Array.isArray(levels), "levels is a list");
+		// The sim model has no reasoning: "off" is all it offers, as in pi.
+		assert.deepEqual(levels, ["off"]);
+	});
+});
+
+test16("pi 1.6 clearQueue during a backoff hands back the queued texts; only the prompt runs", { timeout: 30000 }, async () => {
+	await withClient([{ error: "503" }, { text: "the retry's answer" }], { "retry.baseDelayMs": 500 }, async (client) => {
+		const events = [];
+		client.onEvent((e) => events.push(e));
+		const backoff = nextEvent(client, "auto_retry_start");
+		const idle = client.waitForIdle(20000);
+		await client.prompt("hi");
+		await backoff;
+		await client.steer("s1");
+		await client.followUp("f1");
+		assert.deepEqual(await client.clearQueue(), { steering: ["s1"], followUp: ["f1"] });
+		assert.equal((await client.getState()).pendingMessageCount, 0);
+		await idle;
+		// Cleared: only the prompt and its two attempts ran.
+		assert.equal(count(events, "message_end"), 3);
+		assert.deepEqual(userTexts(events), ["hi"]);
+		assert.equal(await client.getLastAssistantText(), "the retry's answer");
+	});
+});
+
+test16("pi 1.6 getEntries lists the session file's entries, since an entry id too", { timeout: 30000 }, async () => {
+	await withClient([{ text: "kept" }], {}, async (client) => {
+		await client.promptAndWait("hi", undefined, 20000);
+		const { entries, leafId } = await client.getEntries();
+		assert.ok(entries.length >= 2, `${entries.length} entries`);
+		for (const e of entries) assert.equal(typeof e.id, "string");
+		assert.equal(leafId, entries.at(-1).id);
+		const rest = await client.getEntries(entries[0].id);
+		assert.deepEqual(rest.entries.map((e) => e.id), entries.slice(1).map((e) => e.id));
+		await assert.rejects(client.getEntries("no-such-entry"));
+	}, { session: true });
+});
+
+test16("pi 1.6 what retryd does not do is refused at once; the harmless setters and lists answer", { timeout: 30000 }, async () => {
+	await withClient([], {}, async (client) => {
+		const t0 = Date.now();
+		for (const call of [() => client.compact(), () => client.cycleModel(), () => client.bash("true"),
+			() => client.exportHtml(), () => client.fork("x"), () => client.clone(),
+			() => client.getForkMessages(), () => client.getTree(),
+			() => client.switchSession("/nonexistent.jsonl")]) {
+			await assert.rejects(call());
+		}
+		// The sim model has no reasoning: cycling answers null, as pi does for such a model.
+		assert.equal(await client.cycleThinkingLevel(), null);
+		assert.deepEqual(await client.getCommands(), []);
+		await client.setAutoCompaction(false);
+		await client.abortBash();
+		await client.setSessionName("interop");
+		assert.ok(Date.now() - t0 < 5000, `took ${Date.now() - t0} ms`);
+		assert.equal((await client.getState()).isStreaming, false);
+	});
 });

@@ -398,6 +398,22 @@ class Faults(CodexCase):
         self.assertEqual(failed["stopReason"], "error")
         self.assertNotIn("Four and", text_of(self.final(msgs)))
 
+    def test_clean_early_end_after_a_finished_message_is_replayed_saying_why(self):
+        # Codex shows only finished messages: the one printed before the
+        # early end stays in its thread, and the resumed answer is a
+        # message of its own, not the rest of it.
+        self.start([{"text": "Four and", "dropAfterChunks": 2, "dropMode": "eof"},
+                    {"text": "Four."}])
+        msgs = self.ask()
+        self.check_answer(msgs, "Four.")
+        reqs = self.api()
+        self.assertEqual(texts_of(reqs[1], "assistant"), ["Four and"])
+        [start] = self.of_type(msgs, "auto_retry_start")
+        self.assertEqual(start["continuation"], {
+            "mode": "replay", "keptChars": 0,
+            "reason": "the CLI's resumed session does not go on from the cut text"})
+        self.assertEqual(realcli.message_deltas(msgs)[-1], ["Four."])
+
     def test_clean_early_end_at_the_profile_defaults_is_not_doubled(self):
         # With its own retries kept, Codex retries the stream itself: it
         # prints the first answer, a "Reconnecting... 1/5", then the second;

@@ -409,6 +409,30 @@ class GeminiRetryTests(GeminiCase):
         self.assertLess(self.elapsed, 20)
         d.finish()
 
+    def test_a_cut_answer_is_replayed_saying_why_and_never_doubled(self):
+        # Cut, Gemini CLI drops the failed turn from its session; stalled and
+        # killed, it keeps the user turn but not the streamed text: the
+        # resumed request holds no model turn either way.
+        for fault, sets, reason in (
+                ({"dropAfterChunks": 3, "dropMode": "close"}, {},
+                 "the CLI's session lost the cut turn"),
+                ({"hangAfterChunks": 2}, {"retry.idleTimeoutMs": 3000},
+                 "the CLI's resumed session does not go on from the cut text")):
+            with self.subTest(fault=fault):
+                step = {"text": ANSWER}
+                step.update(fault)
+                d, srv = self.start([step, {"text": ANSWER}], sets=sets)
+                msgs = self.prompt(d, "Say the answer")
+                reqs = chat_requests(srv)
+                self.assertEqual(len(reqs), 2)
+                self.assertEqual(parts(reqs[1], "model", "text"), [])
+                [start] = of_type(msgs, "auto_retry_start")
+                self.assertEqual(start["continuation"],
+                                 {"mode": "replay", "keptChars": 0, "reason": reason})
+                self.assertTrue(text_of(assistant_ends(msgs)[0]).startswith("ANSWER-OK:"))
+                self.assert_no_doubled_text(msgs)
+                d.finish()
+
     def test_killed_before_its_first_answer_it_resumes_with_the_prompt(self):
         d, srv = self.start([{"hangBeforeHeaders": True}, {"text": ANSWER}],
                             sets={"retry.idleTimeoutMs": 3000})

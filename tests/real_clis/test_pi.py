@@ -289,6 +289,23 @@ class PiRetryTests(PiCase):
         self.assert_no_doubled_text(msgs)
         d.finish()
 
+    def test_a_cut_answer_is_told_again_by_pi_so_retryd_replays_it_saying_why(self):
+        # pi leaves the failed message out of what the resumed session sends:
+        # the model starts over, so the cut text is not continued.
+        d, srv = self.start([{"text": ANSWER, "dropAfterChunks": 3, "dropMode": "close"},
+                             {"text": ANSWER}])
+        msgs = self.prompt(d, "Say the answer")
+        first, second = chat_requests(srv)
+        self.assertEqual([m for m in second["body"]["messages"] if m.get("role") == "assistant"],
+                         [])
+        [start] = of_type(msgs, "auto_retry_start")
+        self.assertEqual(start["continuation"], {
+            "mode": "replay", "keptChars": 0,
+            "reason": "the CLI's resumed session does not go on from the cut text"})
+        self.assertEqual(text_of(assistant_ends(msgs)[0]), "ANSWER-OK: this is")
+        self.assert_no_doubled_text(msgs)
+        d.finish()
+
     def test_a_rate_limit_with_retry_after_is_retried_by_retryd(self):
         d, srv = self.start([{"status": 429, "headers": {"retry-after": "1"}}, {"text": ANSWER}])
         msgs = self.prompt(d, "What is 6 times 7?")

@@ -3,6 +3,7 @@
  * it waits for, never sleeps. */
 #include <check.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -341,6 +342,45 @@ START_TEST(test_close_while_terminating_lets_the_grace_run_out)
 }
 END_TEST
 
+/* Whether pid runs (a killed process not yet reaped by its new parent is
+ * a zombie, which kill(pid, 0) still finds). */
+static bool alive(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p != NULL && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* After the reaping, with both pipes ended, nothing is known to hold the
+ * group id: it may be another group's already, so close signals nothing
+ * (here a member that ignores TERM and holds no pipe is still there). */
+START_TEST(test_a_close_after_the_reaping_with_the_pipes_ended_signals_no_group)
+{
+	struct retryd_child_options o = opts(NULL);
+	long pid;
+
+	spawn_sh("trap '' TERM; sleep 60 </dev/null >/dev/null 2>&1 & echo $!", &o);
+	run_until_done();
+	ck_assert_int_eq(F->out_end, UV_EOF);
+	pid = strtol(F->out, NULL, 10);
+	ck_assert_int_gt(pid, 0);
+	retryd_child_close(F->child, on_closed, F);
+	run_until(&F->closed);
+	ck_assert_msg(alive((pid_t)pid), "close signalled a group after the reaping");
+	kill((pid_t)pid, SIGKILL);
+}
+END_TEST
+
 START_TEST(test_a_missing_program_fails_to_spawn_and_frees_itself)
 {
 	struct retryd_child_options o = opts(NULL);
@@ -377,6 +417,7 @@ Suite *child_suite(void)
 	tcase_add_test(tc, test_a_paused_reader_stops_the_drain_clock_and_loses_nothing);
 	tcase_add_test(tc, test_close_before_the_exit_waits_for_the_reaping_and_calls_no_done);
 	tcase_add_test(tc, test_close_while_terminating_lets_the_grace_run_out);
+	tcase_add_test(tc, test_a_close_after_the_reaping_with_the_pipes_ended_signals_no_group);
 	tcase_add_test(tc, test_a_missing_program_fails_to_spawn_and_frees_itself);
 	suite_add_tcase(s, tc);
 	return s;

@@ -162,11 +162,44 @@ static const struct row step1_overflow[] = {
 		.status = 429,
 		.verdict = CLASSIFY_CONTEXT_OVERFLOW,
 		.hint = -1,
-		.rule = "text:contextOverflowPatterns[9]",
+		.rule = "rate-window:requested-over-limit",
+	},
+	{
+		.name = "overflow: the window's numbers alone, requested above the limit, through a 429",
+		.text = "Rate limit reached for model `llama3-70b-8192` on tokens per minute (TPM): "
+			"Limit 7000, Used 0, Requested ~12,903. Please try again in 50.597s.",
+		.status = 429,
+		.verdict = CLASSIFY_CONTEXT_OVERFLOW,
+		.hint = 50597,
+		.rule = "rate-window:requested-over-limit",
+	},
+	{
+		.name = "a request within its window is a rate limit, not an overflow",
+		.text = "Rate limit reached on tokens per minute (TPM): Limit 6000, Used 5034, "
+			"Requested 1443. Please try again in 4.77s.",
+		.status = 429,
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = 4770,
+		.rule = "http-status:429",
 	},
 };
 
 static const struct row step2_usage[] = {
+	{
+		.name = "a gateway's own key allowance (New API) is spent, though it came as 403",
+		.text = "{\"error\":{\"message\":\"token quota is not enough, token remain quota: $0.25, need quota: $5.5\",\"type\":\"new_api_error\",\"code\":\"pre_consume_token_quota_failed\"}}",
+		.status = 403,
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = -1,
+		.rule = "oneapi-code:pre_consume_token_quota_failed",
+	},
+	{
+		.name = "a gateway's pre-consumed quota check failing is a usage limit",
+		.text = "chat pre-consumed quota failed, user quota: 13810, need quota: 15000",
+		.verdict = CLASSIFY_USAGE_LIMIT,
+		.hint = -1,
+		.rule = "text:usageLimitPatterns[16]",
+	},
 	{
 		.name = "usage status 402",
 		.text = "Payment Required",
@@ -380,6 +413,37 @@ static const struct row step3_never[] = {
 };
 
 static const struct row step4_retry[] = {
+	{
+		.name = "tokens over a per-minute rate limit are a rate window, not an overflow",
+		.text = "{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"Number of request tokens has exceeded your per-minute rate limit; please reduce the prompt length or the maximum tokens requested, or try again later.\"}}",
+		.status = 429,
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "http-status:429",
+	},
+	{
+		.name = "vLLM's engine loop that died is retried",
+		.text = "RuntimeError: Engine loop has died",
+		.verdict = CLASSIFY_RETRYABLE,
+		.hint = -1,
+		.rule = "text:transientPatterns[11]",
+	},
+	{
+		.name = "Workers AI capacity temporarily exceeded is an overload",
+		.text = "3040: Capacity temporarily exceeded, please try again.",
+		.verdict = CLASSIFY_RETRYABLE,
+		.overload = true,
+		.hint = -1,
+		.rule = "text:rateLimitPatterns[3]",
+	},
+	{
+		.name = "a busy One API group (load saturated) is an overload",
+		.text = "当前分组上游负载已饱和，请稍后再试",
+		.verdict = CLASSIFY_RETRYABLE,
+		.overload = true,
+		.hint = -1,
+		.rule = "text:transientPatterns[7]",
+	},
 	{
 		.name = "retry status 429",
 		.text = "Too Many Requests",
@@ -683,8 +747,9 @@ static const struct row crossings[] = {
 	{ .name = "a long maintenance wait on a 503 stays retryable", .status = 503,
 	  .headers = "{\"retry-after\": \"3600\"}", .verdict = CLASSIFY_RETRYABLE,
 	  .hint = 3600000, .text = "Service Unavailable", .rule = "http-status:503" },
-	{ .name = "a bare count in brackets is no status", .verdict = CLASSIFY_UNKNOWN,
-	  .hint = -1, .text = "n_batch (512) is too small", .rule = "default" },
+	{ .name = "a bare count in brackets is no status (no 5xx retry), a too-small setting is final",
+	  .verdict = CLASSIFY_NOT_RETRYABLE, .hint = -1, .text = "n_batch (512) is too small",
+	  .rule = "text:genericNeverPatterns[4]" },
 	{ .name = "a status in brackets after error", .verdict = CLASSIFY_RETRYABLE, .hint = -1,
 	  .text = "request error (429): slow", .rule = "http-status:429" },
 	{ .name = "google-api-core's exception name before the status",
@@ -1114,7 +1179,7 @@ START_TEST(test_matching_ignores_case)
 	check_text(cls, "Fetch Failed", CLASSIFY_RETRYABLE, false, "text:transientPatterns[3]");
 	check_text(cls, "PROMPT IS TOO LONG", CLASSIFY_CONTEXT_OVERFLOW, false,
 		   "text:contextOverflowPatterns[0]");
-	check_text(cls, "QUOTA_EXCEEDED", CLASSIFY_UNKNOWN, false, "default");
+	check_text(cls, "QUOTA_EXCEEDED", CLASSIFY_USAGE_LIMIT, false, "copilot-code:quota_exceeded");
 	check_text(cls, "{\"TYPE\": \"OVERLOADED_ERROR\"}", CLASSIFY_RETRYABLE, true,
 		   "anthropic-type:overloaded_error");
 }
@@ -1261,6 +1326,300 @@ START_TEST(test_verdict_and_class_names)
 }
 END_TEST
 
+/* A generic word that also names a setting, a document or a window does not
+ * decide as that word alone: a load balancer is no balance, a link to the
+ * usage-limits page next to a 429 is no spent plan, a token limit of this
+ * minute is no overflow, a network or connection setting that is invalid
+ * and a feature withheld from free accounts are final, and a wait too long
+ * is a slow server. */
+START_TEST(test_a_generic_word_naming_a_setting_or_a_window_does_not_decide_alone)
+{
+	static const struct { const char *text; enum classify_verdict verdict; } rows[] = {
+		{ "Ошибка балансировщика нагрузки, повторите позже", CLASSIFY_RETRYABLE },
+		{ "429 Too Many Requests: you exceeded the rate limit, see our usage limits documentation",
+		  CLASSIFY_RETRYABLE },
+		{ "Request exceeds the token limit for this minute", CLASSIFY_RETRYABLE },
+		{ "This feature is unavailable for free accounts", CLASSIFY_NOT_RETRYABLE },
+		{ "Invalid network configuration: proxy URL must use http or https", CLASSIFY_NOT_RETRYABLE },
+		{ "The connection string is invalid", CLASSIFY_NOT_RETRYABLE },
+		{ "Gateway rejected the request: unknown route /v2/chat", CLASSIFY_NOT_RETRYABLE },
+		{ "El tiempo de respuesta fue demasiado largo", CLASSIFY_RETRYABLE },
+		{ "Die Wartezeit war zu lang", CLASSIFY_RETRYABLE },
+		{ "Le temps d'attente est trop long", CLASSIFY_RETRYABLE },
+		{ "The response was too long to parse, connection reset", CLASSIFY_RETRYABLE },
+		{ "This request exceeds the model's token limit of 8192", CLASSIFY_CONTEXT_OVERFLOW },
+		{ "You have reached your daily token limit", CLASSIFY_USAGE_LIMIT },
+		{ "Bad gateway from the upstream connection", CLASSIFY_RETRYABLE },
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		enum classify_verdict got = classify_error(cls, rows[i].text, strlen(rows[i].text));
+
+		ck_assert_msg(got == rows[i].verdict, "%s: %s, not %s", rows[i].text,
+			      classify_class_name(got), classify_class_name(rows[i].verdict));
+	}
+}
+END_TEST
+
+/* A server's "retrying will not help" decides by itself, and a plan word
+ * decides only against a bare transient word it muted; each names its rule.
+ * A typed 503 and "temporarily" still win: the clause mutes words, not
+ * evidence. */
+START_TEST(test_a_permanent_clause_outweighs_a_bare_transient_word_and_names_its_rule)
+{
+	check_text(cls, "Do not retry this request.", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:noRetryPatterns[0]");
+	check_text(cls, "Service unavailable; retrying won't help", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:noRetryPatterns[0]");
+	check_text(cls, "Server busy, no point in retrying: the model was retired", CLASSIFY_NOT_RETRYABLE,
+		   false, "text:noRetryPatterns[0]");
+	check_text(cls, "Gateway busy: your plan does not include this model", CLASSIFY_NOT_RETRYABLE,
+		   false, "text:noRetryPatterns[2]");
+	check_text(cls, "该模型在您的套餐中不可用，请勿重试", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:noRetryPatterns[1]");
+	check_text(cls, "Service temporarily down for maintenance on your plan's cluster",
+		   CLASSIFY_RETRYABLE, false, "text:transientPatterns[18]");
+	check_text(cls, "Your current plan: network unavailable temporarily", CLASSIFY_RETRYABLE, false,
+		   "text:transientPatterns[24]");
+	check_text(cls, "HTTP 503: Service unavailable on your plan", CLASSIFY_RETRYABLE, false,
+		   "http-status:503");
+	check_text(cls, "Service unavailable", CLASSIFY_RETRYABLE, false, "text:transientPatterns[0]");
+	check_text(cls, "Network unreachable? Your plan: Pro", CLASSIFY_RETRYABLE, false,
+		   "text:transientPatterns[24]");
+	check_text(cls, "Your plan: Pro", CLASSIFY_UNKNOWN, false, "default");
+}
+END_TEST
+
+/* Documented values no row read before, and one status two providers read
+ * two ways (498: Groq's flex tier at capacity, Cohere's unsafe request, so
+ * its words decide), Together's context rule sent as a 403, Cohere's
+ * token excess and its trial key's monthly and per-minute caps, OpenRouter's
+ * "no available model provider", Gemini's NOT_FOUND and DEADLINE_EXCEEDED
+ * descriptions, DeepSeek's "Authentication Fails", undici's header overflow. */
+START_TEST(test_documented_codes_of_the_provider_references_get_their_documented_verdict)
+{
+	check_text(cls, "Error code: 498 - {'error': {'message': 'Flex tier capacity exceeded', "
+		   "'code': 'capacity_exceeded'}}", CLASSIFY_RETRYABLE, true, "openai-code:capacity_exceeded");
+	check_text(cls, "498 Unsafe Request: the request was blocked", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:nonRetryablePatterns[6]");
+	check_text(cls, "Input token count + max_tokens parameter must be less than the context length "
+		   "of the model being queried.", CLASSIFY_CONTEXT_OVERFLOW, false,
+		   "text:contextOverflowPatterns[22]");
+	check_text(cls, "too many tokens: size limit exceeded by 1216 tokens. Try using a shorter or "
+		   "smaller input", CLASSIFY_CONTEXT_OVERFLOW, false, "text:contextOverflowPatterns[22]");
+	check_text(cls, "Trial key limited to 1000 API calls / month", CLASSIFY_USAGE_LIMIT, false,
+		   "text:usageLimitPatterns[19]");
+	check_text(cls, "Trial key limited to 20 requests / minute", CLASSIFY_RETRYABLE, false,
+		   "text:rateLimitPatterns[13]");
+	check_text(cls, "There is no available model provider that meets your routing requirements",
+		   CLASSIFY_RETRYABLE, false, "text:gatewayPatterns[4]");
+	check_text(cls, "The requested resource wasn't found.", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:genericNeverPatterns[6]");
+	check_text(cls, "Your prompt (or context) is too large to be processed in time.",
+		   CLASSIFY_RETRYABLE, false, "text:transientPatterns[26]");
+	check_text(cls, "Authentication Fails", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:nonRetryablePatterns[1]");
+	check_text(cls, "UND_ERR_HEADERS_OVERFLOW", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:nonRetryablePatterns[13]");
+	check_text(cls, "UND_ERR_SOCKET: other side closed", CLASSIFY_RETRYABLE, false,
+		   "text:transientPatterns[3]");
+	check_text(cls, "{\"type\":\"error\",\"error\":{\"type\":\"conflict_error\"}}",
+		   CLASSIFY_RETRYABLE, false, "anthropic-type:conflict_error");
+	check_text(cls, "{\"error\":\"Incomplete generation\",\"error_type\":\"incomplete_generation\"}",
+		   CLASSIFY_RETRYABLE, false, "tgi-type:incomplete_generation");
+	check_text(cls, "{\"error\":{\"message\":\"Loading model\",\"type\":\"unavailable_error\"}}",
+		   CLASSIFY_RETRYABLE, false, "llamacpp-type:unavailable_error");
+	check_text(cls, "{\"code\":\"InputImageSensitiveContentDetected\"}", CLASSIFY_NOT_RETRYABLE,
+		   false, "volcengine-code:InputImageSensitiveContentDetected");
+	check_text(cls, "{\"code\":\"unknown_model\"}", CLASSIFY_NOT_RETRYABLE, false,
+		   "mistral-code:unknown_model");
+	check_text(cls, "reason: backendError", CLASSIFY_RETRYABLE, false,
+		   "google-reason-text:backendError");
+}
+END_TEST
+
+/* Shapes any provider may word this way: a conversation out of order, no
+ * endpoint for what was asked, a validator's missing field and a Go TLS
+ * certificate error are final; a deadline in words and a model that
+ * produced an invalid answer are retried. */
+START_TEST(test_an_out_of_order_turn_or_a_missing_field_is_final_a_deadline_in_words_is_not)
+{
+	check_text(cls, "Please ensure that multiturn requests alternate between user and model.",
+		   CLASSIFY_NOT_RETRYABLE, false, "text:genericNeverPatterns[7]");
+	check_text(cls, "No endpoints found that support tool use.", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:genericNeverPatterns[7]");
+	check_text(cls, "{\"detail\":[{\"type\":\"missing\",\"msg\":\"Field required\"}]}",
+		   CLASSIFY_NOT_RETRYABLE, false, "text:genericNeverPatterns[7]");
+	check_text(cls, "x509: certificate signed by unknown authority", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:nonRetryablePatterns[7]");
+	check_text(cls, "Operation could not be completed within the specified time.", CLASSIFY_RETRYABLE,
+		   false, "text:transientPatterns[26]");
+	check_text(cls, "The model produced invalid content. Consider modifying your prompt.",
+		   CLASSIFY_RETRYABLE, false, "text:transientPatterns[26]");
+	check_text(cls, "model 'llama3' is loading", CLASSIFY_RETRYABLE, false,
+		   "text:transientPatterns[27]");
+	check_text(cls, "error loading model: unknown model architecture", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:nonRetryablePatterns[4]");
+	check_text(cls, "You didn't provide an API key.", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:nonRetryablePatterns[15]");
+	check_text(cls, "Please set your OPENAI_API_KEY environment variable", CLASSIFY_NOT_RETRYABLE,
+		   false, "text:nonRetryablePatterns[15]");
+	check_text(cls, "You have reached your request limit for the hour", CLASSIFY_USAGE_LIMIT, false,
+		   "text:usageLimitPatterns[20]");
+	check_text(cls, "429 Too many requests: email ops@example.io to continue using the API",
+		   CLASSIFY_USAGE_LIMIT, false, "text:usageLimitPatterns[20]");
+	check_text(cls, "Rate limit of 60 requests per minute exceeded, contact support to continue",
+		   CLASSIFY_RETRYABLE, false, "text:rateLimitPatterns[0]");
+	check_text(cls, "You have exceeded your monthly included premium requests.", CLASSIFY_USAGE_LIMIT,
+		   false, "text:usageLimitPatterns[20]");
+	check_text(cls, "The API deployment for this resource does not exist. If you created the "
+		   "deployment within the last 5 minutes, please wait a moment and try again.",
+		   CLASSIFY_NOT_RETRYABLE, false, "text:nonRetryablePatterns[21]");
+	check_text(cls, "Unable to find the model 'gpt-7'", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:nonRetryablePatterns[21]");
+	check_text(cls, "HTTP 503: Unable to access the model endpoint, please try again later",
+		   CLASSIFY_RETRYABLE, false, "http-status:503");
+	check_text(cls, "Error: model's context window is 4096 tokens, but the prompt has 5000 tokens",
+		   CLASSIFY_CONTEXT_OVERFLOW, false, "text:contextOverflowPatterns[23]");
+	check_text(cls, "500 {\"error\":\"input tokens (140000) exceed model limit (131072)\"}",
+		   CLASSIFY_CONTEXT_OVERFLOW, false, "text:contextOverflowPatterns[23]");
+	check_text(cls, "Sequence length 9000 is longer than the specified maximum sequence length",
+		   CLASSIFY_CONTEXT_OVERFLOW, false, "text:contextOverflowPatterns[23]");
+	check_text(cls, "Request exceeds the maximum number of tokens allowed per minute",
+		   CLASSIFY_RETRYABLE, false, "text:rateLimitPatterns[12]");
+	check_text(cls, "The model's response ended abruptly", CLASSIFY_RETRYABLE, false,
+		   "text:transientPatterns[28]");
+	check_text(cls, "No content returned by the model", CLASSIFY_RETRYABLE, false,
+		   "text:transientPatterns[28]");
+	check_text(cls, "Empty message content is not allowed", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:genericNeverPatterns[0]");
+	check_text(cls, "Your credits have run out", CLASSIFY_USAGE_LIMIT, false,
+		   "text:usageLimitPatterns[21]");
+	check_text(cls, "Your organization has reached its usage cap", CLASSIFY_USAGE_LIMIT, false,
+		   "text:usageLimitPatterns[21]");
+	/* no signal at all stays unknown */
+	check_text(cls, "An error occurred", CLASSIFY_UNKNOWN, false, "default");
+	check_text(cls, "[object Object]", CLASSIFY_UNKNOWN, false, "default");
+}
+END_TEST
+
+/* A local server that unloaded or evicted the model (LM Studio's idle TTL and
+ * Auto-Evict) loads it again on the next request; a server with no model loaded
+ * at all, or one that cannot load it, is not mended by a retry. */
+START_TEST(test_a_model_unloaded_under_the_request_is_retried_none_loaded_is_final)
+{
+	check_text(cls, "Error in RPC handler: Error: Model is unloaded.", CLASSIFY_RETRYABLE, false,
+		   "text:transientPatterns[27]");
+	check_text(cls, "the model was evicted to make room for another", CLASSIFY_RETRYABLE, false,
+		   "text:transientPatterns[27]");
+	check_text(cls, "No models loaded. Please load a model in the developer page.",
+		   CLASSIFY_NOT_RETRYABLE, false, "text:genericNeverPatterns[4]");
+	check_text(cls, "This model is unloaded on your plan; retrying won't help",
+		   CLASSIFY_NOT_RETRYABLE, false, "text:noRetryPatterns[0]");
+}
+END_TEST
+
+/* A max-tokens setting above the model's output cap (Bedrock's and Anthropic's
+ * documented wordings) fails the same way on every retry; a prompt and its
+ * max_tokens over the context window is still an overflow, and a 429 still wins. */
+START_TEST(test_a_max_tokens_setting_above_the_output_cap_is_final_not_an_overflow)
+{
+	check_text(cls, "The maximum tokens you requested exceeds the model limit of 4096. Try again "
+		   "with a maximum tokens value lower than 4096.", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:nonRetryablePatterns[5]");
+	check_text(cls, "max_tokens: 100000 > 64000, which is the maximum allowed number of output "
+		   "tokens for claude-opus-4", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:nonRetryablePatterns[5]");
+	check_text(cls, "input length and max_tokens exceed context limit: 90402 + 116650 > 204648",
+		   CLASSIFY_CONTEXT_OVERFLOW, false, "text:contextOverflowPatterns[3]");
+	check_text(cls, "429 The maximum tokens you requested exceeds the model limit of 4096",
+		   CLASSIFY_RETRYABLE, false, "http-status:429");
+}
+END_TEST
+
+/* One verdict per fact: a provider's snake-case code decides the same way
+ * bare, after a status, in a sentence or as a key/value; a per-minute window
+ * named beside a quota code still keeps it a rate limit, and a snake-case
+ * word that is a parameter or a path (max_tokens, docs#insufficient_quota
+ * links) is no code. */
+START_TEST(test_a_bare_provider_code_gets_the_verdict_of_its_key_value)
+{
+	check_text(cls, "insufficient_quota", CLASSIFY_USAGE_LIMIT, false,
+		   "openai-code:insufficient_quota");
+	check_text(cls, "429 insufficient_quota", CLASSIFY_USAGE_LIMIT, false,
+		   "openai-code:insufficient_quota");
+	check_text(cls, "{\"code\":\"insufficient_quota\"}", CLASSIFY_USAGE_LIMIT, false,
+		   "openai-code:insufficient_quota");
+	check_text(cls, "Error 429: insufficient_quota (per-minute token limit)", CLASSIFY_RETRYABLE, false,
+		   "http-status:429");
+	check_text(cls, "context_length_exceeded", CLASSIFY_CONTEXT_OVERFLOW, false,
+		   "openai-code:context_length_exceeded");
+	check_text(cls, "failed: rate_limit_exceeded", CLASSIFY_RETRYABLE, false,
+		   "openai-code:rate_limit_exceeded");
+	check_text(cls, "see https://example.com/errors#insufficient_quota", CLASSIFY_UNKNOWN, false,
+		   "default");
+	check_text(cls, "max_tokens was 4096", CLASSIFY_UNKNOWN, false, "default");
+}
+END_TEST
+
+/* The fourth pass's wordings do not reach texts that share only a word with
+ * them: a cap that is named but not reached, a cap or a quota of a minute, a
+ * context size in a timeout, a rollout's "does not exist yet", a model's
+ * runner, a tool's empty result, a response schema, a temporary outage in a
+ * region, "retrying won't help until" the network is back, and the English
+ * word "permission" in a busy server or an HTML page (the French row's word). */
+START_TEST(test_a_word_shared_with_another_error_does_not_borrow_its_verdict)
+{
+	check_text(cls, "Your credit cap was updated successfully", CLASSIFY_UNKNOWN, false, "default");
+	check_text(cls, "Usage cap for this minute reached, try again shortly", CLASSIFY_RETRYABLE,
+		   false, "text:transientPatterns[12]");
+	check_text(cls, "insufficient quota: you exceeded 60 requests per minute", CLASSIFY_RETRYABLE,
+		   false, "text:rateLimitPatterns[13]");
+	check_text(cls, "Trial ended abruptly: connection reset by peer", CLASSIFY_RETRYABLE, false,
+		   "text:transientPatterns[3]");
+	check_text(cls, "Request timed out: the context window is 128000 tokens but the server did not "
+		   "respond within 600s", CLASSIFY_RETRYABLE, false, "text:transientPatterns[2]");
+	check_text(cls, "Context length of 8192 tokens but the server returned 502 Bad Gateway",
+		   CLASSIFY_RETRYABLE, false, "http-status:502");
+	check_text(cls, "Unable to find the model runner process; it crashed, restarting",
+		   CLASSIFY_RETRYABLE, false, "text:transientPatterns[17]");
+	check_text(cls, "Error: the tool result content was empty; returned no content for tool_use id "
+		   "toolu_01", CLASSIFY_UNKNOWN, false, "default");
+	check_text(cls, "The request body did not return a valid response schema: 'response_format' "
+		   "must be one of json_object, text", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:genericNeverPatterns[3]");
+	check_text(cls, "The service is currently unavailable in your region due to a temporary outage. "
+		   "Please retry later.", CLASSIFY_RETRYABLE, false, "text:transientPatterns[1]");
+	check_text(cls, "Service temporarily unavailable for your plan's region, please try again in a "
+		   "few seconds", CLASSIFY_RETRYABLE, false, "text:transientPatterns[0]");
+	check_text(cls, "Connection reset by peer. Retrying won't help until the network is back; wait "
+		   "a moment and try again.", CLASSIFY_RETRYABLE, false, "text:transientPatterns[3]");
+	check_text(cls, "Server busy: permission check timed out, please retry", CLASSIFY_RETRYABLE,
+		   true, "text:transientPatterns[1]");
+	check_text(cls, "<!DOCTYPE html><html><body><h1>Service Unavailable</h1><p>Permission to access "
+		   "the upstream is temporarily unavailable. Please try again.</p></body></html>",
+		   CLASSIFY_RETRYABLE, false, "text:gatewayPatterns[0]");
+	check_text(cls, "max input characters is 20000 per request per minute", CLASSIFY_UNKNOWN, false,
+		   "default");
+	check_text(cls, "the max input characters is 20000", CLASSIFY_CONTEXT_OVERFLOW, false,
+		   "text:contextOverflowPatterns[23]");
+	check_text(cls, "Service temporarily disabled for maintenance", CLASSIFY_RETRYABLE, false,
+		   "text:transientPatterns[14]");
+	check_text(cls, "API key cache closed unexpectedly, retrying", CLASSIFY_RETRYABLE, false,
+		   "text:transientPatterns[17]");
+	/* the wordings themselves still decide; a key disabled "temporarily" is
+	 * lifted by support, not by time */
+	check_text(cls, "The API key has been temporarily disabled; contact support",
+		   CLASSIFY_NOT_RETRYABLE, false, "text:nonRetryablePatterns[9]");
+	check_text(cls, "Vous n'avez pas la permission d'accéder à ce service.", CLASSIFY_NOT_RETRYABLE,
+		   false, "text:nonRetryablePatterns[16]");
+	check_text(cls, "You have hit your monthly spending cap", CLASSIFY_USAGE_LIMIT, false,
+		   "text:usageLimitPatterns[21]");
+	check_text(cls, "This model is not available in your region", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:nonRetryablePatterns[3]");
+}
+END_TEST
+
 Suite *classify_suite(void)
 {
 	Suite *s = suite_create("classify");
@@ -1308,6 +1667,14 @@ Suite *classify_suite(void)
 	tcase_add_test(tc, test_only_the_first_64_kib_are_read);
 	tcase_add_test(tc, test_free_null_is_a_no_op);
 	tcase_add_test(tc, test_verdict_and_class_names);
+	tcase_add_test(tc, test_a_generic_word_naming_a_setting_or_a_window_does_not_decide_alone);
+	tcase_add_test(tc, test_a_permanent_clause_outweighs_a_bare_transient_word_and_names_its_rule);
+	tcase_add_test(tc, test_documented_codes_of_the_provider_references_get_their_documented_verdict);
+	tcase_add_test(tc, test_an_out_of_order_turn_or_a_missing_field_is_final_a_deadline_in_words_is_not);
+	tcase_add_test(tc, test_a_bare_provider_code_gets_the_verdict_of_its_key_value);
+	tcase_add_test(tc, test_a_word_shared_with_another_error_does_not_borrow_its_verdict);
+	tcase_add_test(tc, test_a_model_unloaded_under_the_request_is_retried_none_loaded_is_final);
+	tcase_add_test(tc, test_a_max_tokens_setting_above_the_output_cap_is_final_not_an_overflow);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -104,6 +104,53 @@ START_TEST(test_google_body_values_are_compared_exactly)
 }
 END_TEST
 
+/* The rule names live in fixed arrays in the rows: each must end inside its
+ * array (C accepts a string that fills an array exactly, without its NUL). */
+START_TEST(test_every_rule_name_fits_its_row)
+{
+	for (size_t r = 0; r < classify_wording_count; r++)
+		ck_assert_uint_lt(strnlen(classify_wordings[r].rule, CLASSIFY_WORDING_RULE_MAX),
+				  CLASSIFY_WORDING_RULE_MAX);
+	for (int step = 0; step < CLASSIFY_TYPED_STEPS; step++) {
+		size_t n = 0;
+		const struct classify_typed *rows =
+			classify_typed_rows((enum classify_typed_step)step, &n);
+
+		for (size_t i = 0; i < n; i++) {
+			ck_assert_uint_lt(strnlen(rows[i].rule, CLASSIFY_TYPED_RULE_MAX),
+					  CLASSIFY_TYPED_RULE_MAX);
+			ck_assert_msg(rows[i].value_at > 0 && rows[i].rule[rows[i].value_at - 1] == ':',
+				      "%s: the value does not follow the family", rows[i].rule);
+		}
+	}
+}
+END_TEST
+
+/* The first row of a value wins, so a second row of the same value in the
+ * same step is dead: its verdict, flags and rule never reach a decision. */
+START_TEST(test_no_typed_value_is_defined_twice_in_one_step)
+{
+	for (int step = 0; step < CLASSIFY_TYPED_STEPS; step++) {
+		size_t n = 0;
+		const struct classify_typed *rows =
+			classify_typed_rows((enum classify_typed_step)step, &n);
+
+		ck_assert_uint_gt(n, 0);
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = i + 1; j < n; j++) {
+				const char *a = classify_typed_value(&rows[i]);
+				const char *b = classify_typed_value(&rows[j]);
+				bool same = step == CLASSIFY_TYPED_TEXT
+						    ? classify_ascii_ieq(a, strlen(a), b)
+						    : strcmp(a, b) == 0;
+
+				ck_assert_msg(!same, "%s is defined again as %s (a dead row)",
+					      rows[i].rule, rows[j].rule);
+			}
+	}
+}
+END_TEST
+
 Suite *classify_table_suite(void)
 {
 	Suite *s = suite_create("classify_table");
@@ -113,6 +160,8 @@ Suite *classify_table_suite(void)
 	tcase_add_test(tc, test_wire_rule_names_are_kept);
 	tcase_add_test(tc, test_typed_values_are_found_without_regard_to_case);
 	tcase_add_test(tc, test_google_body_values_are_compared_exactly);
+	tcase_add_test(tc, test_no_typed_value_is_defined_twice_in_one_step);
+	tcase_add_test(tc, test_every_rule_name_fits_its_row);
 	suite_add_tcase(s, tc);
 	return s;
 }

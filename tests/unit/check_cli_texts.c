@@ -153,6 +153,8 @@ START_TEST(test_mistakes_in_the_new_keys_are_refused_naming_the_key)
 		  "providers.x.setupErrors[0].fix is not a setupErrors key (match, why)" },
 		{ "\"resumeFailed\":3", "providers.x.resumeFailed must be a regular expression" },
 		{ "\"lostTurnOnError\":\"yes\"", "providers.x.lostTurnOnError must be true or false" },
+		{ "\"resumeContinuesCutText\":1",
+		  "providers.x.resumeContinuesCutText must be true or false" },
 		{ "\"keepOwnRetries\":1", "providers.x.keepOwnRetries must be true or false" },
 		{ "\"ownRetriesOff\":{\"envs\":{}}",
 		  "providers.x.ownRetriesOff.envs is not a key (env, args, files, configArgs)" },

@@ -1,6 +1,7 @@
 #include <check.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "proto/command.h"
@@ -115,7 +116,7 @@ START_TEST(test_type_is_judged_before_a_bad_id)
 {
 	struct command c;
 
-	ck_assert_int_eq(parse("{\"id\":7,\"type\":\"frobnicate\"}", &c), -1);
+	ck_assert_int_eq(parse("{\"id\":{\"n\":7},\"type\":\"frobnicate\"}", &c), -1);
 	ck_assert_str_eq(c.name, "frobnicate");
 	ck_assert_ptr_null(c.id);
 	ck_assert_str_eq(c.error, "Unknown command: frobnicate");
@@ -125,9 +126,77 @@ START_TEST(test_type_is_judged_before_a_bad_id)
 	ck_assert_str_eq(c.error, "bash is not supported: retryd runs no shell commands");
 	command_release(&c);
 	/* A command we run still gets the id error, before its fields are read. */
-	ck_assert_int_eq(parse("{\"id\":true,\"type\":\"prompt\"}", &c), -1);
-	ck_assert_str_eq(c.error, "prompt: field \"id\" must be a string, not a boolean");
+	ck_assert_int_eq(parse("{\"id\":[true],\"type\":\"prompt\"}", &c), -1);
+	ck_assert_str_eq(c.error, "prompt: field \"id\" must be a string, a number, true, false "
+			 "or null, not an array");
 	command_release(&c);
+}
+END_TEST
+
+/* The id's value as a response would carry it, compact. */
+static void assert_id_echo(const char *line, const char *want)
+{
+	struct command c;
+	json_t *v;
+	char *text;
+
+	command_parse(line, strlen(line), &c);
+	ck_assert_ptr_nonnull(c.id);
+	v = command_id_value(c.id);
+	text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	ck_assert_str_eq(text, want);
+	free(text);
+	json_decref(v);
+	command_release(&c);
+}
+
+START_TEST(test_every_scalar_id_comes_back_as_the_same_json_value)
+{
+	assert_id_echo("{\"id\":\"r1\",\"type\":\"get_state\"}", "\"r1\"");
+	assert_id_echo("{\"id\":1,\"type\":\"get_state\"}", "1");
+	assert_id_echo("{\"id\":-9007199254740993,\"type\":\"get_state\"}", "-9007199254740993");
+	assert_id_echo("{\"id\":2.5,\"type\":\"get_state\"}", "2.5");
+	assert_id_echo("{\"id\":1e3,\"type\":\"get_state\"}", "1000.0");
+	assert_id_echo("{\"id\":true,\"type\":\"get_state\"}", "true");
+	/* A string that starts with the mark is still that string. */
+	assert_id_echo("{\"id\":\"\\u001f7\",\"type\":\"get_state\"}", "\"\\u001F7\"");
+	/* Unknown commands and parse errors keep a number id too. */
+	assert_id_echo("{\"id\":7,\"type\":\"frobnicate\"}", "7");
+	assert_id_echo("{\"id\":8}", "8");
+}
+END_TEST
+
+static void oversize(const char *head, struct command *c)
+{
+	command_parse_oversize(head, strlen(head), 1024, c);
+	ck_assert_str_eq(c->name, "parse");
+	ck_assert_str_eq(c->error, "Failed to parse command: line longer than rpc.maxLineBytes "
+			 "(1024 bytes); the rest of it was discarded");
+}
+
+START_TEST(test_an_oversize_line_keeps_the_id_its_start_holds_complete)
+{
+	struct command c;
+	json_t *v;
+
+	oversize("{\"type\":\"prompt\",\"images\":[{\"a\":\"}]\"}],\"id\":42,\"message\":\"xxx", &c);
+	ck_assert_ptr_nonnull(c.id);
+	v = command_id_value(c.id);
+	ck_assert_int_eq(json_integer_value(v), 42);
+	json_decref(v);
+	command_release(&c);
+	oversize(" { \"id\" : \"s1\" , \"message\":\"xx", &c);
+	ck_assert_str_eq(c.id, "s1");
+	command_release(&c);
+	/* Cut inside the id, behind the cut, or not an object: no id. */
+	const char *none[] = { "{\"id\":12", "{\"id\":\"ab", "{\"message\":\"xx\",\"i",
+			       "{\"message\":\"xxx", "[{\"id\":1}", "{\"id\":[1,2],\"m\":1", "" };
+
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+		oversize(none[i], &c);
+		ck_assert_msg(c.id == NULL, "%s", none[i]);
+		command_release(&c);
+	}
 }
 END_TEST
 
@@ -144,14 +213,14 @@ START_TEST(test_precedence_follows_the_documented_table)
 		  "Failed to parse command: expected a JSON object, got an array" },
 		{ "{\"id\":\"a\",\"message\":5}", "parse", "a",
 		  "Failed to parse command: missing \"type\" (a string naming the command)" },
-		{ "{\"id\":1,\"type\":null}", "parse", NULL,
+		{ "{\"id\":1,\"type\":null}", "parse", "\x1f" "1",
 		  "Failed to parse command: \"type\" must be a string, not null" },
 		{ "{\"id\":\"b\",\"type\":\"nope\",\"message\":5}", "nope", "b",
 		  "Unknown command: nope" },
 		{ "{\"id\":{},\"type\":\"compact\"}", "compact", NULL,
 		  "compact is not supported: retryd does not compact conversations" },
-		{ "{\"id\":2,\"type\":\"prompt\",\"message\":5}", "prompt", NULL,
-		  "prompt: field \"id\" must be a string, not a number" },
+		{ "{\"id\":[2],\"type\":\"prompt\",\"message\":5}", "prompt", NULL,
+		  "prompt: field \"id\" must be a string, a number, true, false or null, not an array" },
 		{ "{\"id\":null,\"type\":\"steer\"}", "steer", NULL,
 		  "steer: missing required field \"message\" (a string)" },
 		{ "{\"id\":\"c\",\"type\":\"prompt\",\"images\":5}", "prompt", "c",
@@ -217,6 +286,46 @@ START_TEST(test_abort_and_prompt_parses_message_images_and_retry)
 }
 END_TEST
 
+START_TEST(test_the_pi_1_6_and_oh_my_pi_18_3_commands_parse_their_fields)
+{
+	struct command c;
+
+	ck_assert_int_eq(parse("{\"type\":\"set_event_filter\",\"events\":null}", &c), 0);
+	ck_assert_int_eq(c.type, CMD_SET_EVENT_FILTER);
+	ck_assert(json_is_null(c.events));
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"set_event_filter\"}", &c), -1);
+	ck_assert_str_eq(c.error, "set_event_filter: missing required field \"events\" (null, or "
+			 "an array of event type names)");
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"open_session\",\"sessionDir\":\"/s\"}", &c), 0);
+	ck_assert_int_eq(c.type, CMD_OPEN_SESSION);
+	ck_assert_str_eq(c.text, "/s");
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"open_session\",\"sessionDir\":3}", &c), -1);
+	ck_assert_str_eq(c.error, "open_session: field \"sessionDir\" must be a string, not a number");
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"get_entries\",\"since\":\"0000000a\"}", &c), 0);
+	ck_assert_int_eq(c.type, CMD_GET_ENTRIES);
+	ck_assert_str_eq(c.text, "0000000a");
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"get_entries\"}", &c), 0);
+	ck_assert_ptr_null(c.text);
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"clear_queue\"}", &c), 0);
+	ck_assert_int_eq(c.type, CMD_CLEAR_QUEUE);
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"type\":\"get_available_thinking_levels\"}", &c), 0);
+	ck_assert_int_eq(c.type, CMD_GET_AVAILABLE_THINKING_LEVELS);
+	command_release(&c);
+	ck_assert_int_eq(parse("{\"id\":\"t\",\"type\":\"get_tree\"}", &c), -1);
+	ck_assert_int_eq(c.type, CMD_UNSUPPORTED);
+	ck_assert_str_eq(c.id, "t");
+	ck_assert_ptr_nonnull(strstr(c.error, "get_tree is not supported: a retryd session is one line"));
+	command_release(&c);
+}
+END_TEST
+
 START_TEST(test_get_available_commands_is_a_command_retryd_runs)
 {
 	struct command c;
@@ -259,8 +368,9 @@ START_TEST(test_mistyped_field_error_names_field_and_kind)
 	ck_assert_int_eq(parse("{\"type\":\"prompt\",\"message\":\"m\",\"streamingBehavior\":\"later\"}", &c), -1);
 	ck_assert_ptr_nonnull(strstr(c.error, "\"streamingBehavior\" must be \"steer\" or \"followUp\""));
 	command_release(&c);
-	ck_assert_int_eq(parse("{\"type\":\"get_state\",\"id\":5}", &c), -1);
-	ck_assert_str_eq(c.error, "get_state: field \"id\" must be a string, not a number");
+	ck_assert_int_eq(parse("{\"type\":\"get_state\",\"id\":{}}", &c), -1);
+	ck_assert_str_eq(c.error, "get_state: field \"id\" must be a string, a number, true, "
+			 "false or null, not an object");
 	command_release(&c);
 }
 END_TEST
@@ -464,6 +574,7 @@ Suite *command_suite(void)
 	tcase_add_test(tc, test_pi_command_without_meaning_is_refused_with_reason);
 	tcase_add_test(tc, test_abort_and_prompt_parses_message_images_and_retry);
 	tcase_add_test(tc, test_get_available_commands_is_a_command_retryd_runs);
+	tcase_add_test(tc, test_the_pi_1_6_and_oh_my_pi_18_3_commands_parse_their_fields);
 	tcase_add_test(tc, test_missing_field_error_names_the_field);
 	tcase_add_test(tc, test_mistyped_field_error_names_field_and_kind);
 	tcase_add_test(tc, test_images_are_checked_item_by_item);
@@ -472,6 +583,8 @@ Suite *command_suite(void)
 	tcase_add_test(tc, test_image_mime_type_must_be_a_bare_media_type);
 	tcase_add_test(tc, test_set_model_and_modes_parse_their_fields);
 	tcase_add_test(tc, test_huge_unknown_type_is_truncated_in_error);
+	tcase_add_test(tc, test_every_scalar_id_comes_back_as_the_same_json_value);
+	tcase_add_test(tc, test_an_oversize_line_keeps_the_id_its_start_holds_complete);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -22,17 +22,48 @@ Suite *corpus_suite(void);
  * their status field only. */
 #define MIN_TEXT_ACCURACY 0.96
 #define MIN_HINT_ACCURACY 0.95
-#define MIN_OVERLOAD_RECALL 0.90
+#define MIN_OVERLOAD_RECALL 0.94
 /* The held-out part may trail the tuned one by this much, no more: a
  * larger gap is the sign of rules written for strings, not shapes. The
- * target is 3 points; measured 11.7 (97.9 % vs 86.2 %) when the rules of
- * the new families were written, so the bar stands there and only goes
- * down. */
-#define MAX_HOLDOUT_GAP 0.12
+ * target is 3 points; 11.7 (97.9 % vs 86.2 %) when the rules of the first
+ * families were written, 7.0 (98.9 % vs 91.9 %) after the generic shapes,
+ * the languages' refusal words and the second batch of 131 rows, 7.3 with
+ * a third batch of 37, 7.9 (99.1 % vs 91.2 %) with a fourth of 112 fresh
+ * rows (75 of them held out) scored before any rule for them: the bar
+ * moved with the held-out part, not with the rules; 7.7 (99.1 % vs 91.4 %)
+ * once a review's false positives were fixed by shape; 7.7 (99.1 % vs
+ * 91.4 %) with a fifth batch of 17 (11 held out, 10 of them right before
+ * any rule), 7.7 (99.1 % vs 91.5 %) with a sixth of 6 (4 held out) and a
+ * seventh of 16 (11 held out), 7.3 (99.2 % vs 91.9 %) once a bare provider
+ * code got its key/value's verdict, 7.2 (99.2 % vs 92.0 %) with an eighth
+ * batch of 6 (5 held out, all right before any rule), 7.0 (99.2 % vs
+ * 92.2 %) with a ninth of 18 rate and plan wordings (13 held out, all
+ * right before any rule) and 7.1 (99.2 % vs 92.1 %) with its second part
+ * (6 held out, 5 right before any rule): the bar moved with the held-out
+ * part; 7.1 (99.2 % vs 92.1 %) with a tenth of 26 (16 held out, 15 right
+ * before any rule), a local server's unloaded model retried and a
+ * max-tokens setting over the output cap made final (tuned rows: the gap
+ * grew with the tuned part, the held-out part did not move). */
+#define MAX_HOLDOUT_GAP 0.071
 /* The held-out part's own floors: 74.2 % and 84.1 % when it was split
- * off, 86.2 % and 91.2 % now; they only go up (the target: 96 % and 98 %). */
-#define MIN_HOLDOUT_ACCURACY 0.86
-#define MIN_HOLDOUT_RETRY 0.91
+ * off, 91.8 % and 94.7 % on its first 379 rows (still so), 91.2 % and
+ * 94.3 % with the fourth batch's 75 (88.0 % and 92.0 % of those alone),
+ * 91.4 % and 94.5 % after the review's fixes, 91.4 % (425 / 465) and
+ * 94.4 % with the fifth batch's 11, 91.5 % (429 / 469) and 94.5 % with the
+ * sixth's 4, 91.5 % and 94.4 % (453 / 480) with the seventh's 11, 91.9 %
+ * and 94.8 % after this pass's shapes (none written for a held-out text),
+ * 92.2 % (459 / 498) and 95.0 % (473 / 498) with the ninth batch's 13,
+ * 92.1 % (464 / 504) and 95.0 % (479 / 504) with its second part's 6,
+ * 92.1 % (479 / 520) and 95.0 % (494 / 520) with the tenth batch's 16; the
+ * target: 96 % and 98 %. */
+#define MIN_HOLDOUT_ACCURACY 0.920
+#define MIN_HOLDOUT_RETRY 0.949
+/* Overload precision and recall on the held-out part (28 rows: one row is
+ * 3.6 points): 0.96 / 0.96 before the tenth batch, 0.93 / 0.93 with it (two
+ * fresh saturated-pool wordings, one missed, and one per-key rate worded as
+ * a saturated upstream flagged; no rule written for a held-out text). The
+ * bar is what is measured, the target (0.95) is not met. */
+#define MIN_HOLDOUT_OVERLOAD 0.92
 
 /* The four labels, then what only a verdict can be. */
 #define NCLASSES 4
@@ -48,6 +79,11 @@ struct score {
 	size_t tp[NVERDICTS], fp[NVERDICTS], fn[NVERDICTS];
 	size_t ov_tp, ov_fp, ov_fn;
 	size_t hint_stated, hint_ok, hint_false;
+	/* Misses per family: counts only, so the held-out part can be read
+	 * by family without its texts. */
+	size_t confusion[NVERDICTS][NVERDICTS];	/* [wanted][got] */
+	char miss_family[64][24];
+	size_t miss_count[64], nmiss_family;
 };
 
 static int class_index(const char *name)
@@ -56,6 +92,24 @@ static int class_index(const char *name)
 		if (strcmp(classify_class_name(classes[c]), name) == 0)
 			return c;
 	return -1;
+}
+
+static void count_miss(struct score *s, const char *family)
+{
+	size_t k;
+
+	if (family == NULL)
+		family = "?";
+	for (k = 0; k < s->nmiss_family; k++)
+		if (strcmp(s->miss_family[k], family) == 0)
+			break;
+	if (k == s->nmiss_family) {
+		if (k == sizeof(s->miss_count) / sizeof(s->miss_count[0]))
+			return;
+		snprintf(s->miss_family[k], sizeof(s->miss_family[k]), "%s", family);
+		s->nmiss_family++;
+	}
+	s->miss_count[k]++;
 }
 
 static double ratio(size_t a, size_t b)
@@ -105,6 +159,7 @@ static void score_row(struct classify *c, const json_t *row, bool text_only, boo
 	ck_assert_int_ge(got, 0);
 	s->n++;
 	s->unknown += out.verdict == CLASSIFY_UNKNOWN;
+	s->confusion[want][got]++;
 	/* Retried or not: an unknown error is retried (retry.unknownRetries). */
 	s->retry_ok += (classes[want] == CLASSIFY_RETRYABLE) ==
 		       (out.verdict == CLASSIFY_RETRYABLE || out.verdict == CLASSIFY_UNKNOWN);
@@ -112,8 +167,11 @@ static void score_row(struct classify *c, const json_t *row, bool text_only, boo
 		s->ok++;
 		s->tp[got]++;
 	} else {
+		const json_t *fam = json_object_get(row, "family");
+
 		s->fp[got]++;
 		s->fn[want]++;
+		count_miss(s, json_string_value(fam != NULL ? fam : json_object_get(row, "source")));
 	}
 	if (want_overload && out.overload)
 		s->ov_tp++;
@@ -146,6 +204,16 @@ static void print_score(const char *title, const struct score *s)
 	       s->ov_tp + s->ov_fn);
 	printf("  hint within 10%%: %zu/%zu stated (%.1f%%); hints where none stated: %zu\n",
 	       s->hint_ok, s->hint_stated, 100 * ratio(s->hint_ok, s->hint_stated), s->hint_false);
+	printf("  misses (wanted -> got):");
+	for (int w = 0; w < NCLASSES; w++)
+		for (int g = 0; g < NVERDICTS; g++)
+			if (w != g && s->confusion[w][g] > 0)
+				printf(" %s->%s %zu", classify_class_name(classes[w]),
+				       classify_class_name(classes[g]), s->confusion[w][g]);
+	printf("\n  misses by family:");
+	for (size_t k = 0; k < s->nmiss_family; k++)
+		printf(" %s %zu", s->miss_family[k], s->miss_count[k]);
+	printf("\n");
 }
 
 /* Scores every row of path, with status, body and headers (full) and by
@@ -205,7 +273,7 @@ START_TEST(test_corpus_score_meets_the_issue_bars)
 	print_score("tuned (message, status, body, headers)", &full);
 	print_score("tuned (message alone)", &text);
 	fflush(stdout);
-	ck_assert_uint_ge(full.n, 300);
+	ck_assert_uint_ge(full.n, 700); /* with the held-out part, over the 800 the issue asks */
 	ck_assert_msg(ratio(full.ok, full.n) >= MIN_ACCURACY, "class accuracy %.1f%% < %.0f%%",
 		      100 * ratio(full.ok, full.n), 100 * MIN_ACCURACY);
 	/* Agent CLIs and proxies give text alone: it must hold up as well. */
@@ -231,11 +299,16 @@ START_TEST(test_the_held_out_part_scores_within_three_points_of_the_tuned_one)
 		      "points: rules fit strings, not shapes", 100 * ratio(full.ok, full.n),
 		      100 * ratio(tuned.ok, tuned.n), 100 * MAX_HOLDOUT_GAP);
 	ck_assert_msg(ratio(full.ok, full.n) >= MIN_HOLDOUT_ACCURACY,
-		      "held-out class accuracy %.1f%% < %.0f%%", 100 * ratio(full.ok, full.n),
+		      "held-out class accuracy %.1f%% < %.1f%%", 100 * ratio(full.ok, full.n),
 		      100 * MIN_HOLDOUT_ACCURACY);
 	ck_assert_msg(ratio(full.retry_ok, full.n) >= MIN_HOLDOUT_RETRY,
-		      "held-out retry-or-not %.1f%% < %.0f%%", 100 * ratio(full.retry_ok, full.n),
+		      "held-out retry-or-not %.1f%% < %.1f%%", 100 * ratio(full.retry_ok, full.n),
 		      100 * MIN_HOLDOUT_RETRY);
+	ck_assert_msg(ratio(full.ov_tp, full.ov_tp + full.ov_fn) >= MIN_HOLDOUT_OVERLOAD &&
+			      ratio(full.ov_tp, full.ov_tp + full.ov_fp) >= MIN_HOLDOUT_OVERLOAD,
+		      "held-out overload recall %.1f%% / precision %.1f%% < %.0f%%",
+		      100 * ratio(full.ov_tp, full.ov_tp + full.ov_fn),
+		      100 * ratio(full.ov_tp, full.ov_tp + full.ov_fp), 100 * MIN_HOLDOUT_OVERLOAD);
 }
 END_TEST
 
@@ -244,7 +317,7 @@ Suite *corpus_suite(void)
 	Suite *s = suite_create("corpus");
 	TCase *tc = tcase_create("corpus");
 
-	/* ~400 texts through ~80 patterns, twice; under valgrind, slower. */
+	/* ~1100 texts through ~200 patterns, twice; under valgrind, slower. */
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_corpus_score_meets_the_issue_bars);
 	tcase_add_test(tc, test_the_held_out_part_scores_within_three_points_of_the_tuned_one);

@@ -40,7 +40,7 @@ START_TEST(test_run_and_turn_events_have_pi_shapes)
 	/* Borrowed: the message is still the caller's. */
 	ck_assert_int_eq(msg->refcount, 1);
 	expect(event_agent_end(json_pack("[O]", msg)),
-	       "{\"type\":\"agent_end\",\"messages\":[{\"role\":\"user\"}],\"willRetry\":false}");
+	       "{\"type\":\"agent_end\",\"messages\":[{\"role\":\"user\"}],\"willRetry\":false,\"isTerminal\":true,\"yielded\":true}");
 	json_decref(msg);
 }
 END_TEST

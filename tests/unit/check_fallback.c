@@ -56,7 +56,7 @@ START_TEST(test_usage_limit_readies_the_next_credential_and_rests_this_one)
 	ck_assert_str_eq(fallback_credential(&fb), "a");
 	ck_assert(fallback_apply(&fb, &plan, &ev));
 	expect_event(ev, "{\"type\":\"retry_fallback_applied\",\"kind\":\"credential\","
-		     "\"from\":\"a\",\"to\":\"b\"}");
+		     "\"from\":\"a\",\"to\":\"b\",\"reason\":\"usage-limit\"}");
 	ck_assert_str_eq(fallback_credential(&fb), "b");
 	/* b is limited too, with a server hint; a rests until 1100. */
 	fallback_plan(&fb, &p, true, false, 5000, 200, &plan);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/fleet.h"
+#include "core/fleet_hold.h"
 
 Suite *fleet_suite(void);
 
@@ -135,6 +136,70 @@ START_TEST(test_an_exhausted_credential_is_skipped_by_everyone_until_its_reset)
 }
 END_TEST
 
+START_TEST(test_after_the_probe_answers_well_the_waiters_leave_in_turn_not_at_once)
+{
+	struct fleet *a = new_fleet(FLEET_MODE_USER, 1), *b = new_fleet(FLEET_MODE_USER, 2);
+	struct fleet *c = new_fleet(FLEET_MODE_USER, 3);
+	struct fleet_ask held = { .provider = "p", .creds = creds, .ncreds = 1, .models = models,
+				  .nmodels = 2, .held = true };
+	struct fleet_answer ans;
+
+	tell(a, "fpA", FLEET_OUT_ANSWERED, -1, 1000, false);
+	clk.fake_wall += 1000;
+	ask(b, 1, false, &ans);       /* the reset has passed: b probes */
+	ck_assert_int_eq(ans.cred, 0);
+	ask(c, 1, false, &ans);       /* c waits for b's answer, and knows it */
+	ck_assert_int_eq(ans.cred, -1);
+	ck_assert(ans.cred_probing);
+	tell(b, "fpA", FLEET_OUT_SUCCESS, -1, -1, false);
+	ask(c, 1, false, &ans);
+	ck_assert_int_eq(ans.cred, 0);
+	ck_assert_int_eq(ans.wait_ms, FLEET_TURN_GAP_MS);
+	ck_assert_int_eq(ans.reason, FLEET_PACING);
+	ck_assert(ans.reserved);
+	ask(a, 1, false, &ans);
+	ck_assert_int_eq(ans.wait_ms, 2 * FLEET_TURN_GAP_MS);
+	clk.fake_wall += FLEET_TURN_GAP_MS;
+	ck_assert_int_eq(fleet_ask(c, &held, &ans, NULL, NULL), 1);
+	ck_assert_int_eq(ans.wait_ms, 0);   /* its turn: no second slot */
+	ck_assert(!ans.cred_probing);
+	/* After the window, asks go as ever. */
+	clk.fake_wall += FLEET_TURN_WINDOW_MS;
+	ask(b, 1, false, &ans);
+	ck_assert_int_eq(ans.wait_ms, 0);
+	ask(c, 1, false, &ans);
+	ck_assert_int_eq(ans.wait_ms, 0);
+	fleet_close(a, NULL, NULL);
+	fleet_close(b, NULL, NULL);
+	fleet_close(c, NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_a_spent_key_is_told_as_a_reset_not_a_probe_unless_one_is_out)
+{
+	struct fleet *a = new_fleet(FLEET_MODE_USER, 1), *b = new_fleet(FLEET_MODE_USER, 2);
+	struct fleet_answer ans;
+
+	tell(a, "fpA", FLEET_OUT_ANSWERED, -1, 60000, false);
+	ask(b, 1, false, &ans);
+	ck_assert_int_eq(ans.cred, -1);
+	ck_assert(!ans.cred_probing);      /* a reset's wait */
+	clk.fake_wall += 60000;
+	ask(a, 1, false, &ans);            /* a probes */
+	ck_assert_int_eq(ans.cred, 0);
+	ask(b, 1, false, &ans);
+	ck_assert(ans.cred_probing);
+	/* A later reset told meanwhile (another daemon's own 429) replaces
+	 * the claim: a reset again, not a probe. */
+	tell(b, "fpA", FLEET_OUT_ANSWERED, -1, 3600000, false);
+	ask(b, 1, false, &ans);
+	ck_assert_int_eq(ans.cred, -1);
+	ck_assert(!ans.cred_probing);
+	fleet_close(a, NULL, NULL);
+	fleet_close(b, NULL, NULL);
+}
+END_TEST
+
 START_TEST(test_overloads_from_two_daemons_cool_the_model_for_all)
 {
 	struct fleet *a = new_fleet(FLEET_MODE_USER, 1), *b = new_fleet(FLEET_MODE_USER, 2);
@@ -179,6 +244,60 @@ static int lock_all(int *fds, int max)
 	return n;
 }
 
+START_TEST(test_a_train_whose_record_is_locked_gives_a_gap_asked_again_not_a_slot)
+{
+	struct fleet *a = new_fleet(FLEET_MODE_USER, 1), *b = new_fleet(FLEET_MODE_USER, 2);
+	struct fleet *c = new_fleet(FLEET_MODE_USER, 3);
+	struct fleet_answer ans;
+	int fds[16], n;
+
+	tell(a, "fpA", FLEET_OUT_ANSWERED, -1, 1000, false);
+	clk.fake_wall += 1000;
+	ask(b, 1, false, &ans);       /* b probes */
+	tell(b, "fpA", FLEET_OUT_SUCCESS, -1, -1, false);
+	n = lock_all(fds, 16);
+	ck_assert_int_ge(n, 1);
+	ask(c, 1, false, &ans);
+	ck_assert_int_eq(ans.wait_ms, FLEET_TURN_GAP_MS);
+	ck_assert_int_eq(ans.reason, FLEET_PACING);
+	ck_assert(!ans.reserved);     /* no slot was taken: it asks again */
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	ask(a, 1, false, &ans);       /* the train's first slot is still free */
+	ck_assert_int_eq(ans.wait_ms, FLEET_TURN_GAP_MS);
+	ck_assert(ans.reserved);
+	fleet_close(a, NULL, NULL);
+	fleet_close(b, NULL, NULL);
+	fleet_close(c, NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_a_paced_scope_whose_record_is_locked_asks_again_soon_not_at_once)
+{
+	struct fleet *a = new_fleet(FLEET_MODE_USER, 1);
+	struct fleet_tell t = { .provider = "p", .cred = "fpA", .model = "m1",
+				.out = { .kind = FLEET_OUT_SUCCESS, .rpm_limit = 60 },
+				.usage_reset_ms = -1, .fallback_after = 2, .cooldown_ms = 60000 };
+	struct fleet_answer ans;
+	int fds[16], n;
+
+	fleet_tell(a, &t);            /* the provider's rate: 60 a minute */
+	n = lock_all(fds, 16);
+	ck_assert_int_ge(n, 1);
+	ask(a, 1, false, &ans);
+	ck_assert(ans.local);
+	ck_assert_int_ge(ans.wait_ms, 5);
+	ck_assert_int_lt(ans.wait_ms, 10);
+	ck_assert_int_eq(ans.reason, FLEET_PACING);
+	ck_assert(!ans.reserved);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	ask(a, 1, false, &ans);       /* the lock free: a real slot */
+	ck_assert(!ans.local);
+	fleet_close(a, NULL, NULL);
+}
+END_TEST
+
 START_TEST(test_a_busy_lock_means_deciding_locally_this_time)
 {
 	struct fleet *a = new_fleet(FLEET_MODE_USER, 1), *b = new_fleet(FLEET_MODE_USER, 2);
@@ -197,6 +316,30 @@ START_TEST(test_a_busy_lock_means_deciding_locally_this_time)
 		close(fds[i]);
 	ask(b, 1, false, &ans);
 	ck_assert(!ans.local);
+	fleet_close(a, NULL, NULL);
+	fleet_close(b, NULL, NULL);
+}
+END_TEST
+
+START_TEST(test_a_busy_lock_still_holds_a_daemon_that_never_read_the_block)
+{
+	struct fleet *a = new_fleet(FLEET_MODE_USER, 1), *b = new_fleet(FLEET_MODE_USER, 2);
+	struct fleet_answer ans;
+	int fds[16], n;
+
+	tell(a, "fpA", FLEET_OUT_SERVER, 5000, -1, false);
+	n = lock_all(fds, 16);   /* b's first ask finds every record locked */
+	ck_assert_int_ge(n, 1);
+	ask(b, 1, false, &ans);
+	ck_assert(ans.local);
+	ck_assert_int_eq(ans.wait_ms, 5000);
+	ck_assert_int_eq(ans.reason, FLEET_SERVER_BLOCK);
+	ck_assert_int_eq(ans.block_member, 1);
+	/* Decided on a copy while the record was locked: no slot of its own
+	 * after the block; it asks again then. */
+	ck_assert(!ans.reserved);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
 	fleet_close(a, NULL, NULL);
 	fleet_close(b, NULL, NULL);
 }
@@ -354,6 +497,48 @@ START_TEST(test_a_key_switched_to_is_paced_at_the_rate_learned_for_the_other)
 }
 END_TEST
 
+/* The words of a hold, from answers as the stores fill them. */
+START_TEST(test_a_block_from_a_record_without_its_teller_is_still_named_plainly)
+{
+	struct fleet_answer a = { .wait_ms = 586000, .reason = FLEET_SERVER_BLOCK };
+	char out[400];
+	json_t *ev;
+
+	snprintf(a.scope, sizeof(a.scope), "p|-|m1");
+	fleet_hold_refusal(&a, false, a.wait_ms, 1000, 1800000000000LL, out, sizeof(out));
+	ck_assert_str_eq(out, "the provider asked a retryd of yours to wait 586 s (fleet: p|-|m1); "
+			      "exceeds retry.maxDelayMs 1000; retryctl fleet clear drops it");
+	ev = fleet_hold_event(&a, false, 1800000000000LL);
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "cause")),
+			 "a retryd of yours was asked to wait");
+	ck_assert_ptr_null(json_object_get(ev, "hint"));
+	ck_assert_ptr_null(json_object_get(ev, "ageMs"));
+	ck_assert_ptr_null(json_object_get(ev, "byThisRetryd"));
+	json_decref(ev);
+}
+END_TEST
+
+START_TEST(test_a_block_this_daemon_was_told_is_its_own_in_the_words)
+{
+	struct fleet_answer a = { .wait_ms = 1500, .reason = FLEET_SERVER_BLOCK,
+				  .block_seen = 1000, .block_member = 5, .block_mine = true,
+				  .block_status = 503, .block_asked = 2500 };
+	char out[400];
+	json_t *ev;
+
+	snprintf(a.scope, sizeof(a.scope), "p");
+	fleet_hold_refusal(&a, false, a.wait_ms, 1000, 1300, out, sizeof(out));
+	ck_assert_str_eq(out, "the provider asked this retryd to wait 2.5 s (fleet: p, seen 300 ms "
+			      "ago); exceeds retry.maxDelayMs 1000; retryctl fleet clear drops it");
+	ev = fleet_hold_event(&a, false, 1300);
+	ck_assert_str_eq(json_string_value(json_object_get(ev, "cause")),
+			 "this retryd got 503 retry-after 2s");
+	ck_assert(json_is_true(json_object_get(ev, "byThisRetryd")));
+	ck_assert_int_eq(json_integer_value(json_object_get(ev, "ageMs")), 300);
+	json_decref(ev);
+}
+END_TEST
+
 Suite *fleet_suite(void)
 {
 	Suite *s = suite_create("fleet");
@@ -363,13 +548,20 @@ Suite *fleet_suite(void)
 	tcase_add_test(tc, test_user_mode_a_block_told_by_one_holds_the_other);
 	tcase_add_test(tc, test_process_mode_shares_nothing_between_two);
 	tcase_add_test(tc, test_an_exhausted_credential_is_skipped_by_everyone_until_its_reset);
+	tcase_add_test(tc, test_after_the_probe_answers_well_the_waiters_leave_in_turn_not_at_once);
+	tcase_add_test(tc, test_a_spent_key_is_told_as_a_reset_not_a_probe_unless_one_is_out);
+	tcase_add_test(tc, test_a_train_whose_record_is_locked_gives_a_gap_asked_again_not_a_slot);
 	tcase_add_test(tc, test_overloads_from_two_daemons_cool_the_model_for_all);
 	tcase_add_test(tc, test_a_busy_lock_means_deciding_locally_this_time);
+	tcase_add_test(tc, test_a_paced_scope_whose_record_is_locked_asks_again_soon_not_at_once);
+	tcase_add_test(tc, test_a_busy_lock_still_holds_a_daemon_that_never_read_the_block);
 	tcase_add_test(tc, test_leases_bound_the_attempts_in_flight_and_come_back_when_done);
 	tcase_add_test(tc, test_state_shows_the_block_and_clear_removes_it_for_all);
 	tcase_add_test(tc, test_a_fleet_dir_open_to_others_is_refused);
 	tcase_add_test(tc, test_a_reserved_slot_is_kept_unless_the_credential_was_spent_meanwhile);
 	tcase_add_test(tc, test_a_key_switched_to_is_paced_at_the_rate_learned_for_the_other);
+	tcase_add_test(tc, test_a_block_from_a_record_without_its_teller_is_still_named_plainly);
+	tcase_add_test(tc, test_a_block_this_daemon_was_told_is_its_own_in_the_words);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -2,6 +2,7 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/fsutil.h"
 
@@ -63,6 +64,23 @@ START_TEST(test_no_xdg_and_no_home_gives_null)
 }
 END_TEST
 
+START_TEST(test_read_full_gathers_short_reads_and_stops_at_the_end)
+{
+	char buf[16] = "";
+	int fds[2];
+
+	ck_assert_int_eq(pipe(fds), 0);
+	ck_assert_int_eq(write(fds[1], "abc", 3), 3);
+	ck_assert_int_eq(write(fds[1], "de", 2), 2);
+	close(fds[1]);
+	ck_assert_uint_eq(fsutil_read_full(fds[0], buf, sizeof(buf)), 5);
+	ck_assert_str_eq(buf, "abcde");
+	ck_assert_uint_eq(fsutil_read_full(fds[0], buf, sizeof(buf)), 0);
+	close(fds[0]);
+	ck_assert_uint_eq(fsutil_read_full(-1, buf, sizeof(buf)), 0);  /* an error: none */
+}
+END_TEST
+
 Suite *fsutil_suite(void)
 {
 	Suite *s = suite_create("fsutil");
@@ -73,6 +91,7 @@ Suite *fsutil_suite(void)
 	tcase_add_test(tc, test_an_absolute_xdg_variable_wins_over_home);
 	tcase_add_test(tc, test_a_relative_xdg_variable_is_ignored_as_the_spec_says);
 	tcase_add_test(tc, test_no_xdg_and_no_home_gives_null);
+	tcase_add_test(tc, test_read_full_gathers_short_reads_and_stops_at_the_end);
 	suite_add_tcase(s, tc);
 	return s;
 }

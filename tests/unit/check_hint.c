@@ -287,6 +287,62 @@ START_TEST(test_an_impossible_date_gives_no_hint)
 }
 END_TEST
 
+/* RFC 9110 makes a recipient accept the two obsolete HTTP-date forms too. */
+START_TEST(test_retry_after_in_rfc850_and_asctime_dates_is_read)
+{
+	static const struct {
+		const char *value;
+		int64_t ms;
+	} cases[] = {
+		{ "Wednesday, 21-Oct-15 07:28:30 GMT", 30000 },
+		{ "Wednesday, 21-Oct-15 07:28:30 GMT ", 30000 },
+		{ "Wednesday, 21-Oct-15 07:28:30 GMT", 30000 },
+		{ "wednesday, 21-oct-15 07:29:00 gmt", 60000 },
+		{ "Wed, 21-Oct-15 07:28:10 GMT", 10000 },
+		{ "Wed Oct 21 07:28:30 2015", 30000 },
+		{ "Wed Oct 21 07:28:30 2015 ", 30000 },
+		{ "Thu Oct 22 07:28:00 2015", 86400000 },
+		{ "Sun Nov  6 08:49:37 1994", 0 },
+		{ "Sunday, 06-Nov-94 08:49:37 GMT", 0 },
+		/* 2069, not 1969: years below 70 are this century's. */
+		{ "Monday, 21-Oct-69 07:28:00 GMT", INT64_C(3149566080000) - NOW_MS },
+		{ "Wednesday, 31-Feb-15 07:28:30 GMT", -1 },
+		{ "Wednesday, 21-Oct-2015 07:28:30 GMT", -1 },
+		{ "Wed Oct 21 07:28:30", -1 },
+		{ "Wed Oct 21 07:28:30 2015 GMT", -1 },
+		{ "Wed Oct 32 07:28:30 2015", -1 },
+		{ "Wednesdays, 21-Oct-15 07:28:30 GMT", -1 },
+	};
+
+	for (size_t k = 0; k < NELEMS(cases); k++) {
+		json_t *h = json_pack("{s:s}", "retry-after", cases[k].value);
+		int64_t ms = -1;
+		bool got = hint_in_headers(h, NOW_MS, false, &ms);
+
+		json_decref(h);
+		ck_assert_msg(got == (cases[k].ms >= 0) && (!got || ms == cases[k].ms),
+			      "%s: got %d %lld, want %lld", cases[k].value, got, (long long)ms,
+			      (long long)cases[k].ms);
+	}
+}
+END_TEST
+
+/* The server's Date header may be in an obsolete form too. */
+START_TEST(test_date_header_in_an_obsolete_form_is_the_servers_clock)
+{
+	json_t *h = json_pack("{s:s, s:s}", "retry-after", "Wed, 21 Oct 2015 07:28:30 GMT",
+			      "date", "Wed Oct 21 07:28:00 2015");
+	int64_t ms = -1;
+
+	ck_assert(hint_in_headers(h, 0, false, &ms));
+	ck_assert_int_eq(ms, 30000);
+	json_decref(h);
+	ck_assert(hint_parse("retry-after: Wednesday, 21-Oct-15 07:28:45 GMT",
+			     strlen("retry-after: Wednesday, 21-Oct-15 07:28:45 GMT"), NOW_MS, &ms));
+	ck_assert_int_eq(ms, 45000);
+}
+END_TEST
+
 START_TEST(test_duration_grammar)
 {
 	static const struct {
@@ -469,6 +525,8 @@ Suite *hint_suite(void)
 			    NELEMS(header_cases));
 	tcase_add_test(tc, test_headers_that_are_not_an_object_give_no_hint);
 	tcase_add_test(tc, test_an_impossible_date_gives_no_hint);
+	tcase_add_test(tc, test_retry_after_in_rfc850_and_asctime_dates_is_read);
+	tcase_add_test(tc, test_date_header_in_an_obsolete_form_is_the_servers_clock);
 	tcase_add_test(tc, test_duration_grammar);
 	tcase_add_test(tc, test_a_client_countdown_is_no_hint);
 	tcase_add_test(tc, test_header_lines_of_the_http_provider);

@@ -40,6 +40,8 @@ struct rec {
 	uint64_t t0, t_done;    /* ms */
 	/* behaviour */
 	int cancel_at_data;     /* cancel inside the n-th data(); 0: never */
+	int drain_at_data;      /* drain inside the n-th data(); 0: never */
+	long drain_ms;
 	bool cancel_in_response;
 	int close_client_at_data;  /* close the client inside the n-th data(); 0: never */
 	int pause_every;        /* pause inside every n-th data(), resume from a timer */
@@ -584,6 +586,10 @@ static void on_data(void *ctx, const char *bytes, size_t len)
 		start(r->start_in_data);
 	if (r->cancel_at_data == r->datas)
 		rec_cancel(r);
+	if (r->drain_at_data == r->datas) {
+		http_request_drain(r->req, r->drain_ms, malloc(16)); /* owned: freed with it */
+		rec_end(r);
+	}
 	if (r->close_client_at_data == r->datas && f->client != NULL) {
 		http_client_close(f->client, on_client_closed, f);
 		f->client = NULL;
@@ -1116,6 +1122,38 @@ START_TEST(test_requests_started_inside_data_and_done_run)
 }
 END_TEST
 
+START_TEST(test_a_drained_request_reads_to_its_end_quietly_and_keeps_its_connection)
+{
+	struct rec *r = start("/sse?n=3&d=5");
+
+	r->drain_at_data = 1;
+	r->drain_ms = 2000;
+	run();
+	settle(100);   /* the rest of the body is read; no callback tells of it */
+	ck_assert_int_eq(r->datas, 1);
+	ck_assert_int_eq(r->dones, 0);
+	ck_assert_int_eq(r->late, 0);
+	r = start("/sse?n=2&d=5");
+	run();
+	assert_clean_success(r);
+	ck_assert_int_eq(fx->accepted, 1);   /* the drained one's connection, again */
+}
+END_TEST
+
+START_TEST(test_a_drained_request_whose_body_never_ends_is_closed_at_its_deadline)
+{
+	struct rec *r = start("/forever?d=10");
+
+	r->drain_at_data = 1;
+	r->drain_ms = 60;
+	fx->want_eofs = 1; /* the server sees the connection go */
+	run();
+	ck_assert_int_eq(r->datas, 1);
+	ck_assert_int_eq(r->dones, 0);
+	ck_assert_int_eq(r->late, 0);
+}
+END_TEST
+
 START_TEST(test_sequential_requests_reuse_the_connection)
 {
 	struct rec *r = start("/sse?n=2&d=5");
@@ -1203,6 +1241,8 @@ Suite *http_suite(void)
 	tcase_add_test(tc, test_close_client_inside_data_with_more_bytes_in_the_same_read);
 	tcase_add_test(tc, test_requests_started_inside_data_and_done_run);
 	tcase_add_test(tc, test_sequential_requests_reuse_the_connection);
+	tcase_add_test(tc, test_a_drained_request_reads_to_its_end_quietly_and_keeps_its_connection);
+	tcase_add_test(tc, test_a_drained_request_whose_body_never_ends_is_closed_at_its_deadline);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("libcurl loading");
 	tcase_add_test(tc, test_curlsym_names_the_loaders_reason_for_a_missing_library);

@@ -378,6 +378,30 @@ START_TEST(test_a_lock_held_by_another_process_gives_busy_not_a_wait)
 }
 END_TEST
 
+START_TEST(test_a_glance_reads_a_record_whose_lock_another_process_holds)
+{
+	char path[128], buf[LOCKFILE_MAX], err[256] = "";
+	struct seen s = {.write = "block_until=5"};
+	struct holder h;
+	size_t len = 99;
+
+	in_tmp(path, sizeof path, "rec");
+	ck_assert_int_eq(lockfile_glance(path, buf, sizeof buf, &len, err, sizeof err),
+			 LOCKFILE_OK);
+	ck_assert_uint_eq(len, 0);   /* no record yet */
+	ck_assert_int_eq(lockfile_update(path, 0, record_and_write, &s, err, sizeof err),
+			 LOCKFILE_OK);
+	holder_start(&h, hold_flock, path);
+	ck_assert_int_eq(lockfile_read(path, 0, buf, sizeof buf, &len, err, sizeof err),
+			 LOCKFILE_BUSY);
+	ck_assert_int_eq(lockfile_glance(path, buf, sizeof buf, &len, err, sizeof err),
+			 LOCKFILE_OK);
+	ck_assert_uint_eq(len, strlen("block_until=5"));
+	ck_assert(memcmp(buf, "block_until=5", len) == 0);
+	holder_stop(&h, false);
+}
+END_TEST
+
 /* ---- leases ------------------------------------------------------------------ */
 
 START_TEST(test_leases_give_out_as_many_slots_as_there_are_then_busy)
@@ -538,6 +562,7 @@ Suite *lockfile_suite(void)
 	tcase_set_timeout(proc, 60);
 	tcase_add_test(proc, test_concurrent_updates_from_several_processes_lose_none);
 	tcase_add_test(proc, test_a_lock_held_by_another_process_gives_busy_not_a_wait);
+	tcase_add_test(proc, test_a_glance_reads_a_record_whose_lock_another_process_holds);
 	suite_add_tcase(s, proc);
 
 	tcase_add_checked_fixture(lease, make_tmp, remove_tmp);

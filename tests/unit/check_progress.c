@@ -131,6 +131,24 @@ START_TEST(test_retry_line_names_the_error_and_its_class)
 }
 END_TEST
 
+START_TEST(test_hold_line_names_its_cause_cuts_it_to_the_width_and_blanks_escapes)
+{
+	char buf[256];
+
+	progress_hold_line(buf, sizeof(buf), "another retryd of yours got 429 retry-after 8s",
+			   7700, 80);
+	ck_assert_str_eq(buf, "held 7.7s " DASH " another retryd of yours got 429 retry-after 8s");
+	progress_hold_line(buf, sizeof(buf), "another retryd of yours got 429 retry-after 8s",
+			   7700, 30);
+	ck_assert_str_eq(buf, "held 7.7s " DASH " another retryd o\xe2\x80\xa6");
+	ck_assert_uint_eq(progress_columns(buf), 29);
+	progress_hold_line(buf, sizeof(buf), NULL, 400, 80);
+	ck_assert_str_eq(buf, "held 0.4s");
+	progress_hold_line(buf, sizeof(buf), "bad\x1b[31m", 400, 0);
+	ck_assert_str_eq(buf, "held 0.4s " DASH " bad [31m");
+}
+END_TEST
+
 START_TEST(test_retry_line_cuts_the_error_to_the_width_and_keeps_the_class)
 {
 	struct progress_retry r = { 2, 3, "503 Service Unavailable \xe2\x80\x94 caf\xc3\xa9 ferm\xc3\xa9",
@@ -214,6 +232,21 @@ START_TEST(test_failed_line_wording)
 }
 END_TEST
 
+START_TEST(test_a_park_reads_in_hours_and_minutes_with_the_local_reset_time)
+{
+	char buf[128];
+
+	progress_park_line(buf, sizeof(buf), 4 * 3600000 + 12 * 60000, "23:00 AKST", 0);
+	ck_assert_str_eq(buf, "Usage limit: waiting 4h12m for the reset at 23:00 AKST");
+	progress_park_line(buf, sizeof(buf), 90000, "Wed 03 Dec 05:00 UTC", 0);
+	ck_assert_str_eq(buf, "Usage limit: waiting 1m30s for the reset at Wed 03 Dec 05:00 UTC");
+	progress_park_line(buf, sizeof(buf), 2500, NULL, 0);
+	ck_assert_str_eq(buf, "Usage limit: waiting 2.5s for the reset");
+	progress_park_line(buf, sizeof(buf), 4 * 3600000, "23:00 AKST", 21);
+	ck_assert_str_eq(buf, "Usage limit: waiting");
+}
+END_TEST
+
 Suite *progress_suite(void)
 {
 	Suite *s = suite_create("progress");
@@ -233,6 +266,8 @@ Suite *progress_suite(void)
 	tcase_add_test(tc, test_retry_line_in_a_small_buffer_ends_on_a_code_point);
 	tcase_add_test(tc, test_spinner_frames_go_round);
 	tcase_add_test(tc, test_failed_line_wording);
+	tcase_add_test(tc, test_hold_line_names_its_cause_cuts_it_to_the_width_and_blanks_escapes);
+	tcase_add_test(tc, test_a_park_reads_in_hours_and_minutes_with_the_local_reset_time);
 	suite_add_tcase(s, tc);
 	return s;
 }

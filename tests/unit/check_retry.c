@@ -58,6 +58,27 @@ START_TEST(test_delays_double_from_base_2000_4000_8000)
 }
 END_TEST
 
+START_TEST(test_a_park_opens_the_chain_once_and_costs_no_retry_after)
+{
+	struct retry_chain c = { 0 };
+	struct retry_outcome o = transient("503 Service Unavailable");
+	struct retry_decision d;
+
+	retry_park(&seed, &c, 3600000, &d);
+	ck_assert_int_eq(d.action, RETRY_ACT_WAIT);
+	ck_assert_int_eq(d.reason, RETRY_REASON_USAGE_RESET);
+	ck_assert_str_eq(retry_reason_name(d.reason), "usage-reset");
+	ck_assert_int_eq(d.delay_ms, 3600000);
+	ck_assert_int_eq(d.attempt, 1);
+	retry_park(&seed, &c, 60000, &d);
+	ck_assert_int_eq(d.attempt, 1);
+	/* The retries left are the policy's less the one the park opened. */
+	ck_assert_int_eq(decide(&seed, &c, &o, 0).attempt, 2);
+	ck_assert_int_eq(decide(&seed, &c, &o, 0).attempt, 3);
+	ck_assert_int_eq(decide(&seed, &c, &o, 0).action, RETRY_ACT_STOP);
+}
+END_TEST
+
 START_TEST(test_max_exceeded_ends_with_last_retry_number_and_resets)
 {
 	struct retry_chain c = { 0 };
@@ -645,6 +666,7 @@ Suite *retry_suite(void)
 	tcase_add_test(tc, test_every_jitter_the_settings_accept_is_a_policy);
 	tcase_add_test(tc, test_policy_from_json_that_is_not_an_object_is_an_error);
 	tcase_add_test(tc, test_jitter_is_drawn_within_the_capped_delay);
+	tcase_add_test(tc, test_a_park_opens_the_chain_once_and_costs_no_retry_after);
 	suite_add_tcase(s, tc);
 	return s;
 }

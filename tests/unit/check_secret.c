@@ -1,6 +1,7 @@
 /* The one masker (src/base/secret.c): registered keys, key shapes, the cut,
  * the streaming masker. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -456,6 +457,117 @@ START_TEST(test_secret_names_are_recognised_by_their_words)
 }
 END_TEST
 
+START_TEST(test_passwd_credential_and_auth_names_are_secrets_but_author_sockets_and_paths_are_not)
+{
+	static const char *const secret[] = {
+		"MYSQL_PASSWD", "GOOGLE_APPLICATION_CREDENTIALS", "aws_credential", "Authorization",
+		"PROXY_AUTH", "auth", "X_AUTHORISATION", "AUTH_TOKEN", "HTTP_AUTH", "AUTH_HEADER",
+		"x-auth", NULL,
+	};
+	static const char *const plain[] = {
+		"WORK_DIR", "PROJECT_ROOT", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "PATH", "AUT",
+		"SSH_AUTH_SOCK", "XAUTHORITY", "KRB5_AUTH_PATH", "AUTHORITY", "OAUTHLIB_DEBUG", NULL,
+	};
+
+	for (size_t i = 0; secret[i] != NULL; i++)
+		ck_assert_msg(secret_name(secret[i], strlen(secret[i])), "%s", secret[i]);
+	for (size_t i = 0; plain[i] != NULL; i++)
+		ck_assert_msg(!secret_name(plain[i], strlen(plain[i])), "%s", plain[i]);
+	/* Only n bytes are the name. */
+	ck_assert(!secret_name("PATH_TOKEN", 4));
+}
+END_TEST
+
+START_TEST(test_a_key_after_a_json_escape_in_serialized_text_is_masked)
+{
+	/* Serialized JSON: a newline, tab or CR before a key is backslash + letter. */
+	assert_masked("{\"text\":\"my key:\\nsk-proj-0123456789abcdefghij\"}",
+		      "{\"text\":\"my key:\\nsk-***\"}");
+	assert_masked("a\\tsk-ant-0123456789abcdefghij b", "a\\tsk-*** b");
+	assert_masked("a\\rAIza0123456789abcdefghijklmnopqrstu", "a\\rAIza***");
+	assert_masked("q \\\"sk-0123456789abcdefghijklm\\\"", "q \\\"sk-***\\\"");
+	assert_masked("x\\u000bsk-0123456789abcdefghijklm", "x\\u000bsk-***");
+	assert_masked("\\nBearer abcdefghijklmnop0123", "\\nBearer ***");
+	/* An escaped backslash then a letter is no escape of that letter. */
+	assert_masked("a\\\\nsk-0123456789abcdefghijklm", "a\\\\nsk-0123456789abcdefghijklm");
+	/* Still a token: a letter with no backslash before it. */
+	assert_masked("nsk-0123456789abcdefghijklm", "nsk-0123456789abcdefghijklm");
+}
+END_TEST
+
+/* A stream sees the escape before a key as the whole text does, however
+ * the pieces fall: the escape in the piece before the key, split across
+ * two, or after a run of backslashes longer than what the stream keeps. */
+START_TEST(test_a_json_escape_before_a_key_is_a_boundary_in_a_stream_cut_anywhere)
+{
+	static const char *const texts[] = {
+		"\\fBearer eyJhe.++bcd8+++7",
+		"my key:\\nsk-proj-0123456789abcdefghij and q \\\"sk-0123456789abcdefghijklm\\\"",
+		"x\\u000bsk-0123456789abcdefghijklm y\\u00e9Bearer abcdefghijklmnop0123",
+		"a\\\\nsk-0123456789abcdefghijklm",
+		"\\\\\\\\\\\\\\\\\\nsk-0123456789abcdefghijklm",
+		"\\\\\\\\\\\\\\\\nsk-0123456789abcdefghijklm",
+		"\\\\\\\\\\\\\\u0041sk-0123456789abcdefghijklm",
+		"sk-0123456789abcdefghijklm\\nsk-0123456789abcdefghijklm",
+	};
+	static const bool is_masked[] = { true, true, true, false, true, false, true, true };
+	struct secret_stream st;
+	struct sink sink;
+
+	secret_stream_init(&st);
+	for (size_t t = 0; t < sizeof(texts) / sizeof(texts[0]); t++) {
+		char *whole = masked(texts[t]);
+		size_t n = strlen(texts[t]);
+
+		/* Whole, the escapes decide (an even run of backslashes escapes
+		 * none before the letter). */
+		ck_assert_msg((strstr(whole, SECRET_MASK) != NULL) == is_masked[t], "text %zu: %s", t,
+			      whole);
+		for (size_t a = 0; a <= n; a++) {
+			stream_pieces(&st, texts[t], &a, 1, &sink);
+			ck_assert_msg(strcmp(sink.out, whole) == 0, "text %zu cut at %zu: %s vs %s", t,
+				      a, sink.out, whole);
+			for (size_t b = a; b <= n && b < a + 8; b++) {
+				size_t two[2] = { a, b };
+
+				stream_pieces(&st, texts[t], two, 2, &sink);
+				ck_assert_msg(strcmp(sink.out, whole) == 0, "text %zu cut at %zu, %zu",
+					      t, a, b);
+			}
+		}
+		free(whole);
+	}
+	secret_stream_release(&st);
+}
+END_TEST
+
+START_TEST(test_serialized_json_is_masked_in_values_but_not_in_keys_or_protocol_fields)
+{
+	char text[512];
+	size_t len;
+
+	ck_assert_int_eq(secret_register("assistant"), 0);
+	ck_assert_int_eq(secret_register("client-7f3a9c"), 0);
+	snprintf(text, sizeof(text), "%s",
+		 "{\"type\":\"message_end\",\"id\":\"client-7f3a9c\",\"message\":{\"role\":"
+		 "\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"the assistant said "
+		 "client-7f3a9c\\nsk-0123456789abcdefghijklm\"}]},\"assistant\":1,\"client-7f3a9c\":2}");
+	len = strlen(text);
+	ck_assert(secret_mask_json_text(text, &len));
+	text[len] = '\0';
+	ck_assert_str_eq(text,
+			 "{\"type\":\"message_end\",\"id\":\"client-7f3a9c\",\"message\":{\"role\":"
+			 "\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"the *** said "
+			 "***\\nsk-***\"}]},\"assistant\":1,\"client-7f3a9c\":2}");
+	/* A string at the top and escaped quotes inside one. */
+	snprintf(text, sizeof(text), "%s", "[\"a \\\"assistant\\\" b\",\"assistant\"]");
+	len = strlen(text);
+	secret_mask_json_text(text, &len);
+	text[len] = '\0';
+	ck_assert_str_eq(text, "[\"a \\\"***\\\" b\",\"***\"]");
+}
+END_TEST
+
 Suite *secret_suite(void)
 {
 	Suite *s = suite_create("secret");
@@ -467,6 +579,9 @@ Suite *secret_suite(void)
 	tcase_add_checked_fixture(cut, NULL, teardown);
 	tcase_add_checked_fixture(st, NULL, teardown);
 	tcase_add_test(tc, test_every_occurrence_of_a_registered_key_becomes_stars_and_the_text_shrinks);
+	tcase_add_test(tc, test_a_key_after_a_json_escape_in_serialized_text_is_masked);
+	tcase_add_test(tc, test_a_json_escape_before_a_key_is_a_boundary_in_a_stream_cut_anywhere);
+	tcase_add_test(tc, test_serialized_json_is_masked_in_values_but_not_in_keys_or_protocol_fields);
 	tcase_add_test(tc, test_text_with_a_nul_byte_is_masked_past_it);
 	tcase_add_test(tc, test_no_occurrence_or_a_too_short_value_changes_nothing);
 	tcase_add_test(tc, test_a_key_that_is_a_prefix_of_another_leaves_no_tail);
@@ -474,6 +589,7 @@ Suite *secret_suite(void)
 	tcase_add_test(tc, test_ordinary_words_and_retryd_ids_are_not_taken_for_keys);
 	tcase_add_test(tc, test_json_strings_are_masked_in_place_and_keys_left_alone);
 	tcase_add_test(tc, test_secret_names_are_recognised_by_their_words);
+	tcase_add_test(tc, test_passwd_credential_and_auth_names_are_secrets_but_author_sockets_and_paths_are_not);
 	tcase_add_test(cut, test_a_cut_inside_a_key_masks_it_whole_first);
 	tcase_add_test(cut, test_a_cut_never_splits_a_character);
 	tcase_add_test(st, test_a_key_split_across_two_chunks_at_any_offset_is_masked_whole);

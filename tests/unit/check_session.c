@@ -320,6 +320,52 @@ START_TEST(test_abort_retry_cancels_backoff_at_once)
 }
 END_TEST
 
+START_TEST(test_a_cancelled_retrys_prompt_result_is_the_failure_it_would_have_retried)
+{
+	struct fx f;
+	json_t *policy, *r;
+	char err[256];
+
+	fx_init(&f, "[{\"error\":\"503\"}]", NULL);
+	ck_assert_int_eq(session_accept(&f.s, BEHAVIOR_NONE, NULL, &policy, err, sizeof(err)), 0);
+	ck_assert_int_eq(session_prompt(&f.s, "hi", NULL, BEHAVIOR_NONE, policy, "p1", NULL, NULL), 0);
+	clock_fake_settle(&f.clock);
+	session_abort_retry(&f.s);
+	r = find(&f, "prompt_result");
+	ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "error");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r, "error"), "message")), "503");
+	ck_assert(json_is_true(json_object_get(json_object_get(r, "error"), "retryable")));
+	fx_release(&f);
+}
+END_TEST
+
+START_TEST(test_clear_queue_drops_both_queues_and_owes_a_prompt_its_aborted_result)
+{
+	struct fx f;
+	json_t *policy, *data, *r;
+	char err[256];
+
+	fx_init(&f, "[{\"hang\":true}]", NULL);
+	prompt(&f, "first");
+	ck_assert_int_eq(session_accept(&f.s, BEHAVIOR_FOLLOW_UP, NULL, &policy, err, sizeof(err)), 0);
+	ck_assert_int_eq(session_prompt(&f.s, "later", NULL, BEHAVIOR_FOLLOW_UP, policy, "p2", NULL,
+					NULL), 0);
+	ck_assert_int_eq(session_steer(&f.s, "now", NULL, NULL, NULL), 0);
+	data = session_clear_queue(&f.s);
+	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(data, "steering"), 0)), "now");
+	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(data, "followUp"), 0)), "later");
+	json_decref(data);
+	types(&f);
+	session_abort(&f.s, &data);
+	ck_assert_uint_eq(json_array_size(json_object_get(data, "discardedMessages")), 0);
+	json_decref(data);
+	r = find(&f, "prompt_result");
+	ck_assert_str_eq(json_string_value(json_object_get(r, "id")), "p2");
+	ck_assert_str_eq(json_string_value(json_object_get(r, "status")), "aborted");
+	fx_release(&f);
+}
+END_TEST
+
 static int64_t retry_stat(struct fx *f, const char *path1, const char *path2)
 {
 	json_t *st = session_stats(&f->s);
@@ -1053,7 +1099,7 @@ static void stub_free(struct provider *base)
 	free(base);
 }
 
-static const struct provider_ops stub_ops = { stub_start, stub_abort, NULL, stub_free };
+static const struct provider_ops stub_ops = { stub_start, stub_abort, NULL, stub_free, NULL };
 
 static struct stub *stub_new(bool owns_idle_timeout)
 {
@@ -1387,8 +1433,10 @@ static char *run_output(bool fast)
 	fx_init(&f, "[{\"error\":\"503\"},{\"text\":\"plain \\\"quoted\\\" back\\\\slash "
 		"\\u0001\\u001f\\t tab \\u00e9 \\u2028 \\ud83d\\ude42 </end>\"}]", sets);
 	if (fast) {
-		f.s.chain.reply.out.line_buf = line_buf;
-		f.s.chain.reply.out.line_done = line_done;
+		/* Behind session_events, which stamps each line's messageId. */
+		f.s.events.next.line_buf = line_buf;
+		f.s.events.next.line_done = line_done;
+		f.s.chain.reply.out = session_events_output(&f.s.events);
 	}
 	prompt(&f, "go");
 	clock_fake_advance(&f.clock, 10);
@@ -1438,6 +1486,8 @@ Suite *session_suite(void)
 	tcase_add_test(tc, test_non_retryable_first_failure_has_no_retry_events);
 	tcase_add_test(tc, test_context_overflow_in_open_chain_ends_it_unretried);
 	tcase_add_test(tc, test_abort_retry_cancels_backoff_at_once);
+	tcase_add_test(tc, test_a_cancelled_retrys_prompt_result_is_the_failure_it_would_have_retried);
+	tcase_add_test(tc, test_clear_queue_drops_both_queues_and_owes_a_prompt_its_aborted_result);
 	tcase_add_test(tc, test_stats_count_attempts_chains_error_classes_and_time_waited_on_the_clock);
 	tcase_add_test(tc, test_abort_during_hang_ends_message_as_aborted);
 	tcase_add_test(tc, test_abort_in_retried_attempt_closes_chain_once);

@@ -125,8 +125,10 @@ static int count_entries(const char *dir)
 	int n = 0;
 
 	ck_assert_ptr_nonnull(d);
+	/* The persist's lock file stays by design: not a leftover. */
 	while ((e = readdir(d)) != NULL)
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+		    strcmp(e->d_name, ".settings.json.lock") != 0)
 			n++;
 	closedir(d);
 	return n;
@@ -661,6 +663,23 @@ START_TEST(test_check_reports_known_keys_and_passes_unknown)
 }
 END_TEST
 
+START_TEST(test_usage_wait_keys_refuse_bad_values_with_a_sentence)
+{
+	char err[512] = "";
+	json_t *v = json_string("forever");
+	json_t *n = json_integer(10);
+
+	ck_assert_int_eq(settings_check("retry.usageLimitWait", v, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "retry.usageLimitWait") != NULL && strstr(err, "off") != NULL &&
+		      strstr(err, "wait") != NULL && strstr(err, "forever") != NULL, "%s", err);
+	ck_assert_int_eq(settings_check("retry.usageWaitHeartbeatMs", n, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "retry.usageWaitHeartbeatMs must be an integer from 1000") != NULL,
+		      "%s", err);
+	json_decref(v);
+	json_decref(n);
+}
+END_TEST
+
 START_TEST(test_typed_getters_fall_back)
 {
 	struct settings s;
@@ -792,7 +811,8 @@ START_TEST(test_persist_under_a_file_fails_but_keeps_the_value)
 	write_text(in_tmp(file, sizeof(file), "plain"), "x");
 	ck_assert_int_eq(settings_persist(&s, "retry.maxRetries", json_integer(4), err,
 					  sizeof(err)), -1);
-	snprintf(want, sizeof(want), "could not save settings to %s: %s", path, strerror(ENOTDIR));
+	snprintf(want, sizeof(want), "could not save settings to %s: cannot open the lock file "
+		 "%s/.settings.json.lock: %s", path, file, strerror(ENOTDIR));
 	ck_assert_str_eq(err, want);
 	ck_assert_int_eq(settings_int(&s, "retry.maxRetries", -1), 4);
 	ck_assert_int_eq(count_entries(tmpdir), 1);
@@ -810,7 +830,9 @@ START_TEST(test_failed_rename_leaves_no_temp_file)
 	 * rename fails. */
 	ck_assert_int_eq(mkdir(in_tmp(path, sizeof(path), "settings.json"), 0700), 0);
 	ck_assert_int_eq(settings_persist(&s, "retry.enabled", json_false(), err, sizeof(err)), -1);
-	snprintf(want, sizeof(want), "could not save settings to %s: %s", path, strerror(EISDIR));
+	/* Read again before it is written: a directory is not read. */
+	snprintf(want, sizeof(want), "could not save settings to %s: %s; the file was left as it "
+		 "is", path, strerror(EISDIR));
 	ck_assert_str_eq(err, want);
 	ck_assert(!settings_bool(&s, "retry.enabled", true));
 	ck_assert_int_eq(count_entries(tmpdir), 1);
@@ -949,7 +971,8 @@ START_TEST(test_defaults_keep_the_order_get_retry_policy_shows)
 		"\"jitter\":\"none\",\"schedule\":[],\"budget\":null,\"idleTimeoutMs\":0,"
 		"\"fallbackModels\":[],\"fallbackAfterConsecutive\":3,\"fallbackCooldownMs\":60000,"
 		"\"continuationPrompt\":\"Continue from where you left off. Do not repeat work that "
-		"is already done.\",\"unknownRetries\":1,\"retryablePatterns\":[";
+		"is already done.\",\"continueCutAnswers\":\"lossless\",\"unknownRetries\":1,\"usageLimitWait\":\"off\","
+		"\"maxUsageWaitMs\":21600000,\"usageWaitHeartbeatMs\":60000,\"retryablePatterns\":[";
 	struct settings s;
 	char *text;
 
@@ -1062,6 +1085,7 @@ Suite *settings_suite(void)
 
 	tcase_add_checked_fixture(path_tc, setup, teardown);
 	tcase_add_test(path_tc, test_persist_without_a_path_fails_clearly);
+	tcase_add_test(path_tc, test_usage_wait_keys_refuse_bad_values_with_a_sentence);
 	tcase_add_test(path_tc, test_xdg_config_home_selects_the_path);
 	tcase_add_test(path_tc, test_relative_or_empty_xdg_falls_back_to_home);
 	suite_add_tcase(s, path_tc);

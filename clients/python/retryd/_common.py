@@ -292,21 +292,28 @@ def check_response(resp):
 
 
 class Result:
-    """How one prompt's run ended (the events from its response to agent_end).
+    """How one prompt's run ended (its events from the response to its
+    prompt_result, or to agent_end from a daemon that sends none).
 
-    success: the final assistant message ended well (stopReason "stop",
-    "length" or "toolUse"). text: that message's text. stop_reason,
-    error_message: from that message. error: None on success, else the retry
-    chain's finalError, else error_message. retries: auto_retry_start events
-    seen. fleet_waits: fleet_wait events seen. cancelled: aborted, or the
-    chain ended "Retry cancelled". message: the final assistant message.
-    messages: agent_end's messages. events: every event of the run, in order.
+    success: the daemon's prompt_result said "completed" (without one: the
+    final assistant message ended well, stopReason "stop", "length" or
+    "toolUse"). status: the prompt_result's "completed" | "aborted" | "error"
+    (None without one). text: the final assistant message's text.
+    stop_reason, error_message: from that message. error: None on success,
+    else "Retry cancelled" for a cancelled backoff, else prompt_result's
+    error.message, else the retry chain's finalError, else error_message. retryable, http_status, provider, model: from
+    prompt_result's error (None when absent). retries: auto_retry_start
+    events seen. fleet_waits: fleet_wait events seen. cancelled: aborted, or
+    the chain ended "Retry cancelled". message: the final assistant message.
+    messages: agent_end's messages. prompt_result: that frame, or None.
+    events: every event of the run, in order.
     """
 
     GOOD = ("stop", "length", "toolUse")
 
-    def __init__(self, events):
+    def __init__(self, events, prompt_id=None):
         self.events = events
+        self.prompt_result = next((ev for ev in events if is_prompt_result(ev, prompt_id)), None)
         self.message = None
         self.retries = 0
         self.fleet_waits = 0
@@ -334,20 +341,51 @@ class Result:
         self.stop_reason = msg.get("stopReason")
         self.error_message = msg.get("errorMessage")
         self.text = message_text(msg) if self.message is not None else None
-        self.success = self.stop_reason in self.GOOD
+        pr = self.prompt_result or {}
+        perr = pr.get("error") if isinstance(pr.get("error"), dict) else {}
+        self.status = pr.get("status")
+        self.retryable = perr.get("retryable")
+        self.http_status = perr.get("httpStatus")
+        self.provider = perr.get("provider")
+        self.model = perr.get("model")
+        if self.status is not None:
+            self.success = self.status == "completed"
+            cancelled = cancelled or self.status == "aborted"
+        else:
+            self.success = self.stop_reason in self.GOOD
         self.cancelled = cancelled or self.stop_reason == "aborted"
         if self.success:
             self.error = None
         else:
-            self.error = final_error or self.error_message or "the run ended without an answer"
+            # A cancelled backoff says so rather than repeating the failure before it.
+            self.error = ("Retry cancelled" if final_error == "Retry cancelled" else None) or \
+                (perr.get("message") or final_error or self.error_message
+                 or ("aborted" if self.status == "aborted" else None)
+                 or "the run ended without an answer")
 
     def __bool__(self):
         return self.success
 
     def __repr__(self):
-        return "Result(success=%r, stop_reason=%r, retries=%d, text=%r, error=%r)" % (
-            self.success, self.stop_reason, self.retries,
+        return "Result(success=%r, status=%r, stop_reason=%r, retries=%d, text=%r, error=%r)" % (
+            self.success, self.status, self.stop_reason, self.retries,
             None if self.text is None else self.text[:60], self.error)
+
+
+def is_prompt_result(ev, prompt_id):
+    """ev is oh-my-pi's prompt_result frame of the prompt with prompt_id."""
+    return ev.get("type") == "prompt_result" and prompt_id is not None \
+        and ev.get("id") == prompt_id
+
+
+def run_ended(ev, prompt_id):
+    """Whether ev ends the run of the prompt with prompt_id: its own
+    prompt_result; or agent_end from a daemon that sends no prompt_result
+    (one that does marks its agent_end with willRetry, pi 1.6's field that
+    came with them)."""
+    if is_prompt_result(ev, prompt_id):
+        return True
+    return ev.get("type") == "agent_end" and "willRetry" not in ev
 
 
 def message_text(message):

@@ -36,6 +36,7 @@ class AsyncClient:
         self._pending = c.Pending()
         self._events = collections.deque()  # (seq, event)
         self._seq = 0
+        self._settled_seq = -1  # the last session_settled line's sequence number
         self._eof = False
         self._closed = False
         self._proc = None
@@ -111,16 +112,36 @@ class AsyncClient:
 
     async def prompt_and_wait(self, message, timeout=None, **opts):
         deadline = None if timeout is None else time.monotonic() + timeout
-        _, seq = await self._request(c.prompt_command(message, opts), timeout, check=True)
+        resp, seq = await self._request(c.prompt_command(message, opts), timeout, check=True)
+        prompt_id = resp.get("id")
         run = []
         while True:
             ev = await self._next_event(deadline, after=seq)
             if ev is None:
-                raise c.Timeout("no agent_end within %ss (%d events of the run so far)"
-                                % (timeout, len(run)))
+                raise c.Timeout("no prompt_result (nor agent_end) within %ss (%d events of the "
+                                "run so far)" % (timeout, len(run)))
             run.append(ev)
-            if ev.get("type") == "agent_end":
-                return c.Result(run)
+            if c.run_ended(ev, prompt_id):
+                return c.Result(run, prompt_id)
+
+    async def wait_for_settled(self, timeout=None):
+        """Client.wait_for_settled: at once when get_state says isSettled,
+        else at the next session_settled; Timeout after timeout seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        mark = self._seq  # a session_settled after this one counts
+        if (await self.get_state()).get("isSettled") is True:
+            return
+        while self._settled_seq <= mark:
+            if self._eof:
+                raise await self._exit_error("before the session settled")
+            self._changed.clear()
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise c.Timeout("no session_settled within %ss" % timeout)
+            try:
+                await asyncio.wait_for(self._changed.wait(), left)
+            except asyncio.TimeoutError:
+                raise c.Timeout("no session_settled within %ss" % timeout) from None
 
     async def steer(self, message, **opts):
         return await self.send(dict(opts, type="steer", message=message))
@@ -252,6 +273,8 @@ class AsyncClient:
             return
         self._seq += 1
         t = obj.get("type")
+        if t == "session_settled":
+            self._settled_seq = self._seq
         fut = self._pending.waiting.get(obj.get("id")) if t == "response" else None
         if t == "ready" and not self._ready.done():
             self._ready.set_result(True)

@@ -46,6 +46,7 @@ class Client:
         self._pending = c.Pending()
         self._events = collections.deque()  # (seq, event), oldest first
         self._seq = 0
+        self._settled_seq = -1  # the last session_settled line's sequence number
         self._ready = False
         self._eof = False
         self._closed = False
@@ -132,21 +133,45 @@ class Client:
         return self.send(c.prompt_command(message, opts))
 
     def prompt_and_wait(self, message, timeout=None, **opts):
-        """Sends a prompt and waits for its run to end (agent_end, which comes
-        once, after the whole retry chain). Returns a Result. timeout bounds
-        the whole wait (Timeout: the run goes on in the daemon; abort() stops
-        it). Events that were queued before the prompt stay for events()."""
+        """Sends a prompt and waits for its own prompt_result, which the
+        daemon sends once the whole retry chain and the run are over (from a
+        daemon without prompt_result: for the run's agent_end). Returns a
+        Result. timeout bounds the whole wait (Timeout: the run goes on in
+        the daemon; abort() stops it). Events that were queued before the
+        prompt stay for events()."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        _, seq = self._request(c.prompt_command(message, opts), timeout, check=True)
+        resp, seq = self._request(c.prompt_command(message, opts), timeout, check=True)
+        prompt_id = resp.get("id")
         run = []
         while True:
             ev = self._next_event(deadline, after=seq)
             if ev is None:
-                raise c.Timeout("no agent_end within %ss (%d events of the run so far)"
-                                % (timeout, len(run)))
+                raise c.Timeout("no prompt_result (nor agent_end) within %ss (%d events of the "
+                                "run so far)" % (timeout, len(run)))
             run.append(ev)
-            if ev.get("type") == "agent_end":
-                return c.Result(run)
+            if c.run_ended(ev, prompt_id):
+                return c.Result(run, prompt_id)
+
+    def wait_for_settled(self, timeout=None):
+        """Waits until the session is settled: nothing runs, waits (a
+        backoff, a fleet hold) or is queued. Returns at once when get_state
+        says isSettled, else at the next session_settled. Timeout when
+        timeout seconds pass first. Takes no event away from events()."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            mark = self._seq  # a session_settled after this one counts
+        if self.get_state().get("isSettled") is True:
+            return
+        with self._cond:
+            ok = self._cond.wait_for(lambda: self._settled_seq > mark or self._eof,
+                                     None if deadline is None
+                                     else max(0.0, deadline - time.monotonic()))
+            settled = self._settled_seq > mark
+        if settled:
+            return
+        if ok:
+            raise self._exit_error("before the session settled")
+        raise c.Timeout("no session_settled within %ss" % timeout)
 
     def steer(self, message, **opts):
         return self.send(dict(opts, type="steer", message=message))
@@ -296,6 +321,8 @@ class Client:
             return
         with self._cond:
             self._seq += 1
+            if obj.get("type") == "session_settled":
+                self._settled_seq = self._seq
             if obj.get("type") == "ready" and not self._ready:
                 self._ready = True
             elif obj.get("type") == "response" and obj.get("id") in self._pending.waiting \

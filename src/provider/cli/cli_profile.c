@@ -2,6 +2,7 @@
 
 #include "provider/cli/cli_profile.h"
 
+#include <ctype.h>
 #include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,10 +337,43 @@ static const struct kind_info kinds[CLI_RULE_KINDS] = {
 
 static const char *const top_keys[] = {
 	"type", "argv", "resumeArgv", "promptVia", "sessionId", "text", "thinking", "toolStart",
-	"toolEnd", "retryNotice", "terminal", "command", "args", "env", "models", "modelArgs",
-	"timeoutMs", "killGraceMs", "maxLineBytes", "setupErrors", "resumeFailed",
-	"lostTurnOnError", "ownRetriesOff", "keepOwnRetries", NULL,
+	"toolEnd", "retryNotice", "terminal", "command", "args", "env", "secretEnv", "models",
+	"modelArgs", "timeoutMs", "killGraceMs", "maxLineBytes", "setupErrors", "resumeFailed",
+	"lostTurnOnError", "resumeContinuesCutText", "ownRetriesOff", "keepOwnRetries", NULL,
 };
+
+/* An environment variable's name as a shell writes one: [A-Za-z_][A-Za-z0-9_]*. */
+static bool env_name(const char *s)
+{
+	if (!(isalpha((unsigned char)*s) || *s == '_'))
+		return false;
+	for (s++; *s != '\0'; s++)
+		if (!(isalnum((unsigned char)*s) || *s == '_'))
+			return false;
+	return true;
+}
+
+/* secretEnv: the names whose values are masked although their names do not
+ * say they are secrets (base/secret's secret_name). */
+static int check_secret_env(struct cli_profile *self, const json_t *cfg, char *err, size_t errlen)
+{
+	const json_t *v = json_object_get(cfg, "secretEnv");
+	size_t i;
+	json_t *name;
+
+	self->secret_env = v;
+	if (v == NULL)
+		return 0;
+	if (!json_is_array(v))
+		return errbuf_set(err, errlen, "providers.%s.secretEnv must be a list of environment "
+				  "variable names", self->name);
+	json_array_foreach(v, i, name)
+		if (!json_is_string(name) || !env_name(json_string_value(name)))
+			return errbuf_set(err, errlen, "providers.%s.secretEnv[%zu] must be an environment "
+					  "variable name (letters, digits and '_', not starting with "
+					  "a digit)", self->name, i);
+	return 0;
+}
 
 static bool listed(const char *const *list, const char *key)
 {
@@ -642,6 +676,8 @@ static int check_top(struct cli_profile *self, char *err, size_t errlen)
 		if (key[0] == '\0' || strchr(key, '=') != NULL || (!json_is_string(v) && !json_is_null(v)))
 			return errbuf_set(err, errlen, "providers.%s.env.%.40s must be a string or null "
 				          "(and the name may not contain '=')", self->name, key);
+	if (check_secret_env(self, cfg, err, errlen) != 0)
+		return -1;
 	v = json_object_get(cfg, "models");
 	if (v != NULL && !cli_config_strings(v, true))
 		return errbuf_set(err, errlen, "providers.%s.models must be a non-empty list of model ids",

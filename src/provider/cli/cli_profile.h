@@ -20,10 +20,10 @@
  *    "retryNotice": RULE + {"message"?, "status"?, "attempt"?, "maxAttempts"?, "delayMs"?},
  *    "terminal":   RULE + {"failed"?, "message"?, "status"?, "inputTokens"?, "outputTokens"?,
  *                  "cacheReadTokens"?, "cacheWriteTokens"?},
- *    "command"?, "args"?, "env"?, "models"?, "modelArgs"?, "timeoutMs"?,
+ *    "command"?, "args"?, "env"?, "secretEnv"?, "models"?, "modelArgs"?, "timeoutMs"?,
  *    "killGraceMs"?, "maxLineBytes"?,
- *    "setupErrors"?, "resumeFailed"?, "lostTurnOnError"?, "ownRetriesOff"?,
- *    "keepOwnRetries"?}   (the last five: see cli_texts.h)
+ *    "setupErrors"?, "resumeFailed"?, "lostTurnOnError"?, "resumeContinuesCutText"?,
+ *    "ownRetriesOff"?, "keepOwnRetries"?}   (the last six: see cli_texts.h)
  *
  * Each rule key takes one RULE object or a list of them (the first whose
  * selector matches a line is used). A RULE selects lines:
@@ -91,6 +91,8 @@ struct cli_profile {
 	const json_t *model_args;   /* borrowed from cfg; may be NULL */
 	const json_t *args;         /* borrowed from cfg: extra arguments (array) */
 	const json_t *env;          /* borrowed from cfg: {NAME: value or null}; may be NULL */
+	const json_t *secret_env;   /* borrowed from cfg: [NAME...] whose values are secrets
+				     * whatever their names say; may be NULL */
 	json_t *models;             /* owned: [{"id"}...] */
 	const char *command;        /* borrowed from cfg: replaces argv[0]; may be NULL */
 	bool prompt_stdin;

@@ -247,12 +247,17 @@ int cli_texts_init(struct cli_texts *self, const char *name, const json_t *cfg, 
 		   size_t errlen)
 {
 	const json_t *lost = json_object_get(cfg, "lostTurnOnError");
+	const json_t *cut = json_object_get(cfg, "resumeContinuesCutText");
 
 	memset(self, 0, sizeof(*self));
 	if (lost != NULL && !json_is_boolean(lost))
 		return errbuf_set(err, errlen, "providers.%s.lostTurnOnError must be true or false",
 				  name);
+	if (cut != NULL && !json_is_boolean(cut))
+		return errbuf_set(err, errlen,
+				  "providers.%s.resumeContinuesCutText must be true or false", name);
 	self->lost_turn_on_error = json_is_true(lost);
+	self->resume_continues_cut_text = json_is_true(cut);
 	if (read_setup(self, name, json_object_get(cfg, "setupErrors"), err, errlen) != 0 ||
 	    read_resume(self, name, json_object_get(cfg, "resumeFailed"), err, errlen) != 0 ||
 	    read_notices(self, name, json_object_get(cfg, "retryNotice"), err, errlen) != 0 ||

@@ -14,6 +14,14 @@
  *       After an API error the CLI's saved session no longer holds the
  *       failed user turn: a retry resends the prompt instead of a
  *       continuation.
+ *   "resumeContinuesCutText": true
+ *       A resumed session holds the text a cut run streamed, and the CLI
+ *       goes on from it, streaming what it says again at the start: a cut
+ *       answer is then continued (core/continuation: the repeat dropped,
+ *       the final message whole). Without it (none of the four built-ins:
+ *       their resumed sessions do not send a cut message's text, and Codex
+ *       and Claude Code show only finished messages) the CLI's new answer
+ *       is shown as it comes, a replay that says why.
  *   "ownRetriesOff": {"env": {NAME: VALUE or null}, "args": [ARG...],
  *                     "files": {NAME: TEXT}}
  *       What turns the CLI's own retries down, applied to every run unless
@@ -46,6 +54,7 @@ struct cli_texts {
 	struct cli_pattern *notices;   /* stderr retry notices */
 	size_t nnotices;
 	bool lost_turn_on_error;
+	bool resume_continues_cut_text;
 	bool keep_own_retries;
 	/* Borrowed from the profile's config; all NULL with keepOwnRetries. */
 	const json_t *quiet_env;    /* {NAME: string, or null: unset} */

@@ -1,14 +1,12 @@
 #include "provider/cli/provider_cli.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "provider/cli/cli_dir.h"
+#include "provider/cli/cli_limit.h"
 #include "provider/cli/cli_parser.h"
 #include "provider/cli/cli_prompt.h"
 #include "provider/cli/cli_profile.h"
@@ -78,6 +76,7 @@ struct cli_provider {
 	char *session_id;     /* owned: the newest the CLI reported, or NULL */
 	char *dir;            /* owned: this daemon's directory for the CLI ({retrydDir}), or NULL */
 	size_t prev_messages; /* context size when the last attempt started */
+	enum provider_next last_next; /* what the last failed run said comes next */
 	struct cli_run *run;  /* the running attempt, or NULL */
 };
 
@@ -403,6 +402,24 @@ static void typed_facts(struct cli_run *r, struct provider_result *res)
 	free(text);
 }
 
+/* A spent plan's line: typed as a usage limit (when the CLI typed it not
+ * otherwise), its reset as the wait, so that the chain can wait it out and
+ * resume this session after. */
+static void usage_limit_facts(struct cli_run *r, struct provider_result *res)
+{
+	static const char typed[] = "{\"error\":{\"type\":\"usage_limit_reached\"}}";
+	int64_t wait;
+
+	if (!cli_limit_read(r->error, clock_wall_ms(r->clock), &wait))
+		return;
+	res->hint_ms = wait;
+	if (res->error_body == NULL) {
+		memcpy(r->error_body, typed, sizeof(typed));
+		res->error_body = r->error_body;
+		res->error_body_len = sizeof(typed) - 1;
+	}
+}
+
 static void build_result(struct cli_run *r)
 {
 	struct cli_provider *self = r->owner;
@@ -427,6 +444,8 @@ static void build_result(struct cli_run *r)
 		else
 			snprintf(r->error, sizeof(r->error), "the agent reported a failure");
 		typed_facts(r, res);
+		if (r->parser.failed)
+			usage_limit_facts(r, res);
 	} else {
 		char how[48];
 
@@ -443,6 +462,7 @@ static void build_result(struct cli_run *r)
 	secret_mask_str(r->error);
 	res->error_message = r->error;
 	answer_next(self, r, res);
+	self->last_next = res->next;
 }
 
 static bool resume_fresh(struct cli_run *r);
@@ -653,6 +673,7 @@ static int spawn(struct cli_run *r, struct cli_provider *self, char **argv, char
 	o.on_end = on_child_end;
 	o.on_done = on_child_done;
 	o.ctx = r;
+	o.own_fds_only = true;  /* an agent CLI gets nothing of the daemon's */
 	rc = retryd_child_spawn(self->loop, &o, &r->child);
 	if (rc != 0) {
 		free(input);
@@ -669,12 +690,19 @@ static int spawn(struct cli_run *r, struct cli_provider *self, char **argv, char
 
 /* Prompts. */
 
+/* The conversation, less the two turns a continuation adds (the session has them). */
+static size_t conversation_size(const struct attempt_ctx *ctx)
+{
+	size_t n = json_array_size(ctx->messages);
+	return ctx->continuation == PROVIDER_CONTINUE_TURN && n >= 2 ? n - 2 : n;
+}
+
 /* What this attempt sends, and whether it resumes. New string, or NULL with
  * err. ctx->next is how the last failed attempt said this one goes on. */
 static char *attempt_prompt(struct cli_provider *self, const struct attempt_ctx *ctx,
 			    bool *resume, char *err, size_t errlen)
 {
-	size_t n = json_array_size(ctx->messages);
+	size_t n = conversation_size(ctx);
 	size_t from = cli_prompt_turn_start(ctx->messages);
 	bool can_resume = self->session_id != NULL && self->profile->resume_argv != NULL;
 	char *prompt = NULL, *steering;
@@ -844,12 +872,13 @@ static int cli_start(struct provider *base, const struct attempt_ctx *ctx,
 
 	if (self->run != NULL)
 		base->ops->abort(base);
+	self->last_next = PROVIDER_NEXT_CONTINUE;
 	prompt = attempt_prompt(self, ctx, &resume, err, errlen);
 	if (prompt == NULL) {
 		secret_mask_str(err);
 		return -1;
 	}
-	self->prev_messages = json_array_size(ctx->messages);
+	self->prev_messages = conversation_size(ctx);
 	if (resume)
 		fresh = cli_prompt_fresh(ctx->messages, cli_prompt_turn_start(ctx->messages));
 	r = launch(self, sink, ctx->idle_timeout_ms, ctx->model, prompt, resume, fresh, err,
@@ -911,11 +940,39 @@ static void cli_free(struct provider *base)
 	free(self);
 }
 
+/* A cut answer goes on only in a resumed session that holds the cut text
+ * and streams the CLI's repeat of it (resumeContinuesCutText); any other
+ * next run tells the answer again: a replay, and why. */
+static enum provider_continue cli_continuation(struct provider *base, const char *model,
+					       const char *setting, const char **why)
+{
+	struct cli_provider *self = (struct cli_provider *)base;
+
+	(void)model;
+	if ((setting != NULL && strcmp(setting, "off") == 0) ||
+	    self->last_next == PROVIDER_NEXT_CANNOT)
+		*why = NULL;
+	else if (self->profile->resume_argv == NULL)
+		*why = "the CLI cannot resume a session";
+	else if (self->session_id == NULL)
+		*why = "the CLI reported no session id";
+	else if (self->last_next == PROVIDER_NEXT_RESEND)
+		*why = "the CLI's session lost the cut turn";
+	else if (self->last_next == PROVIDER_NEXT_FRESH)
+		*why = "the next run starts a fresh session";
+	else if (!self->profile->texts.resume_continues_cut_text)
+		*why = "the CLI's resumed session does not go on from the cut text";
+	else
+		return PROVIDER_CONTINUE_TURN;
+	return PROVIDER_CONTINUE_NONE;
+}
+
 static const struct provider_ops cli_ops = {
 	.start = cli_start,
 	.abort = cli_abort,
 	.pause = cli_pause,
 	.free = cli_free,
+	.continuation = cli_continuation,
 };
 
 /* Environment. */
@@ -947,6 +1004,23 @@ static char *env_entry(const char *name, const char *value)
 	return s;
 }
 
+/* Whether the variable name[0..n) holds a secret: its name says so, or the
+ * profile's secretEnv lists it. Never its value's length or looks: a path
+ * or a model name is no key, and masking it would change what retryd
+ * prints of the user's own words. */
+static bool secret_var(const struct cli_profile *profile, const char *name, size_t n)
+{
+	size_t i;
+	json_t *v;
+
+	if (secret_name(name, n))
+		return true;
+	json_array_foreach(profile->secret_env, i, v)
+		if (json_string_length(v) == n && memcmp(json_string_value(v), name, n) == 0)
+			return true;
+	return false;
+}
+
 /* The daemon's environment, then what turns the CLI's own retries down,
  * then the profile's env over both (null removes). */
 static int build_env(struct cli_provider *self)
@@ -970,7 +1044,7 @@ static int build_env(struct cli_provider *self)
 			continue;
 		if (push(&self->env, &ne, strdup(*e)) != 0)
 			return -1;
-		if (secret_name(*e, n) && secret_register(eq + 1) != 0)
+		if (secret_var(self->profile, *e, n) && secret_register(eq + 1) != 0)
 			return -1;
 	}
 	json_object_foreach((json_t *)quiet, name, v) {
@@ -993,107 +1067,34 @@ static int build_env(struct cli_provider *self)
 			continue;
 		if (push(&self->env, &ne, env_entry(name, json_string_value(v))) != 0)
 			return -1;
-		/* Every value the profile sets counts as a secret. */
-		if (secret_register(json_string_value(v)) != 0)
+		if (secret_var(self->profile, name, strlen(name)) &&
+		    secret_register(json_string_value(v)) != 0)
 			return -1;
 	}
 	return 0;
 }
 
-/* Writes text into dir/name, making the folders between (0700). */
-static int write_file(const char *dir, const char *name, const char *text, char *err,
-		      size_t errlen)
-{
-	char path[4096];
-	FILE *f;
-	size_t n = strlen(text);
-
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
-		return errbuf_set(err, errlen, "%s/%s: the path is too long", dir, name);
-	for (char *p = path + strlen(dir) + 1; (p = strchr(p, '/')) != NULL; p++) {
-		*p = '\0';
-		if (mkdir(path, 0700) != 0 && errno != EEXIST)
-			return errbuf_set(err, errlen, "cannot make %s: %s", path, strerror(errno));
-		*p = '/';
-	}
-	f = fopen(path, "wx");
-	if (f == NULL)
-		return errbuf_set(err, errlen, "cannot write %s: %s", path, strerror(errno));
-	if (fwrite(text, 1, n, f) != n || fclose(f) != 0)
-		return errbuf_set(err, errlen, "cannot write %s: %s", path, strerror(errno));
-	return 0;
-}
-
-/* Removes path and, when it is a folder, everything in it; links are
- * removed, never followed. */
-static void remove_tree(const char *path, int depth)
-{
-	struct stat st;
-	DIR *d;
-	struct dirent *e;
-
-	if (lstat(path, &st) != 0)
-		return;
-	if (!S_ISDIR(st.st_mode) || depth > 32) {
-		unlink(path);
-		return;
-	}
-	d = opendir(path);
-	while (d != NULL && (e = readdir(d)) != NULL) {
-		char child[4096];
-
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if ((size_t)snprintf(child, sizeof(child), "%s/%s", path, e->d_name) < sizeof(child))
-			remove_tree(child, depth + 1);
-	}
-	if (d != NULL)
-		closedir(d);
-	rmdir(path);
-}
-
-/* The daemon's directory goes whole: the CLI may have written its own
- * state there (a CLI home holds the conversation). */
+/* The daemon's directory goes whole (cli_dir). */
 static void remove_dir(struct cli_provider *self)
 {
-	if (self->dir == NULL)
-		return;
-	remove_tree(self->dir, 0);
+	cli_dir_remove(self->dir);
 	free(self->dir);
 	self->dir = NULL;
 }
 
 /* The daemon's own directory for this CLI ({retrydDir}), made when the
- * profile uses one: under $XDG_RUNTIME_DIR, else /tmp, private (0700),
- * with the files of ownRetriesOff in it. */
+ * profile uses one. */
 static int make_dir(struct cli_provider *self, char *err, size_t errlen)
 {
 	const struct cli_texts *t = &self->profile->texts;
 	char *cfg = json_dumps(self->profile->cfg, JSON_COMPACT);
 	bool used = t->quiet_files != NULL || (cfg != NULL && strstr(cfg, "{retrydDir}") != NULL);
-	const char *base = getenv("XDG_RUNTIME_DIR");
-	char tmpl[4096];
-	const char *name;
-	json_t *v;
 
 	free(cfg);
 	if (!used)
 		return 0;
-	if (base == NULL || base[0] != '/')
-		base = "/tmp";
-	snprintf(tmpl, sizeof(tmpl), "%s/retryd-%s-XXXXXX", base, self->base.name);
-	if (mkdtemp(tmpl) == NULL)
-		return errbuf_set(err, errlen, "providers.%s: cannot make a directory in %s: %s",
-				  self->base.name, base, strerror(errno));
-	self->dir = strdup(tmpl);
-	if (self->dir == NULL) {
-		rmdir(tmpl);
-		return errbuf_set(err, errlen, "out of memory");
-	}
-	json_object_foreach((json_t *)t->quiet_files, name, v)
-		if (write_file(self->dir, name, json_string_value(v), err, errlen) != 0)
-			return -1;
-	return 0;
+	self->dir = cli_dir_make(self->base.name, t->quiet_files, err, errlen);
+	return self->dir != NULL ? 0 : -1;
 }
 
 struct provider *provider_cli_new(uv_loop_t *loop, struct clock *clock, const char *name,

@@ -225,6 +225,7 @@ void api_stream_init(struct api_stream *self, const struct api_format *format,
 	self->format = format;
 	self->sink = *sink;
 	self->stop = STOP_STOP;
+	self->last_seq = -1;
 }
 
 int api_stream_failf(struct api_stream *self, const char *fmt, ...)
@@ -377,6 +378,8 @@ int api_stream_event(struct api_stream *self, const struct sse_event *ev)
 	 * self->failed decides. */
 	if (self->format->quick(ev, &q)) {
 		api_stream_begin(self);
+		if (q.has_seq)
+			self->last_seq = q.seq;
 		if (q.content != NULL && !self->complete)
 			api_stream_text(self, q.content, q.content_len);
 		if (q.reason != NULL && !self->complete)
@@ -447,6 +450,7 @@ int api_quick_open(struct jsonscan *js, const char *data, size_t len, struct api
 {
 	q->content = q->reason = NULL;
 	q->content_len = q->reason_len = 0;
+	q->has_seq = false;
 	jsonscan_init(js, data, len);
 	return jsonscan_object(js) != 0 ? JSONSCAN_BAIL : 0;
 }

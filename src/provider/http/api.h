@@ -45,6 +45,9 @@ struct api_request {
 	const char *thinking_level; /* pi's level ("off" ... "xhigh"); NULL: "off" */
 	bool reasoning;             /* the model declares reasoning: true */
 	const json_t *options;      /* the provider's settings object, or NULL */
+	/* Responses: run it in background mode (stored, so a cut stream can be
+	 * resumed from its last sequence number). */
+	bool background;
 };
 
 /* What a format's quick reader took from one chunk, read in place without
@@ -55,6 +58,8 @@ struct api_quick {
 	size_t content_len;
 	const char *reason;   /* a finish reason, NUL-terminated, or NULL */
 	size_t reason_len;
+	bool has_seq;         /* the event's sequence_number (Responses), in seq */
+	int64_t seq;
 	char reason_buf[64];
 	char content_buf[JSONSCAN_SCRATCH];
 };
@@ -134,6 +139,10 @@ struct api_stream {
 	int64_t total_tokens;       /* the format's reported total, or 0 */
 	bool bad_usage_logged;      /* a rejected count was logged */
 	unsigned format_flags;      /* the format's own state, 0 at init */
+	/* Responses: the response's id ("" until response.created) and the
+	 * last sequence_number read (-1: none), where a resume starts after. */
+	char response_id[96];
+	int64_t last_seq;
 	char error[API_ERROR_MAX];  /* the failure, or the text for stop == STOP_ERROR */
 };
 

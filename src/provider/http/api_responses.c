@@ -217,6 +217,13 @@ static int event_tree(struct api_stream *self, const struct sse_event *ev)
 	err = json_object_get(root, "error");
 	type = json_object_get(root, "type");
 	response = json_object_get(root, "response");
+	/* Where a resume of this response would start. */
+	if (json_is_integer(json_object_get(root, "sequence_number")))
+		self->last_seq = json_integer_value(json_object_get(root, "sequence_number"));
+	if (json_is_string(json_object_get(response, "id")) &&
+	    json_string_length(json_object_get(response, "id")) < sizeof(self->response_id))
+		snprintf(self->response_id, sizeof(self->response_id), "%s",
+			 json_string_value(json_object_get(response, "id")));
 	item = json_object_get(root, "item");
 	if (truthy(err)) {
 		rc = chunk_error(self, err);
@@ -277,6 +284,10 @@ int api_responses_quick(const char *data, size_t len, struct api_quick *q)
 			if (seen_delta || jsonscan_string_or_skip(&js, &q->content, &q->content_len) != 0)
 				return 0;
 			seen_delta = true;
+		} else if (JSONSCAN_IS(key, klen, "sequence_number")) {
+			if (q->has_seq || jsonscan_int(&js, &q->seq) != 0)
+				return 0;
+			q->has_seq = true;
 		} else if (JSONSCAN_IS(key, klen, "error")) {
 			/* Present and not null: read by the full decoder. */
 			if (seen_error || !jsonscan_null(&js))
@@ -516,7 +527,11 @@ static json_t *build(const struct api_request *req, const char *api, bool store)
 	body = json_pack("{s:s, s:o, s:b}", "model", req->model, "input", input, "stream", 1);
 	if (body == NULL)
 		return NULL;
-	if (store)
+	/* Background mode keeps the response (store), so it can be resumed. */
+	if (req->background)
+		rc |= json_object_set_new(body, "background", json_true()) |
+		      json_object_set_new(body, "store", json_true());
+	else if (store)
 		rc |= json_object_set_new(body, "store", json_false());
 	/* pi asks for the model's maxTokens, at most 32000 (buildBaseOptions). */
 	if (req->max_tokens > 0)

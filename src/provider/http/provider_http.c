@@ -9,6 +9,7 @@
 #include "provider/http/api.h"
 #include "provider/http/api_formats.h"
 #include "provider/http/api_gemini.h"
+#include "provider/http/base_url.h"
 #include "base/errbuf.h"
 #include "base/log.h"
 #include "base/secret.h"
@@ -25,6 +26,11 @@ struct key {
 	char *secret; /* NULL when the environment variable is unset */
 	char *hint;   /* how to set it, for the error */
 };
+
+#define PREFILL_REFUSED_MAX 8
+/* How long the end of a whole answer's body is waited for, to keep its
+ * connection (http_request_drain). */
+#define DRAIN_MS 2000
 
 struct http_provider {
 	struct provider base;
@@ -65,45 +71,121 @@ struct http_provider {
 	char result_error[API_ERROR_MAX];
 	struct clock_timer finish_timer;
 	bool finishing;
+	/* A cut Responses stream in background mode: its id and the last
+	 * sequence number read ("" / -1: nothing to resume). */
+	char resume_id[96];
+	int64_t resume_seq;
+	/* The model the running attempt prefills for ("": none), and the
+	 * models that refused a prefill here: asked again, they get a
+	 * continuation turn or a replay, not a second refused request. */
+	char prefill_model[128];
+	char refused_prefill[PREFILL_REFUSED_MAX][128];
+	size_t nrefused;
 };
 
-/* pi's built-in google provider: its models, reasoning as pi declares it. */
-static json_t *google_builtin(void)
+/* The built-in providers (pi's names and URLs) ... */
+static const struct builtin_provider {
+	const char *name, *api, *base_url, *key_env;
+} builtin_providers[] = {
+	{ "openai", "openai-responses", "https://api.openai.com/v1", "OPENAI_API_KEY" },
+	{ "anthropic", "anthropic-messages", "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY" },
+	{ "google", "google-generative-ai", API_GEMINI_BASE_URL, "GEMINI_API_KEY" },
+	{ "openrouter", "openai-completions", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY" },
+	{ "ollama", "openai-completions", "http://127.0.0.1:11434/v1", NULL },
+	/* No default: a resource is the user's own (AZURE_OPENAI_ENDPOINT). */
+	{ "azure", "azure-openai-responses", NULL, "AZURE_OPENAI_API_KEY" },
+};
+
+/* ... and their models, first the default, with the limits and the
+ * reasoning flag as pi's model list declares them: a model that reasons
+ * gets set_thinking_level's knob (Anthropic's budget, OpenAI's effort,
+ * Gemini's thinking config). 0 leaves a limit to the API. */
+static const struct builtin_model {
+	const char *provider, *id;
+	bool reasoning;
+	json_int_t context_window, max_tokens;
+} builtin_models[] = {
+	{ "openai", "gpt-4.1-mini", false, 1047576, 32768 },
+	{ "openai", "gpt-4.1", false, 1047576, 32768 },
+	{ "openai", "gpt-4o-mini", false, 128000, 16384 },
+	{ "openai", "gpt-5", true, 400000, 128000 },
+	{ "openai", "gpt-5-mini", true, 400000, 128000 },
+	{ "openai", "o4-mini", true, 200000, 100000 },
+	{ "anthropic", "claude-sonnet-4-5", true, 200000, 64000 },
+	{ "anthropic", "claude-haiku-4-5", true, 200000, 64000 },
+	{ "anthropic", "claude-opus-4-1", true, 200000, 32000 },
+	{ "google", "gemini-2.5-flash", true, 1048576, 65536 },
+	{ "google", "gemini-2.5-pro", true, 1048576, 65536 },
+	{ "google", "gemini-2.5-flash-lite", true, 1048576, 65536 },
+	{ "openrouter", "openai/gpt-4.1-mini", false, 0, 0 },
+	{ "openrouter", "anthropic/claude-sonnet-4.5", false, 0, 0 },
+	{ "ollama", "llama3.2", false, 0, 0 },
+	{ "ollama", "qwen2.5-coder", false, 0, 0 },
+	/* Deployment names; Azure's are the user's, these are the usual ones. */
+	{ "azure", "gpt-4.1-mini", false, 1047576, 32768 },
+	{ "azure", "gpt-4.1", false, 1047576, 32768 },
+	{ "azure", "o4-mini", true, 200000, 100000 },
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* One model entry: its id alone when the table says nothing more. */
+static json_t *builtin_model_json(const struct builtin_model *m)
 {
-	return json_pack("{s:s, s:s, s:s, s:[{s:s, s:b, s:i, s:i}, {s:s, s:b, s:i, s:i},"
-			 " {s:s, s:b, s:i, s:i}]}",
-			 "api", "google-generative-ai", "baseUrl", API_GEMINI_BASE_URL,
-			 "apiKeyEnv", "GEMINI_API_KEY", "models",
-			 "id", "gemini-2.5-flash", "reasoning", 1, "contextWindow", 1048576,
-			 "maxTokens", 65536,
-			 "id", "gemini-2.5-pro", "reasoning", 1, "contextWindow", 1048576,
-			 "maxTokens", 65536,
-			 "id", "gemini-2.5-flash-lite", "reasoning", 1, "contextWindow", 1048576,
-			 "maxTokens", 65536);
+	json_t *o;
+
+	if (!m->reasoning && m->context_window == 0)
+		return json_string(m->id);
+	o = json_pack("{s:s, s:b}", "id", m->id, "reasoning", m->reasoning);
+	if (o != NULL && m->context_window > 0)
+		json_object_set_new(o, "contextWindow", json_integer(m->context_window));
+	if (o != NULL && m->max_tokens > 0)
+		json_object_set_new(o, "maxTokens", json_integer(m->max_tokens));
+	return o;
 }
 
 json_t *provider_http_builtins(void)
 {
-	json_t *all = json_pack("{s:{s:s, s:s, s:s, s:[s, s, s]},"
-			 " s:{s:s, s:s, s:s, s:[s, s, s]},"
-			 " s:{s:s, s:s, s:s, s:[s, s]},"
-			 " s:{s:s, s:s, s:[s, s]}}",
-			 "openai", "api", "openai-responses", "baseUrl", "https://api.openai.com/v1",
-			 "apiKeyEnv", "OPENAI_API_KEY", "models", "gpt-4.1-mini", "gpt-4.1", "gpt-4o-mini",
-			 "anthropic", "api", "anthropic-messages", "baseUrl", "https://api.anthropic.com/v1",
-			 "apiKeyEnv", "ANTHROPIC_API_KEY", "models", "claude-sonnet-4-5",
-			 "claude-haiku-4-5", "claude-opus-4-1",
-			 "openrouter", "api", "openai-completions", "baseUrl", "https://openrouter.ai/api/v1",
-			 "apiKeyEnv", "OPENROUTER_API_KEY", "models", "openai/gpt-4.1-mini",
-			 "anthropic/claude-sonnet-4.5",
-			 "ollama", "api", "openai-completions", "baseUrl", "http://127.0.0.1:11434/v1",
-			 "models", "llama3.2", "qwen2.5-coder");
+	json_t *all = json_object();
 
-	if (all != NULL && json_object_set_new(all, "google", google_builtin()) != 0) {
-		json_decref(all);
-		return NULL;
+	for (size_t i = 0; all != NULL && i < COUNT(builtin_providers); i++) {
+		const struct builtin_provider *p = &builtin_providers[i];
+		json_t *models = json_array();
+		json_t *entry = json_pack("{s:s}", "api", p->api);
+
+		for (size_t j = 0; models != NULL && j < COUNT(builtin_models); j++)
+			if (strcmp(builtin_models[j].provider, p->name) == 0 &&
+			    json_array_append_new(models, builtin_model_json(&builtin_models[j])) != 0) {
+				json_decref(models);
+				models = NULL;
+			}
+		if (entry != NULL && p->base_url != NULL &&
+		    json_object_set_new(entry, "baseUrl", json_string(p->base_url)) != 0) {
+			json_decref(entry);
+			entry = NULL;
+		}
+		if (entry != NULL && p->key_env != NULL &&
+		    json_object_set_new(entry, "apiKeyEnv", json_string(p->key_env)) != 0) {
+			json_decref(entry);
+			entry = NULL;
+		}
+		if (models == NULL || entry == NULL) {
+			json_decref(models);
+			json_decref(entry);
+			goto fail;
+		}
+		/* Both steal their value, also on failure. */
+		if (json_object_set_new(entry, "models", models) != 0) {
+			json_decref(entry);
+			goto fail;
+		}
+		if (json_object_set_new(all, p->name, entry) != 0)
+			goto fail;
 	}
 	return all;
+fail:
+	json_decref(all);
+	return NULL;
 }
 
 /* A string or an array of strings, as a new array; NULL (with err) otherwise. */
@@ -241,9 +323,23 @@ static int check_config(const char *name, const json_t *cfg, char *err, size_t e
 		return errbuf_set(err, errlen, "providers.%s.apiVersion must be a version such as "
 			          "\"v1\" or \"2025-04-01-preview\"", name);
 	v = json_object_get(cfg, "baseUrl");
-	if (!json_is_string(v) || (strncmp(json_string_value(v), "http://", 7) != 0 &&
-				   strncmp(json_string_value(v), "https://", 8) != 0))
-		return errbuf_set(err, errlen, "providers.%s.baseUrl must be an http:// or https:// URL", name);
+	if (!json_is_string(v) || !base_url_valid(json_string_value(v))) {
+		const char *var = base_url_env_of(name, json_string_value(v));
+
+		/* The key is meant for that variable's host: no default instead. */
+		if (var != NULL)
+			return errbuf_set(err, errlen, "%s is not an http:// or https:// URL with a host, "
+				          "so nothing was sent (a key goes only where you point it): fix or "
+				          "unset %s, or set providers.%s.baseUrl, which takes precedence",
+				          var, var, name);
+		var = base_url_env_name(name);
+		if (v == NULL && var != NULL)
+			return errbuf_set(err, errlen, "providers.%s.baseUrl is not set: set %s (your "
+				          "resource, https://NAME.openai.azure.com) or providers.%s.baseUrl",
+				          name, var, name);
+		return errbuf_set(err, errlen, "providers.%s.baseUrl must be an http:// or https:// URL "
+			          "with a host", name);
+	}
 	v = json_object_get(cfg, "headers");
 	if (v != NULL && !json_is_object(v))
 		return errbuf_set(err, errlen, "providers.%s.headers must be an object of strings", name);
@@ -277,8 +373,74 @@ static int check_config(const char *name, const json_t *cfg, char *err, size_t e
 		if (n != NULL && !json_is_boolean(n))
 			return errbuf_set(err, errlen, "providers.%s.models[%zu].reasoning must be true "
 				          "or false", name, i);
+		n = json_object_get(m, "prefill");
+		if (n != NULL && !json_is_boolean(n))
+			return errbuf_set(err, errlen, "providers.%s.models[%zu].prefill must be true "
+				          "or false", name, i);
 	}
+	v = json_object_get(cfg, "continueCutAnswers");
+	if (v != NULL && (!json_is_string(v) || (strcmp(json_string_value(v), "lossless") != 0 &&
+						 strcmp(json_string_value(v), "always") != 0 &&
+						 strcmp(json_string_value(v), "off") != 0)))
+		return errbuf_set(err, errlen, "providers.%s.continueCutAnswers must be \"lossless\", "
+			          "\"always\" or \"off\"", name);
 	return 0;
+}
+
+/* Continuing a cut answer. Anthropic's models from Claude 4.6 on refuse an
+ * assistant prefill ("This model does not support assistant message
+ * prefill"); the older ones, like every Claude model before, take it. A
+ * model entry's "prefill" says otherwise. */
+static const char *const no_prefill_models[] = {
+	"opus-4-6", "sonnet-4-6", "haiku-4-6", "opus-4-7", "sonnet-4-7", "haiku-4-7",
+	"opus-5", "sonnet-5", "haiku-5", "claude-5", NULL,
+};
+
+static bool prefill_by_default(const char *model)
+{
+	for (size_t i = 0; no_prefill_models[i] != NULL; i++)
+		if (strstr(model, no_prefill_models[i]) != NULL)
+			return false;
+	return true;
+}
+
+/* Responses in background mode, so that a cut can be resumed: whenever
+ * continuing cut answers is on (the provider's own setting first). */
+static bool background_mode(struct http_provider *self, const char *setting)
+{
+	const json_t *own = json_object_get(self->options, "continueCutAnswers");
+
+	if (strcmp(self->format->name, "openai-responses") != 0)
+		return false;
+	if (json_is_string(own))
+		setting = json_string_value(own);
+	return setting == NULL || strcmp(setting, "off") != 0;
+}
+
+static enum provider_continue http_continuation(struct provider *base, const char *model,
+						const char *setting, const char **why)
+{
+	struct http_provider *self = (struct http_provider *)base;
+	const json_t *own = json_object_get(self->options, "continueCutAnswers");
+	const json_t *prefill = json_object_get(provider_model(base, model), "prefill");
+	bool can_prefill = strcmp(self->format->name, "anthropic-messages") == 0 && model != NULL;
+
+	(void)why;
+	if (json_is_string(own))
+		setting = json_string_value(own);
+	if (setting == NULL || strcmp(setting, "off") == 0)
+		return PROVIDER_CONTINUE_NONE;
+	if (self->resume_id[0] != '\0' && self->resume_seq >= 0)
+		return PROVIDER_CONTINUE_RESUME;
+	if (can_prefill)
+		can_prefill = json_is_boolean(prefill) ? json_is_true(prefill)
+						       : prefill_by_default(model);
+	for (size_t i = 0; can_prefill && i < self->nrefused; i++)
+		can_prefill = strcmp(self->refused_prefill[i], model) != 0;
+	if (can_prefill)
+		return PROVIDER_CONTINUE_PREFILL;
+	/* A continuation turn is the model's own retelling, not lossless. */
+	return strcmp(setting, "always") == 0 ? PROVIDER_CONTINUE_TURN : PROVIDER_CONTINUE_NONE;
 }
 
 /* Finishing. The result goes to the session from a 0 ms timer, never from
@@ -334,8 +496,42 @@ static void release_result(struct http_provider *self)
 	self->result_headers = NULL;
 }
 
+static bool body_says(const char *body, size_t len, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (size_t i = 0; body != NULL && i + n <= len; i++)
+		if (strncasecmp(body + i, word, n) == 0)
+			return true;
+	return false;
+}
+
+/* A prefill answered with Anthropic's 400 that names it: that model is not
+ * prefilled again by this provider (the oldest learned one goes first when
+ * the list is full). */
+static void learn_prefill(struct http_provider *self, const struct provider_result *r)
+{
+	const char *m = r->error_message;
+
+	if (self->prefill_model[0] == '\0' || r->stop != STOP_ERROR || r->http_status != 400 ||
+	    !(body_says(m, m ? strlen(m) : 0, "prefill") ||
+	      body_says(r->error_body, r->error_body_len, "prefill")))
+		return;
+	if (self->nrefused == PREFILL_REFUSED_MAX) {
+		memmove(self->refused_prefill[0], self->refused_prefill[1],
+			sizeof(self->refused_prefill[0]) * (PREFILL_REFUSED_MAX - 1));
+		self->nrefused--;
+	}
+	memcpy(self->refused_prefill[self->nrefused++], self->prefill_model,
+	       sizeof(self->prefill_model));
+	LOG_INFO("provider %s: %s refused an assistant prefill; its cut answers continue "
+		 "otherwise from now on", self->name, self->prefill_model);
+}
+
 static void finish_with(struct http_provider *self, const struct provider_result *r)
 {
+	learn_prefill(self, r);
+	self->prefill_model[0] = '\0';
 	release_result(self);
 	self->result = *r;
 	if (r->error_body != NULL && r->error_body == self->err_body) {
@@ -368,6 +564,18 @@ static void finish_stream(struct http_provider *self)
 	r.hint_ms = -1;
 	if (r.stop == STOP_ERROR && self->stream_error[0] != '\0')
 		r.error_message = self->stream_error;
+	/* A background response whose stream was cut (not one the server
+	 * failed) can be resumed after what was read; so can one whose resume
+	 * found no server (status 0: a dead pooled connection, say). */
+	self->resume_id[0] = '\0';
+	self->resume_seq = -1;
+	if (r.stop == STOP_ERROR && (self->status == 200 || self->status == 0) &&
+	    self->stream.response_id[0] != '\0' &&
+	    self->stream.last_seq >= 0 && r.error_message != NULL &&
+	    strncmp(r.error_message, "connection error", 16) == 0) {
+		snprintf(self->resume_id, sizeof(self->resume_id), "%s", self->stream.response_id);
+		self->resume_seq = self->stream.last_seq;
+	}
 	if (r.stop == STOP_ERROR && self->err_body != NULL) {
 		r.error_body = self->err_body;
 		r.error_body_len = self->err_len;
@@ -502,6 +710,14 @@ static void on_data(void *ctx, const char *bytes, size_t len)
 	rc = sse_feed(&self->sse, bytes, len, on_sse_event, self);
 	if (rc == -1)
 		api_stream_fail(&self->stream, self->sse.error);
+	if (rc == 0 && api_stream_done(&self->stream) && self->req != NULL) {
+		/* The answer is whole: the rest of the body (its last chunk, as a
+		 * rule) is read in the background, so the connection serves the
+		 * next request instead of a new TLS handshake. */
+		http_request_drain(self->req, DRAIN_MS, self->body);
+		self->req = NULL;
+		self->body = NULL;
+	}
 	if (rc != 0 || api_stream_done(&self->stream))
 		finish_stream(self);
 }
@@ -687,6 +903,7 @@ static int http_start(struct provider *base, const struct attempt_ctx *ctx,
 	struct http_options opts = { 0 };
 	struct http_callbacks cbs = { on_response, on_data, on_done, self };
 	char url[2048];
+	bool resume;
 
 	release_attempt(self);
 	if (self->nkeys > 0 && (key == NULL || key->secret == NULL))
@@ -699,15 +916,23 @@ static int http_start(struct provider *base, const struct attempt_ctx *ctx,
 		.thinking_level = ctx->thinking_level,
 		.reasoning = json_is_true(json_object_get(model, "reasoning")),
 		.options = self->options,
+		.background = background_mode(self, ctx->continue_setting),
 	};
-	body = self->format->request(&req);
-	self->body = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	resume = ctx->continuation == PROVIDER_CONTINUE_RESUME && self->resume_id[0] != '\0';
+	snprintf(self->prefill_model, sizeof(self->prefill_model), "%s",
+		 ctx->continuation == PROVIDER_CONTINUE_PREFILL && ctx->model ? ctx->model : "");
+	body = resume ? NULL : self->format->request(&req);
+	self->body = body ? json_dumps(body, JSON_COMPACT) : resume ? strdup("") : NULL;
 	json_decref(body);
 	if (self->body == NULL || build_headers(self, key) != 0) {
 		release_attempt(self);
 		return errbuf_set(err, errlen, "out of memory building the request");
 	}
-	if (self->format->url != NULL) {
+	if (resume) {
+		/* The cut response, streamed again after the last event read. */
+		snprintf(url, sizeof(url), "%s/responses/%s?stream=true&starting_after=%lld",
+			 self->base_url, self->resume_id, (long long)self->resume_seq);
+	} else if (self->format->url != NULL) {
 		if (self->format->url(&req, self->base_url, url, sizeof(url)) != 0) {
 			release_attempt(self);
 			return errbuf_set(err, errlen, "the request URL for %s is too long", self->name);
@@ -715,11 +940,11 @@ static int http_start(struct provider *base, const struct attempt_ctx *ctx,
 	} else {
 		snprintf(url, sizeof(url), "%s%s", self->base_url, self->format->path);
 	}
-	opts.method = "POST";
+	opts.method = resume ? "GET" : "POST";
 	opts.url = url;
 	opts.headers = (const char *const *)self->header_lines;
-	opts.body = self->body;
-	opts.body_len = strlen(self->body);
+	opts.body = resume ? NULL : self->body;
+	opts.body_len = resume ? 0 : strlen(self->body);
 	opts.connect_timeout_ms = self->connect_timeout_ms;
 	opts.idle_timeout_ms = self->idle_timeout_ms;
 	self->sink = *sink;
@@ -744,6 +969,14 @@ static int http_start(struct provider *base, const struct attempt_ctx *ctx,
 	self->finishing = false;
 	sse_init(&self->sse, SSE_EVENT_MAX);
 	api_stream_init(&self->stream, self->format, &self->masked_sink);
+	if (resume) {
+		/* The resumed events do not say the id again. */
+		memcpy(self->stream.response_id, self->resume_id, sizeof(self->resume_id));
+		self->stream.last_seq = self->resume_seq;
+	}
+	/* Resumable again only if this attempt is cut too. */
+	self->resume_id[0] = '\0';
+	self->resume_seq = -1;
 	self->req = http_request_start(self->http, &opts, &cbs, err, errlen);
 	if (self->req == NULL) {
 		/* Report it like any transport failure, so it is retried. */
@@ -808,6 +1041,7 @@ static const struct provider_ops http_ops = {
 	.abort = http_abort,
 	.pause = http_pause,
 	.free = http_free,
+	.continuation = http_continuation,
 };
 
 struct provider *provider_http_new(struct http_client *http, struct clock *clock,

@@ -6,7 +6,8 @@
  *   providers: {NAME: {api: "openai-completions"|"anthropic-messages",
  *                      baseUrl, apiKey?, apiKeyEnv?, headers?, models: [...]}}
  * apiKey and apiKeyEnv may each be one value or a list; several keys feed
- * the credential switch. Built in: openai, anthropic, openrouter, ollama.
+ * the credential switch. Built in: openai, anthropic, google, openrouter,
+ * ollama, azure (base URLs from the SDKs' variables: base_url.h).
  * Keys never leave this module: credentials are known to the rest of the
  * daemon by name only (the environment variable, or "NAME.apiKey[i]"). */
 #ifndef RETRYD_PROVIDER_HTTP_H

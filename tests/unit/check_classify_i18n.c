@@ -1,0 +1,567 @@
+/* The classifier on the words of nine languages: English, Chinese,
+ * Japanese, Korean, Russian, Spanish, Portuguese, German, French. Localized
+ * front ends end nearly every message with "try again", so each behaviour is
+ * checked in every language, with the row's language named in a failure. */
+#include "core/classify.h"
+
+#include <check.h>
+#include <string.h>
+
+Suite *classify_i18n_suite(void);
+
+struct said {
+	const char *lang;
+	const char *text;
+};
+
+static struct classify *cls;
+
+static void setup(void)
+{
+	char err[256] = "";
+
+	cls = classify_new(NULL, err, sizeof(err));
+	ck_assert_msg(cls != NULL, "%s", err);
+}
+
+static void teardown(void)
+{
+	classify_free(cls);
+	cls = NULL;
+}
+
+static void expect_all(const struct said *rows, size_t n, enum classify_verdict verdict)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct classify_input in = { .text = rows[i].text, .len = strlen(rows[i].text) };
+		struct classify_result out;
+
+		classify_decide(cls, &in, &out);
+		ck_assert_msg(out.verdict == verdict, "%s: %s: %s, not %s (rule %s)", rows[i].lang,
+			      rows[i].text, classify_class_name(out.verdict),
+			      classify_class_name(verdict), out.rule);
+	}
+}
+
+#define EXPECT_ALL(rows, verdict) expect_all(rows, sizeof(rows) / sizeof(rows[0]), verdict)
+
+/* No permission, no such page, a wrong key, a region not served: final,
+ * though the sentence ends "check it and try again". */
+START_TEST(test_a_refusal_ending_in_try_again_is_final_in_every_language)
+{
+	static const struct said rows[] = {
+		{ "en", "You do not have permission to access this model. Please try again." },
+		{ "zh", "没有权限访问该模型，请检查后重试" },
+		{ "zh", "API Key 无效，请重试" },
+		{ "ja", "このコンテンツにアクセスする権限がありません。もう一度お試しください" },
+		{ "ja", "APIキーが正しくないか空です。確認してから再試行してください。" },
+		{ "ko", "요청한 리소스를 찾을 수 없습니다. 다시 시도해 주세요." },
+		{ "ko", "현재 위치는 해당 서비스를 지원하지 않습니다. 다시 시도해 주세요." },
+		{ "ru", "Ключ API недействителен, пожалуйста, проверьте его и повторите попытку" },
+		{ "ru", "Сервер не может найти запрошенный ресурс. Повторите попытку." },
+		{ "es", "No tienes permiso para acceder a este servicio. Inténtalo de nuevo." },
+		{ "es", "El servidor no puede encontrar el recurso solicitado, vuelva a intentarlo" },
+		{ "pt", "Você não tem permissão para acessar este serviço. Tente novamente." },
+		{ "pt", "O servidor não encontrou o recurso solicitado. Tente novamente." },
+		{ "de", "Sie haben keine Berechtigung für diesen Dienst. Versuchen Sie es erneut." },
+		{ "de", "Das Modell wurde nicht gefunden. Bitte versuchen Sie es erneut." },
+		{ "fr", "Vous n'avez pas la permission d'accéder à ce service. Veuillez réessayer." },
+		{ "fr", "Le serveur n'a pas pu trouver la ressource demandée. Réessayez." },
+	};
+
+	EXPECT_ALL(rows, CLASSIFY_NOT_RETRYABLE);
+}
+END_TEST
+
+/* ... but a refusal word next to a 5xx or a 429 gives way to the status. */
+START_TEST(test_a_localized_refusal_word_gives_way_to_a_server_status)
+{
+	struct classify_input in = {
+		.text = "503 Der Dienst ist vorübergehend nicht verfügbar (Berechtigung wird geprüft)",
+		.status = 503,
+	};
+	struct classify_result out;
+
+	in.len = strlen(in.text);
+	classify_decide(cls, &in, &out);
+	ck_assert_str_eq(classify_class_name(out.verdict), "retryable");
+}
+END_TEST
+
+/* A broken or busy server, an internal error, a timeout: retried. */
+START_TEST(test_a_server_side_failure_is_retried_in_every_language)
+{
+	static const struct said rows[] = {
+		{ "en", "Something went wrong on our side, the stream ended unexpectedly" },
+		{ "zh", "内部服务错误，请稍候再试" },
+		{ "zh", "上游服务返回异常" },
+		{ "ja", "サーバーに一時的な問題が発生しました。しばらくしてから再試行してください" },
+		{ "ko", "서버에 일시적인 문제가 발생했습니다. 잠시 후에 다시 시도해주세요." },
+		{ "ru", "Внутренняя ошибка сервера, повторите попытку позже" },
+		{ "es", "Error interno del servidor, el servicio está ocupado" },
+		{ "pt", "O servidor está temporariamente indisponível" },
+		{ "de", "Interner Serverfehler, bitte erneut versuchen" },
+		{ "fr", "Erreur interne du serveur, veuillez réessayer plus tard" },
+	};
+
+	EXPECT_ALL(rows, CLASSIFY_RETRYABLE);
+}
+END_TEST
+
+/* The request is larger than the model or the server takes. */
+START_TEST(test_a_request_too_large_is_an_overflow_in_every_language)
+{
+	static const struct said rows[] = {
+		{ "en", "The request payload is too large for this model" },
+		{ "zh", "请求内容过大，超过了模型的最大上下文" },
+		{ "ja", "リクエストデータが大きすぎてサーバーが処理できません" },
+		{ "ko", "요청 데이터 양이 너무 많아 서버가 처리할 수 없습니다" },
+		{ "ru", "Ваш запрос слишком велик, сервер не может его обработать" },
+		{ "es", "Su solicitud es demasiado grande para ser procesada" },
+		{ "pt", "Sua solicitação contém uma quantidade de dados muito grande" },
+		{ "de", "Ihre Anfragedaten sind zu groß" },
+		{ "fr", "Votre demande contient une quantité de données trop importante" },
+	};
+
+	EXPECT_ALL(rows, CLASSIFY_CONTEXT_OVERFLOW);
+}
+END_TEST
+
+/* A free plan sent to a paid one, a subscription used up, a balance spent. */
+START_TEST(test_a_spent_plan_or_balance_is_a_usage_limit_in_every_language)
+{
+	static const struct said rows[] = {
+		{ "en", "You've reached your monthly message limit. Upgrade to continue." },
+		{ "zh", "免费额度已用完，请升级到付费套餐" },
+		{ "ja", "無料プランの上限に達しました。有料プランにアップグレードしてください" },
+		{ "ko", "무료 사용량을 모두 사용했습니다. 유료 플랜으로 업그레이드하세요" },
+		{ "ru", "Лимит бесплатного тарифа исчерпан, перейдите на платный тариф" },
+		{ "es", "Has alcanzado el límite de tu suscripción" },
+		{ "pt", "Você é um usuário gratuito, faça upgrade para um plano pago" },
+		{ "de", "Sie sind ein kostenloser Benutzer, bitte wechseln Sie zu einem kostenpflichtigen Abonnement" },
+		{ "fr", "Votre quota d'abonnement est épuisé" },
+	};
+
+	EXPECT_ALL(rows, CLASSIFY_USAGE_LIMIT);
+}
+END_TEST
+
+/* When no step knows the text, a generic permanent word is final. */
+START_TEST(test_a_generic_permanent_word_is_final_when_nothing_else_speaks)
+{
+	static const struct said rows[] = {
+		{ "en", "The requested endpoint does not exist" },
+		{ "zh", "该功能不支持" },
+		{ "ja", "指定されたモデルは存在しません" },
+		{ "ko", "지원되지 않는 형식입니다" },
+		{ "ru", "Параметр недопустим" },
+		{ "es", "Formato no soportado" },
+		{ "pt", "Parâmetro não suportado" },
+		{ "de", "Das Format ist ungültig" },
+		{ "fr", "Format non pris en charge" },
+	};
+
+	EXPECT_ALL(rows, CLASSIFY_NOT_RETRYABLE);
+}
+END_TEST
+
+/* A translated front end's own notices (Roo Code's locales): a failed stream,
+ * the provider's server error and an empty or incomplete answer are retried;
+ * a refused key and a request the provider cannot take as made are final;
+ * spent funds are a usage limit. A busy server that "cannot process requests
+ * right now" stays retried. */
+START_TEST(test_a_front_ends_translated_notices_are_judged_in_every_language)
+{
+	static const struct said retried[] = {
+		{ "zh", "API流式传输失败" },
+		{ "zh", "模型未提供任何响应内容。这可能表示 API 或模型输出存在问题。" },
+		{ "ja", "APIストリーミング失敗" },
+		{ "ja", "プロバイダー サーバー エラー。プロバイダー側に問題があります。" },
+		{ "ja", "モデルの応答が不完全" },
+		{ "ko", "API 스트리밍 실패" },
+		{ "ko", "너무 많은 요청입니다. 다음 API 호출 전에 잠깐 기다려주세요." },
+		{ "ru", "Ошибка потокового API-запроса" },
+		{ "ru", "Неполный ответ модели" },
+		{ "es", "Transmisión API falló" },
+		{ "es", "El modelo no proporcionó ningún contenido de respuesta." },
+		{ "pt", "Streaming API falhou" },
+		{ "pt", "Erro do servidor do provedor. Algo está errado do lado do provedor." },
+		{ "de", "API-Streaming fehlgeschlagen" },
+		{ "de", "Das Modell hat keinen Antwortinhalt geliefert." },
+		{ "fr", "Échec du streaming API" },
+		{ "fr", "Trop de demandes. Vous êtes limité par le fournisseur." },
+		{ "ko", "서버가 현재 요청을 처리할 수 없습니다. 잠시 후에 다시 시도해 주세요." },
+	};
+	static const struct said final[] = {
+		{ "zh", "无法向提供商进行身份验证。请检查您的 API 密钥配置。" },
+		{ "ja", "プロバイダーで認証できませんでした。API キーの設定を確認してください。" },
+		{ "ko", "공급자로 인증할 수 없습니다. API 키 구성을 확인하세요." },
+		{ "ru", "Провайдер не смог обработать запрос. Остановите задачу." },
+		{ "es", "No se pudo autenticar con el proveedor." },
+		{ "pt", "O provedor não conseguiu processar a solicitação conforme feita." },
+		{ "de", "Der Anbieter konnte die Anfrage nicht wie gestellt verarbeiten." },
+		{ "fr", "Impossible de s'authentifier auprès du fournisseur." },
+	};
+	static const struct said spent[] = {
+		{ "zh", "您的账户余额/积分似乎已用尽。请前往提供商处充值以继续。" },
+		{ "ru", "Похоже, у вас закончились средства/кредиты на вашем счете." },
+		{ "es", "Parece que se te han acabado los fondos/créditos en tu cuenta." },
+		{ "pt", "Parece que você ficou sem fundos/créditos em sua conta." },
+		{ "fr", "Il semble que vous ayez épuisé vos fonds/crédits sur votre compte." },
+	};
+
+	EXPECT_ALL(retried, CLASSIFY_RETRYABLE);
+	EXPECT_ALL(final, CLASSIFY_NOT_RETRYABLE);
+	EXPECT_ALL(spent, CLASSIFY_USAGE_LIMIT);
+}
+END_TEST
+
+/* "Too many requests" and "demand is too high" are a rate, not a size: a
+ * size word is what makes a request too large, with or without a status. */
+START_TEST(test_too_many_requests_or_too_high_a_demand_is_no_overflow)
+{
+	static const struct said rows[] = {
+		{ "ko", "요청이 너무 많아 잠시 후 다시 시도해주세요" },
+		{ "fr", "La demande est trop importante, réessayez" },
+	};
+	static const int statuses[] = { 0, 429, 503 };
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		for (size_t k = 0; k < sizeof(statuses) / sizeof(statuses[0]); k++) {
+			struct classify_input in = { .text = rows[i].text, .len = strlen(rows[i].text),
+						     .status = statuses[k] };
+			struct classify_result out;
+
+			classify_decide(cls, &in, &out);
+			ck_assert_msg(out.verdict == CLASSIFY_RETRYABLE, "%s (status %d): %s (rule %s)",
+				      rows[i].text, statuses[k], classify_class_name(out.verdict),
+				      out.rule);
+		}
+	}
+}
+END_TEST
+
+/* A token cap over a day is a plan window, over a minute a rate window:
+ * neither is the model's length. */
+START_TEST(test_a_token_cap_over_a_day_or_a_minute_is_no_overflow)
+{
+	static const struct said daily[] = {
+		{ "ja", "1日のトークン上限に達しました" },
+		{ "ko", "일일 토큰 한도 초과" },
+		{ "zh", "今日token数已超过限额" },
+	};
+	static const struct said minute[] = {
+		{ "zh", "每分钟token数超过限制" },
+		{ "en", "token limit reached for this minute" },
+		{ "en", "You exceeded your token limit per minute, retry in 20s" },
+	};
+	const char *hinted = minute[2].text;
+	struct classify_input in = { .text = hinted, .len = strlen(hinted) };
+	struct classify_result out;
+
+	EXPECT_ALL(daily, CLASSIFY_USAGE_LIMIT);
+	EXPECT_ALL(minute, CLASSIFY_RETRYABLE);
+	classify_decide(cls, &in, &out);
+	ck_assert_int_eq(out.hint_ms, 20000);
+}
+END_TEST
+
+/* "Too long" of a wait, and a response too large, are no prompt too long. */
+START_TEST(test_too_long_a_wait_or_too_large_a_response_is_no_overflow)
+{
+	static const struct said rows[] = {
+		{ "en", "Generating the content took too long" },
+		{ "en", "503 Service Unavailable: the response body was too large to buffer" },
+		{ "pt", "O tempo de espera foi muito longo" },
+		{ "ru", "Время ожидания слишком длинное, сервер не ответил" },
+		{ "es", "La espera fue demasiado larga, inténtalo de nuevo" },
+		{ "de", "Die Antwort dauerte zu lang. Versuchen Sie es erneut." },
+		{ "fr", "Le délai de réponse était trop long, réessayez" },
+	};
+	static const struct said overflow[] = {
+		{ "pt", "O texto de entrada é muito longo para o modelo" },
+		{ "ru", "Ваш запрос слишком длинный для этой модели" },
+		{ "es", "El mensaje es demasiado largo para el modelo" },
+		{ "de", "Die Eingabe ist zu lang für dieses Modell" },
+		{ "fr", "Le message est trop long pour ce modèle" },
+	};
+
+	EXPECT_ALL(rows, CLASSIFY_RETRYABLE);
+	EXPECT_ALL(overflow, CLASSIFY_CONTEXT_OVERFLOW);
+}
+END_TEST
+
+/* A refusal word beats a "retry" that a localized message ends with. */
+START_TEST(test_a_refusal_word_beats_a_trailing_retry_word)
+{
+	static const struct said rows[] = {
+		{ "zh", "该模型暂时不支持图片输入" },
+		{ "zh", "账号已被禁止使用，请联系管理员后重试" },
+		{ "ru", "Недопустимый параметр temperature, повторите запрос" },
+		{ "en", "This model is unavailable in your region" },
+	};
+
+	EXPECT_ALL(rows, CLASSIFY_NOT_RETRYABLE);
+}
+END_TEST
+
+/* A busy free model or a server out of GPU memory is no spent plan. */
+START_TEST(test_a_busy_free_model_or_a_full_gpu_is_no_spent_plan)
+{
+	static const struct said rows[] = {
+		{ "zh", "免费模型当前繁忙，请稍后重试或升级为付费用户" },
+		{ "en", "The server used all available GPU memory, CUDA out of memory" },
+	};
+	static const struct said spent[] = {
+		{ "zh", "免费用户的额度已用完，请升级为付费用户" },
+		{ "en", "You have used all of your monthly credits" },
+	};
+
+	EXPECT_ALL(rows, CLASSIFY_RETRYABLE);
+	EXPECT_ALL(spent, CLASSIFY_USAGE_LIMIT);
+}
+END_TEST
+
+/* The refusal words of every language beat the "retry" their sentence ends
+ * with; an invalid answer is no refusal. */
+START_TEST(test_a_generic_refusal_beats_a_trailing_retry_in_every_language)
+{
+	static const struct said rows[] = {
+		{ "ja", "無効なパラメータです。再試行してください" },
+		{ "ja", "このモデルは存在しません。再試行してください" },
+		{ "ko", "잘못된 매개변수입니다. 재시도하세요" },
+		{ "es", "Parámetro inválido, reintente la solicitud" },
+		{ "pt", "Parâmetro inválido, tente novamente" },
+		{ "de", "Ungültiger Parameter, bitte erneut versuchen" },
+		{ "fr", "Paramètre invalide, réessayez" },
+		{ "zh", "该功能暂不可用于您的账户" },
+	};
+	static const struct said answer[] = {
+		{ "zh", "上游返回无效的响应，请重试" },
+		{ "es", "El servidor devolvió una respuesta inválida, reintente" },
+	};
+
+	EXPECT_ALL(rows, CLASSIFY_NOT_RETRYABLE);
+	EXPECT_ALL(answer, CLASSIFY_RETRYABLE);
+}
+END_TEST
+
+/* A token cap over a named minute or day, in any language, is a window;
+ * the same cap of the model is an overflow. A load or a count of requests
+ * too large is no request too large. */
+START_TEST(test_a_token_cap_over_a_window_is_no_overflow_in_every_language)
+{
+	static const struct said minute[] = {
+		{ "en", "The token count for this minute exceeds your rate limit" },
+		{ "pt", "Você excedeu o limite de tokens por minuto" },
+		{ "ru", "Превышен лимит токенов в минуту" },
+		{ "de", "Tokenlimit pro Minute überschritten" },
+		{ "fr", "Vous avez dépassé la limite de jetons par minute" },
+		{ "es", "Se superó el límite de tokens por minuto" },
+		{ "ja", "リクエストの負荷が大きすぎます。しばらくしてから再試行してください" },
+		{ "ru", "Количество запросов слишком велико, повторите позже" },
+	};
+	static const struct said daily[] = {
+		{ "ru", "Превышен дневной лимит токенов" },
+	};
+	static const struct said overflow[] = {
+		{ "ru", "Ваш запрос превышает лимит токенов модели" },
+		{ "pt", "O prompt excede o limite de tokens do modelo" },
+	};
+	const char *volume = "El volumen de solicitudes es demasiado grande";
+
+	EXPECT_ALL(minute, CLASSIFY_RETRYABLE);
+	EXPECT_ALL(daily, CLASSIFY_USAGE_LIMIT);
+	EXPECT_ALL(overflow, CLASSIFY_CONTEXT_OVERFLOW);
+	ck_assert_int_ne(classify_error(cls, volume, strlen(volume)), CLASSIFY_CONTEXT_OVERFLOW);
+}
+END_TEST
+
+/* A quota exceeded per minute is a rate window in Spanish and Portuguese too;
+ * the quota of the account, in either spelling of the verb, is spent. */
+START_TEST(test_a_quota_of_a_minute_exceeded_is_no_spent_quota_in_spanish_and_portuguese)
+{
+	static const struct said minute[] = {
+		{ "es", "La solicitud ha superado tu cuota por minuto; inténtalo de nuevo en 10 segundos" },
+		{ "pt", "Você excedeu sua cota por minuto, tente novamente" },
+	};
+	static const struct said spent[] = {
+		{ "es", "Has superado tu cuota mensual" },
+		{ "es", "Excediste tu cuota" },
+		{ "pt", "Você excedeu sua cota" },
+	};
+
+	EXPECT_ALL(minute, CLASSIFY_RETRYABLE);
+	EXPECT_ALL(spent, CLASSIFY_USAGE_LIMIT);
+}
+END_TEST
+
+/* A model withheld from a region or a plan is final in every language, and
+ * "please retry without images" asks for another request, not a retry; an
+ * outage that is only temporary stays retried. */
+START_TEST(test_a_model_withheld_from_a_region_or_plan_is_final_in_every_language)
+{
+	static const struct said rows[] = {
+		{ "en", "This model is not available on your current plan" },
+		{ "en", "The model does not support image input, please retry without images" },
+		{ "zh", "该模型在您所在地区不可用" },
+		{ "ja", "要求されたモデルはこの地域では利用できません" },
+		{ "ko", "이 지역에서는 사용할 수 없는 모델입니다" },
+		{ "ru", "Модель недоступна в вашем регионе" },
+		{ "es", "El modelo no está disponible en tu región" },
+		{ "pt", "O modelo não está disponível na sua região" },
+		{ "de", "Das Modell ist in Ihrer Region nicht verfügbar" },
+		{ "fr", "Ce modèle n'est pas disponible dans votre région" },
+	};
+	static const struct said outage[] = {
+		{ "en", "Service temporarily unavailable, please retry with exponential backoff" },
+		{ "zh", "服务暂时不可用" },
+		{ "ru", "Сервис временно недоступен" },
+	};
+
+	EXPECT_ALL(rows, CLASSIFY_NOT_RETRYABLE);
+	EXPECT_ALL(outage, CLASSIFY_RETRYABLE);
+}
+END_TEST
+
+/* A server that says a retry will not help is believed over the bare
+ * outage words beside it ("unavailable", 不可用, недоступен, "retry"). */
+START_TEST(test_retrying_will_not_help_beats_a_bare_transient_word_in_every_language)
+{
+	static const struct said rows[] = {
+		{ "en", "The service is unavailable right now. Retrying will not help: this model is "
+			"reserved for enterprise accounts." },
+		{ "en", "Network policy: do not retry this request." },
+		{ "zh", "服务不可用：当前账户无法使用该功能，重试也无法解决" },
+		{ "zh", "该模型在您的套餐中不可用，请勿重试" },
+		{ "ja", "サービスは利用できません。再試行しても解決しません。" },
+		{ "ko", "서비스를 사용할 수 없습니다. 재시도해도 해결되지 않습니다." },
+		{ "ru", "Сервис недоступен. Повторная попытка не поможет." },
+		{ "es", "Servicio no disponible. Reintentar no ayudará." },
+		{ "pt", "Serviço indisponível. Não adianta tentar novamente." },
+		{ "de", "Dienst nicht verfügbar. Erneutes Versuchen hilft nicht." },
+		{ "fr", "Service indisponible. Inutile de réessayer." },
+	};
+
+	EXPECT_ALL(rows, CLASSIFY_NOT_RETRYABLE);
+}
+END_TEST
+
+/* "Unavailable" or "busy" beside the account's plan, tier or region: the
+ * standing is what a retry cannot change, in whatever order the words come
+ * (the step-3 rows read only "unavailable in your plan"). */
+START_TEST(test_a_plan_or_region_word_beats_a_bare_transient_word_in_every_language)
+{
+	static const struct said rows[] = {
+		{ "en", "Gateway busy: your plan does not include this model" },
+		{ "zh", "服务不可用：该模型未开通" },
+		{ "ja", "利用できません。ご利用のプランにはこのモデルが含まれていません" },
+		{ "ko", "서비스를 사용할 수 없습니다. 현재 요금제에는 이 모델이 포함되어 있지 않습니다" },
+		{ "ru", "Сервис недоступен на вашем тарифе" },
+		{ "es", "Servicio no disponible con su plan actual" },
+		{ "pt", "Serviço indisponível no seu plano atual" },
+		{ "de", "Dienst für Ihren Tarif nicht verfügbar" },
+		{ "fr", "Service indisponible avec votre forfait actuel" },
+	};
+
+	EXPECT_ALL(rows, CLASSIFY_NOT_RETRYABLE);
+}
+END_TEST
+
+/* A plan word mutes only the bare words: a timeout, a reset connection,
+ * "temporarily", a busy model and a 503 are still retried beside it, and a
+ * plan word with no failure word is no signal at all (unknown). */
+START_TEST(test_a_plan_word_beside_a_real_outage_or_alone_decides_nothing)
+{
+	static const struct said outage[] = {
+		{ "en", "Request timed out (free tier)" },
+		{ "en", "Connection reset by peer; your plan: Pro" },
+		{ "en", "Model busy for free tier users, retry in a moment" },
+		{ "en", "HTTP 503: Service unavailable on your plan" },
+		{ "zh", "暂时无法连接，您的套餐：专业版" },
+		{ "zh", "网络错误，您的套餐：专业版" },
+		{ "ru", "Сервис временно недоступен, ваш тариф: Про" },
+		{ "de", "Zeitüberschreitung der Verbindung (Ihr Tarif: Pro)" },
+	};
+	static const struct said silent[] = {
+		{ "en", "Your plan: Pro" },
+		{ "zh", "您的套餐：专业版" },
+		{ "fr", "Votre forfait : Pro" },
+	};
+
+	EXPECT_ALL(outage, CLASSIFY_RETRYABLE);
+	EXPECT_ALL(silent, CLASSIFY_UNKNOWN);
+}
+END_TEST
+
+/* The same facts in the other word orders and inflections of each
+ * language: a rate "over its limit", a crowded server asked to be tried
+ * "again" (再度), a context "exceeded" (превышен), a quota "gone past"
+ * (superado), a key that "is not valid", credit "used up", a feature open
+ * "only to" a plan. */
+START_TEST(test_each_language_s_other_word_orders_get_the_same_verdict)
+{
+	static const struct said retried[] = {
+		{ "zh", "接口调用频率超过限制" },
+		{ "ja", "サーバーが混み合っています。しばらくしてから再度お試しください。" },
+	};
+	static const struct said overflow[] = {
+		{ "ru", "Превышен максимальный размер контекста" },
+		{ "de", "Die maximale Kontextlänge des Modells wurde überschritten" },
+	};
+	static const struct said spent[] = {
+		{ "es", "Has superado tu cuota. Revisa tu plan y los detalles de facturación." },
+		{ "fr", "Votre crédit est épuisé" },
+	};
+	static const struct said final[] = {
+		{ "es", "La clave de API no es válida" },
+		{ "pt", "A chave de API não é válida" },
+		{ "fr", "La clé API n'est pas valide" },
+		{ "fr", "Ce modèle n'est pas pris en charge" },
+		{ "zh", "该功能仅对专业版用户开放" },
+	};
+	static const struct said more_zh[] = {
+		{ "zh", "您的资源包已过期" },
+	};
+	static const struct said more_zh_rate[] = {
+		{ "zh", "并发请求数超过限制" },
+	};
+
+	EXPECT_ALL(retried, CLASSIFY_RETRYABLE);
+	EXPECT_ALL(overflow, CLASSIFY_CONTEXT_OVERFLOW);
+	EXPECT_ALL(spent, CLASSIFY_USAGE_LIMIT);
+	EXPECT_ALL(final, CLASSIFY_NOT_RETRYABLE);
+	EXPECT_ALL(more_zh, CLASSIFY_USAGE_LIMIT);
+	EXPECT_ALL(more_zh_rate, CLASSIFY_RETRYABLE);
+}
+END_TEST
+
+Suite *classify_i18n_suite(void)
+{
+	Suite *s = suite_create("classify_i18n");
+	TCase *tc = tcase_create("languages");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_a_refusal_ending_in_try_again_is_final_in_every_language);
+	tcase_add_test(tc, test_a_localized_refusal_word_gives_way_to_a_server_status);
+	tcase_add_test(tc, test_a_server_side_failure_is_retried_in_every_language);
+	tcase_add_test(tc, test_a_request_too_large_is_an_overflow_in_every_language);
+	tcase_add_test(tc, test_a_spent_plan_or_balance_is_a_usage_limit_in_every_language);
+	tcase_add_test(tc, test_a_generic_permanent_word_is_final_when_nothing_else_speaks);
+	tcase_add_test(tc, test_a_front_ends_translated_notices_are_judged_in_every_language);
+	tcase_add_test(tc, test_too_many_requests_or_too_high_a_demand_is_no_overflow);
+	tcase_add_test(tc, test_a_token_cap_over_a_day_or_a_minute_is_no_overflow);
+	tcase_add_test(tc, test_too_long_a_wait_or_too_large_a_response_is_no_overflow);
+	tcase_add_test(tc, test_a_refusal_word_beats_a_trailing_retry_word);
+	tcase_add_test(tc, test_a_busy_free_model_or_a_full_gpu_is_no_spent_plan);
+	tcase_add_test(tc, test_a_generic_refusal_beats_a_trailing_retry_in_every_language);
+	tcase_add_test(tc, test_a_token_cap_over_a_window_is_no_overflow_in_every_language);
+	tcase_add_test(tc, test_a_quota_of_a_minute_exceeded_is_no_spent_quota_in_spanish_and_portuguese);
+	tcase_add_test(tc, test_a_model_withheld_from_a_region_or_plan_is_final_in_every_language);
+	tcase_add_test(tc, test_retrying_will_not_help_beats_a_bare_transient_word_in_every_language);
+	tcase_add_test(tc, test_a_plan_or_region_word_beats_a_bare_transient_word_in_every_language);
+	tcase_add_test(tc, test_a_plan_word_beside_a_real_outage_or_alone_decides_nothing);
+	tcase_add_test(tc, test_each_language_s_other_word_orders_get_the_same_verdict);
+	suite_add_tcase(s, tc);
+	return s;
+}
