@@ -350,6 +350,7 @@ class Daemon:
                 break
             with self._cond:
                 self.stderr_chunks.append(chunk)
+                self._cond.notify_all()
 
     # -- input ----------------------------------------------------------------
 
@@ -576,6 +577,19 @@ class Daemon:
     def stderr_text(self):
         with self._cond:
             return b"".join(self.stderr_chunks).decode("utf-8", "replace")
+
+    def wait_stderr(self, needle, timeout=10):
+        """Waits until the daemon's stderr holds needle and returns all of it.
+        A running daemon's stderr is read by a thread of its own, so a line
+        written before a response may be read after it."""
+        deadline = time.monotonic() + scaled(timeout)
+        with self._cond:
+            while True:
+                text = b"".join(self.stderr_chunks).decode("utf-8", "replace")
+                left = deadline - time.monotonic()
+                if needle in text or left <= 0:
+                    return text
+                self._cond.wait(left)
 
     # -- process --------------------------------------------------------------
 

@@ -600,7 +600,7 @@ class SettingsTests(FleetCase):
         d = self.spawn(args=["--no-session"], env={"XDG_RUNTIME_DIR": self.run_dir})
         st = d.request({"type": "get_state", "id": "s"})["data"]["fleet"]
         self.assertEqual(st["mode"], "process")
-        self.assertIn("shares nothing", d.stderr_text())
+        self.assertIn("shares nothing", d.wait_stderr("shares nothing"))
 
     def test_a_bad_namespace_is_refused_at_start(self):
         d = Daemon(args=["--no-session"], sets={"fleet.namespace": "a/b"}, expect_ready=False,

@@ -168,8 +168,8 @@ class RedisFailOpenTests(RedisCase):
             self.assertEqual(text_of(events(msgs, "message_end")[-1]["message"]), "ok")
         st = self.state(d)["fleet"]
         self.assertTrue(st["degraded"] or not st["connected"], st)
-        self.assertEqual(d.stderr_text().count("deciding on local records"), 1,
-                         d.stderr_text())
+        err = d.wait_stderr("deciding on local records")
+        self.assertEqual(err.count("deciding on local records"), 1, err)
         self.redis.restart()
         deadline = time.time() + scaled(10)
         while time.time() < deadline:
