@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,4 +60,34 @@ size_t fsutil_read_full(int fd, void *buf, size_t len)
 		got += (size_t)n;
 	}
 	return got;
+}
+
+/* What kind of file st is, for a sentence. */
+static const char *file_kind(const struct stat *st)
+{
+	if (S_ISFIFO(st->st_mode))
+		return "a FIFO";
+	if (S_ISDIR(st->st_mode))
+		return "a directory";
+	if (S_ISSOCK(st->st_mode))
+		return "a socket";
+	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+		return "a device";
+	return "a special file";
+}
+
+int fsutil_judge_own_file(const struct stat *st, bool root_ok, char *why, size_t cap)
+{
+	uid_t me = geteuid();
+
+	if (!S_ISREG(st->st_mode)) {
+		snprintf(why, cap, "is %s, not a regular file", file_kind(st));
+		return -1;
+	}
+	if (st->st_uid != me && !(root_ok && st->st_uid == 0)) {
+		snprintf(why, cap, "belongs to uid %lu, not to you (uid %lu)",
+			 (unsigned long)st->st_uid, (unsigned long)me);
+		return -1;
+	}
+	return 0;
 }

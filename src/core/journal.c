@@ -81,18 +81,20 @@ static int make_parents(const char *path)
 	return rc;
 }
 
-/* fd (open on path) is a regular file, and this process now holds its
- * lock. 0, or a negative errno with err saying why. */
+/* fd (open on path) is a regular file of this user's (fsutil_judge_own_file),
+ * and this process now holds its lock. 0, or a negative errno with err
+ * saying why. */
 static int check_and_lock(int fd, const char *path, char *err, size_t errlen)
 {
 	struct stat st;
+	char why[160];
 
 	if (fstat(fd, &st) != 0)
 		return errbuf_set(err, errlen, "cannot use session file %s: %s", path,
 				  strerror(errno)), -EIO;
-	if (!S_ISREG(st.st_mode))
-		return errbuf_set(err, errlen, "cannot use session file %s: not a regular file",
-				  path), -EINVAL;
+	if (fsutil_judge_own_file(&st, false, why, sizeof(why)) != 0)
+		return errbuf_set(err, errlen, "cannot use session file %s: it %s", path, why),
+		       -EINVAL;
 	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
 		if (errno == EWOULDBLOCK)
 			return errbuf_set(err, errlen, "session file %s is in use by another retryd "
@@ -324,11 +326,11 @@ static int open_file(struct journal *self, char *err, size_t errlen)
 			}
 		} else if (errno == EEXIST) {
 			fd = open_existing(self->path, err, errlen);
-			/* Only a second writer has a sentence of its own. */
-			if (fd < 0 && fd != -EAGAIN)
+			/* A second writer and a refused file (check_and_lock) have
+			 * sentences of their own. */
+			if (fd < 0 && fd != -EAGAIN && fd != -EINVAL)
 				errbuf_set(err, errlen, "cannot write session file %s: %s", self->path,
-					   fd == -ELOOP ? "it is a symbolic link" : fd == -EINVAL
-					   ? "not a regular file" : strerror(-fd));
+					   fd == -ELOOP ? "it is a symbolic link" : strerror(-fd));
 			if (fd < 0)
 				return -1;
 		} else {
@@ -500,6 +502,7 @@ char *journal_path(const char *dir, const char *id, int64_t wall_ms)
 static int open_to_read(const char *path, bool *owned, char *err, size_t errlen)
 {
 	struct stat st;
+	char why[160];
 	int fd;
 
 	*owned = false;
@@ -519,8 +522,8 @@ static int open_to_read(const char *path, bool *owned, char *err, size_t errlen)
 	*owned = true;
 	if (fstat(fd, &st) != 0)
 		errbuf_set(err, errlen, "%s", strerror(errno));
-	else if (!S_ISREG(st.st_mode))
-		errbuf_set(err, errlen, "not a regular file");
+	else if (fsutil_judge_own_file(&st, false, why, sizeof(why)) != 0)
+		errbuf_set(err, errlen, "it %s", why);
 	else
 		return fd;
 	close(fd);
@@ -826,8 +829,10 @@ char *journal_newest(const char *dir, char *err, size_t errlen)
 		/* Ties (one second's resolution on some file systems) go to the
 		 * greater name: names start with the UTC start time. */
 		/* An empty file is no session (a crash before its header); a
-		 * link is not followed (nor resumed: see open_existing). */
+		 * link is not followed (nor resumed: see open_existing), and
+		 * another user's file is not ours to continue. */
 		if (lstat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+		    st.st_uid == geteuid() &&
 		    (found == NULL || st.st_mtim.tv_sec > best.tv_sec ||
 		     (st.st_mtim.tv_sec == best.tv_sec && (st.st_mtim.tv_nsec > best.tv_nsec ||
 		      (st.st_mtim.tv_nsec == best.tv_nsec && strcmp(p, found) > 0))))) {

@@ -19,12 +19,13 @@ char *settings_file_default_path(void)
 }
 
 /* Reads the whole file into a new NUL-terminated buffer: a regular file
- * only (a FIFO or a device is refused, never read: O_NONBLOCK keeps the
+ * of this user's or root's only (fsutil_judge_own_file: a FIFO, a device
+ * or another user's file is refused, never read; O_NONBLOCK keeps the
  * open itself from waiting for a FIFO's writer), opened without following
  * a link (the caller resolved the path), at most SETTINGS_FILE_MAX_BYTES.
- * -1 with errno set (EISDIR, EINVAL: another kind of file, EFBIG: too
+ * -1 with errno set (EPERM: refused, why[] says why; EISDIR; EFBIG: too
  * large). */
-static int read_all(const char *path, char **out, size_t *outlen)
+static int read_all(const char *path, char **out, size_t *outlen, char *why, size_t whylen)
 {
 	char *buf = NULL, *bigger;
 	size_t len = 0, cap = 0;
@@ -37,8 +38,8 @@ static int read_all(const char *path, char **out, size_t *outlen)
 		return -1;
 	if (fstat(fd, &st) < 0)
 		goto fail;
-	if (!S_ISREG(st.st_mode)) {
-		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+	if (fsutil_judge_own_file(&st, true, why, whylen) != 0) {
+		errno = S_ISDIR(st.st_mode) ? EISDIR : EPERM;
 		goto fail;
 	}
 	for (;;) {
@@ -80,8 +81,6 @@ fail:
 /* What read_all's errno means, as a sentence. */
 static const char *read_error(int err)
 {
-	if (err == EINVAL)
-		return "not a regular file";
 	if (err == EFBIG)
 		return "larger than " SETTINGS_FILE_MAX_TEXT ", the bound on a settings file";
 	return strerror(err);
@@ -134,17 +133,21 @@ json_t *settings_file_read(const char *path, bool missing_ok, char *err, size_t 
 {
 	json_t *root = NULL;
 	json_error_t jerr;
-	char *text = NULL;
+	char *text = NULL, why[160];
 	size_t len = 0;
 
 	char *target = settings_file_target(path);
-	int rc = target != NULL ? read_all(target, &text, &len) : (errno = ENOMEM, -1);
+	int rc = target != NULL ? read_all(target, &text, &len, why, sizeof(why))
+				: (errno = ENOMEM, -1);
 
 	free(target);
 	if (rc < 0) {
 		if (errno == ENOENT && missing_ok)
 			return json_object();
-		errbuf_set(err, errlen, "%s", read_error(errno));
+		if (errno == EPERM)
+			errbuf_set(err, errlen, "%s; refusing to read it", why);
+		else
+			errbuf_set(err, errlen, "%s", read_error(errno));
 		return NULL;
 	}
 	if (strspn(text, " \t\r\n") == len) {

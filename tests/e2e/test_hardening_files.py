@@ -25,6 +25,7 @@ from fake_llm_server import FakeServer  # noqa: E402
 
 FAKE_AGENT = os.path.join(REPO_ROOT, "tests", "fixtures", "bin", "fake_agent")
 FAST = {"retry.baseDelayMs": 10}
+OTHER_UID = 65534       # nobody: a user other than root, who runs these as root
 
 
 def gone(pid):
@@ -279,6 +280,56 @@ class JournalTests(DaemonTestCase):
         self.assertEqual([ln["type"] for ln in lines], ["session", "message", "message"])
         self.assertTrue(lines[0]["cwd"].startswith(base), lines[0]["cwd"])
 
+    def foreign_session(self):
+        """A whole session file (header and two messages) that belongs to
+        another user, in a folder of its own; None unless this is root."""
+        if os.geteuid() != 0:
+            return None
+        d = self.spawn(plan=[{"text": "a"}], args=["--session", "{tmp}/s/theirs.jsonl"])
+        self.run_prompt(d, "q")
+        d.finish()
+        path = os.path.join(d.tmp, "s", "theirs.jsonl")
+        os.chown(path, OTHER_UID, OTHER_UID)
+        return path
+
+    def test_another_users_session_file_is_refused_to_resume_and_to_write_and_left_as_it_was(self):
+        path = self.foreign_session()
+        if path is None:
+            self.skipTest("making a file of another user's needs root")
+        with open(path, "rb") as f:
+            before = f.read()
+        for args in (["--resume", path], ["--session", path]):
+            with self.subTest(args=args):
+                rc, out, err = run_cli(args, timeout=20)
+                self.assertEqual(rc, 1, err)
+                self.assertIn("%s: it belongs to uid %d, not to you (uid 0)" % (path, OTHER_UID),
+                              err)
+                self.assertNotIn('"ready"', out)
+        other = self.spawn(plan=[])
+        r = other.request({"type": "open_session", "sessionDir": path})
+        self.assertFalse(r["success"], r)
+        self.assertIn("belongs to uid %d" % OTHER_UID, r["error"])
+        other.finish()
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), before)
+
+    def test_continue_passes_over_another_users_newer_session_file_for_the_users_own(self):
+        path = self.foreign_session()
+        if path is None:
+            self.skipTest("making a file of another user's needs root")
+        folder = os.path.dirname(path)
+        d = self.spawn(plan=[{"text": "mine"}], args=["--session-dir", folder])
+        self.run_prompt(d, "mine")
+        mine = d.request({"type": "get_state"})["data"]["sessionFile"]
+        d.finish()
+        later = time.time() + 60
+        os.utime(path, (later, later))       # theirs is the newest
+        c = self.spawn(plan=[], args=["--session-dir", folder, "--continue"])
+        st = c.request({"type": "get_state"})["data"]
+        self.assertEqual(os.path.realpath(st["sessionFile"]), os.path.realpath(mine))
+        self.assertEqual(st["messageCount"], 2)
+        c.finish()
+
     def test_resume_of_a_device_a_fifo_a_link_or_an_oversized_file_is_refused_with_a_sentence(self):
         tmp = self.tmpdir()
         fifo = os.path.join(tmp, "fifo.jsonl")
@@ -374,6 +425,29 @@ class SettingsWriteBackTests(DaemonTestCase):
         d.finish()
         got = self.read(d.settings_path)
         self.assertEqual(got["retry"], {"maxRetries": 9})
+
+    def test_another_users_settings_file_is_refused_and_roots_own_is_read(self):
+        # A settings file names the commands retryd runs: another user's
+        # would be theirs to run as you. Root's files (as in /etc) are
+        # trusted, as only root could have written them.
+        if os.geteuid() != 0:
+            self.skipTest("making a file of another user's needs root")
+        tmp = tempfile.mkdtemp(prefix="retryd-e2e-set-")
+        self.addCleanup(lambda: __import__("shutil").rmtree(tmp, ignore_errors=True))
+        theirs = os.path.join(tmp, "theirs.json")
+        with open(theirs, "w") as f:
+            json.dump({"retry": {"maxRetries": 7}}, f)
+        os.chown(theirs, OTHER_UID, OTHER_UID)
+        rc, out, err = run_cli(["--settings", theirs], timeout=20)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("settings file %s: belongs to uid %d, not to you (uid 0); refusing to "
+                      "read it" % (theirs, OTHER_UID), err)
+        self.assertEqual(out, "")
+        os.chown(theirs, 0, 0)
+        d = self.spawn(plan=[], args=["--settings", theirs])
+        policy = d.request({"type": "get_retry_policy", "id": "g"})["data"]["policy"]
+        self.assertEqual(policy["maxRetries"], 7)
+        d.finish()
 
     def test_settings_from_a_device_a_fifo_or_an_oversized_file_are_refused_with_a_sentence(self):
         tmp = tempfile.mkdtemp(prefix="retryd-e2e-set-")
