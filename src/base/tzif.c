@@ -10,6 +10,8 @@
 /* Counts past these are no real zone's; they also keep sizes from
  * overflowing. */
 #define COUNT_MAX 100000
+/* 2^40 s, some 35,000 years either side of 1970. */
+#define T_BOUND (INT64_C(1) << 40)
 
 int64_t tzif_civil_days(int64_t y, int m, int64_t d)
 {
@@ -27,9 +29,13 @@ static bool leap_year(int64_t y)
 	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 }
 
+/* The year day number days falls in. The first guess uses the mean
+ * Gregorian year (146097 days a 400 years), so the loops below step at
+ * most a year: a guess of days / 366 was hundreds of millions of steps off
+ * for a moment far from now (found by fuzz_tzif). */
 static int64_t year_of(int64_t days)
 {
-	int64_t y = 1970 + days / 366;
+	int64_t y = 1970 + days * 400 / 146097;
 
 	while (tzif_civil_days(y + 1, 1, 1) <= days)
 		y++;
@@ -205,6 +211,9 @@ static int32_t rule_offset_at(const struct rule *r, int64_t t)
 
 	if (!r->has_dst)
 		return r->std_off;
+	/* Rules repeat yearly: a moment some 35,000 years out is read as the
+	 * bound, which keeps every sum below within int64 whatever t is. */
+	t = t < -T_BOUND ? -T_BOUND : t > T_BOUND ? T_BOUND : t;
 	y = year_of((t + r->std_off) / DAY_S - ((t + r->std_off) % DAY_S < 0));
 	/* Start is told in standard time, end in daylight time. */
 	start = rule_day(&r->start, y) * DAY_S + r->start.time - r->std_off;

@@ -338,7 +338,74 @@ def jsonscan_seeds():
             put("jsonscan", name, bytes([api]) + b"\n".join(datas[:64]))
 
 
+# -- resettime: what agent CLIs print about a usage limit -------------------------
+
+RESET_TEXTS = {
+    "claude-epoch": "Claude AI usage limit reached|1767240000",
+    "claude-epoch-ms": "Claude AI usage limit reached|1767240000123",
+    "claude-clock-zone": "You\u2019ve hit your limit \u00b7 resets 11pm (America/Anchorage)",
+    "claude-clock-utc": "resets 12am (UTC)",
+    "claude-date": "resets December 31st at 11pm",
+    "codex-duration": "You've hit your usage limit. Try again in 2 hours 13 minutes.",
+    "codex-clock": "You\u2019ve hit your usage limit. Upgrade to Pro or try again at 10:00 PM.",
+    "dotted-pm": "limit reached, try again at 9:30:15 p.m.",
+    "date-year": "Your limit resets Dec 5, 2026 at 10:00 AM (UTC)",
+    "iso-offset": "resets at 2026-01-02T15:00:00-0500",
+    "iso-fraction": "resets at 2026-01-02T15:00:00.250Z",
+    "iso-half-hour": "resets at 2026-01-01T10:30+0530",
+    "tomorrow": "resets tomorrow at 9am",
+    "iso-date-clock": "resets on 2026-01-03 at 12pm",
+    "dst-gap": "resets 2:30am (America/New_York)",
+    "unknown-zone": "resets 11pm (Mars/Olympus_Mons)",
+    "gemini-daily": "Quota exceeded for quota metric 'Generate Content API requests per day' "
+                    "and limit 'GenerateRequestsPerDayPerProjectPerModel'",
+    "gemini-minute": "Quota exceeded for quota metric 'Generate Content API requests per "
+                     "minute'. Please retry in 37.5s.",
+    "until": "usage limited until 15:45 UTC",
+}
+
+
+def resettime_seeds():
+    # Byte 0: the zone (low bits) and the moment (bit 4), as fuzz_resettime reads it.
+    for name, text in RESET_TEXTS.items():
+        for zone in (0, 1, 2, 3):
+            put("resettime", "%s-z%d" % (name, zone), bytes([zone]) + text.encode("utf-8"))
+    put("resettime", "claude-clock-dst-day", bytes([0x12]) + RESET_TEXTS["dst-gap"].encode())
+
+
+# -- tzif: zone files as the system keeps them ----------------------------------
+
+ZONES = ["UTC", "America/Anchorage", "America/New_York", "Europe/London", "Australia/Sydney",
+         "Australia/Lord_Howe", "Asia/Kolkata", "Pacific/Chatham", "America/Sao_Paulo"]
+# 2026-12-02T12:00:00Z, 2038-01-19T03:14:08Z (past 32 bits), 1900-01-01, 2200-07-01.
+MOMENTS = [1764676800, 2147483648, -2208988800, 7263216000]
+
+
+def tzif_seeds():
+    for zone in ZONES:
+        path = os.path.join("/usr/share/zoneinfo", zone)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        if not data.startswith(b"TZif"):
+            continue
+        for i, t in enumerate(MOMENTS):
+            put("tzif", "%s-%d" % (zone.replace("/", "-"), i),
+                t.to_bytes(8, "little", signed=True) + data)
+    for name, rule in (("rule-anchorage", "AKST9AKDT,M3.2.0,M11.1.0"),
+                       ("rule-sydney", "AEST-10AEDT,M10.1.0,M4.1.0/3"),
+                       ("rule-julian", "XST5XDT,J60/2,J300/2"),
+                       ("rule-zero-based", "XST5XDT,59/2,299/2"),
+                       ("rule-hours-past-24", "<-03>3<-02>,M3.5.0/-2,M10.5.0/-1"),
+                       ("rule-fixed", "<+0545>-5:45")):
+        put("tzif", name, MOMENTS[0].to_bytes(8, "little", signed=True) + rule.encode())
+
+
 def main():
+    resettime_seeds()
+    tzif_seeds()
     jsontext_seeds()
     rpc_seeds()
     sse_seeds()

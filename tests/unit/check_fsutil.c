@@ -1,5 +1,6 @@
 /* base/fsutil: where the settings file and the session files live. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>

@@ -1522,6 +1522,11 @@ Suite *session_suite(void)
 	tcase_add_test(tc, test_session_stall_timer_still_runs_for_providers_that_do_not_keep_one);
 	tcase_add_test(tc, test_every_text_block_keeps_its_text_with_delta_updates);
 	tcase_add_test(tc, test_provider_failing_at_start_is_reported_on_the_next_loop_turn);
+	suite_add_tcase(s, tc);
+	/* Ten thousand turns take seconds under ASan on a busy machine: the
+	 * 4 s default timed this out in CI beside a fuzz run. */
+	tc = tcase_create("depth");
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_many_follow_ups_with_a_provider_failing_at_start_do_not_recurse);
 	suite_add_tcase(s, tc);
 	return s;

@@ -170,6 +170,32 @@ START_TEST(test_days_count_from_the_epoch_across_leap_years_and_month_ends)
 }
 END_TEST
 
+/* Rules repeat yearly, so a moment past some 35,000 years reads as the
+ * moment at that bound; before, the sums of a far moment overflowed int64
+ * (UBSan) and the year was found one step a day-366th at a time. */
+START_TEST(test_a_rule_read_at_the_ends_of_time_answers_as_at_its_bound)
+{
+	const char *ak = "AKST9AKDT,M3.2.0,M11.1.0";
+	const int64_t bound = INT64_C(1) << 40;
+	size_t n;
+	unsigned char *zone = load("America/Anchorage", &n);
+	int32_t off;
+
+	ck_assert_int_eq(rule_at(ak, INT64_MAX), rule_at(ak, bound));
+	ck_assert_int_eq(rule_at(ak, INT64_MIN), rule_at(ak, -bound));
+	ck_assert_int_eq(rule_at(ak, INT64_MAX - 1), rule_at(ak, bound));
+	ck_assert(rule_at(ak, bound) == -9 * 3600 || rule_at(ak, bound) == -8 * 3600);
+	/* A year 17,000 summer day is summer time like any other. */
+	ck_assert_int_eq(rule_at(ak, tzif_civil_days(17000, 7, 1) * 86400), -8 * 3600);
+	ck_assert_int_eq(rule_at(ak, tzif_civil_days(17000, 1, 1) * 86400), -9 * 3600);
+	if (zone != NULL) {
+		ck_assert(tzif_offset(zone, n, INT64_MAX, &off));
+		ck_assert(off == -9 * 3600 || off == -8 * 3600);
+		free(zone);
+	}
+}
+END_TEST
+
 Suite *tzif_suite(void)
 {
 	Suite *s = suite_create("tzif");
@@ -181,6 +207,7 @@ Suite *tzif_suite(void)
 	tcase_add_test(tc, test_a_rule_it_cannot_read_is_no_offset);
 	tcase_add_test(tc, test_a_damaged_zone_file_is_no_offset_not_a_guess);
 	tcase_add_test(tc, test_days_count_from_the_epoch_across_leap_years_and_month_ends);
+	tcase_add_test(tc, test_a_rule_read_at_the_ends_of_time_answers_as_at_its_bound);
 	suite_add_tcase(s, tc);
 	return s;
 }
