@@ -212,7 +212,8 @@ check-valgrind: deps
 #    every target FUZZ_SECONDS seconds (scripts/fuzz.sh);
 #  - with tests/fuzz/replay.c and the ordinary compiler into $(BUILD)/replay/:
 #    `make check` (fuzz-replay) feeds it tests/fuzz/regressions/NAME/ (inputs
-#    that once crashed) and the seed corpus, under SANITIZE=1 with ASan+UBSan.
+#    that once crashed), the seed corpus and what long runs found
+#    (tests/fuzz/found/NAME/), under SANITIZE=1 with ASan+UBSan.
 # The targets bring their own log module (tests/fuzz/common.c).
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 10
@@ -265,6 +266,7 @@ $(BUILD)/replay/replay-%: $(BUILD)/replay/fuzz_%.o $(REPLAY_OBJS)
 fuzz-replay: $(REPLAY_BINS)
 	@for t in $(FUZZ_TARGETS); do \
 		$(VALGRIND) $(BUILD)/replay/replay-$$t tests/fuzz/regressions/$$t tests/fuzz/corpus/$$t \
+			tests/fuzz/found/$$t \
 			|| exit 1; \
 	done
 

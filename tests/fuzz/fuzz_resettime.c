@@ -22,7 +22,7 @@
 static const char *const zones[] = { NULL, "UTC", "America/Anchorage", "Australia/Sydney",
 				     "Asia/Kolkata", "Nowhere/Atlantis" };
 
-/* 2026-12-02T12:00:00Z, and 2026-03-08T10:30:00Z (a daylight-saving day). */
+/* 2025-12-02T12:00:00Z, and 2026-03-08T10:30:00Z (a daylight-saving day). */
 static const int64_t nows[] = { INT64_C(1764676800000), INT64_C(1772965800000) };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

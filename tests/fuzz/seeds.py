@@ -293,6 +293,23 @@ def hint_seeds():
     ]
     for i, t in enumerate(texts):
         put("hint", "%02d" % i, t)
+    # Response headers as a server sends them, one "name: value" a line.
+    headers = [
+        "Date: Sun, 01 Jun 2025 00:00:00 GMT\r\nRetry-After: Sun, 01 Jun 2025 00:00:30 GMT\r\n",
+        "date: Sun, 01 Jun 2025 00:00:00 GMT\nretry-after: Sunday, 01-Jun-25 00:01:00 GMT\n",
+        "date: Sun, 01 Jun 2025 00:00:00 GMT\nretry-after: Sun Jun  1 00:02:00 2025\n",
+        "retry-after-ms: 250\nretry-after: 3\n",
+        "x-ratelimit-limit-requests: 500\nx-ratelimit-remaining-requests: 0\n"
+        "x-ratelimit-reset-requests: 1m30.5s\nx-ratelimit-remaining-tokens: 12000\n"
+        "x-ratelimit-reset-tokens: 20ms\n",
+        "date: Sun, 01 Jun 2025 00:00:00 GMT\nanthropic-ratelimit-requests-remaining: 0\n"
+        "anthropic-ratelimit-requests-reset: 2025-06-01T00:00:42Z\n"
+        "anthropic-ratelimit-tokens-remaining: 9000\n"
+        "anthropic-ratelimit-tokens-reset: 2025-06-01T00:05:00Z\n",
+        "x-ratelimit-reset: 1748736060\nx-ratelimit-reset-ms: 1748736000500\n",
+    ]
+    for i, t in enumerate(headers):
+        put("hint", "headers-%02d" % i, t)
 
 
 # -- jsontext: text deltas ------------------------------------------------------
@@ -377,7 +394,7 @@ def resettime_seeds():
 
 ZONES = ["UTC", "America/Anchorage", "America/New_York", "Europe/London", "Australia/Sydney",
          "Australia/Lord_Howe", "Asia/Kolkata", "Pacific/Chatham", "America/Sao_Paulo"]
-# 2026-12-02T12:00:00Z, 2038-01-19T03:14:08Z (past 32 bits), 1900-01-01, 2200-07-01.
+# 2025-12-02T12:00:00Z, 2038-01-19T03:14:08Z (past 32 bits), 1900-01-01, 2200-07-01.
 MOMENTS = [1764676800, 2147483648, -2208988800, 7263216000]
 
 
@@ -403,7 +420,54 @@ def tzif_seeds():
         put("tzif", name, MOMENTS[0].to_bytes(8, "little", signed=True) + rule.encode())
 
 
+# -- journal: session files as the daemon writes them ------------------------
+
+# Written by retryd (build/retryd --session FILE, sim plan: a 503, then an
+# answer), then the lines other runs add: a thinking level change, a park and
+# its end, a second session (new_session) in the same file.
+JOURNAL_HEADER = ('{"type":"session","version":1,"id":"01a23904-189b-784b-a9f4-3b5d988d1879",'
+                  '"timestamp":"2026-12-02T23:08:19.483Z","cwd":"/tmp/jseed"}\n')
+JOURNAL_LINES = [
+    '{"type":"message","message":{"role":"user","content":[{"type":"text","text":"hello there"}],'
+    '"timestamp":1796252899483}}\n',
+    '{"type":"message","message":{"role":"assistant","content":[],"api":"sim","provider":"sim",'
+    '"model":"sim-1","usage":{"input":3,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":3,'
+    '"cost":{"input":0.0,"output":0.0,"cacheRead":0.0,"cacheWrite":0.0,"total":0.0}},'
+    '"stopReason":"error","timestamp":1796252899483,"errorMessage":"503 overloaded"},"retried":true}\n',
+    '{"type":"message","message":{"role":"assistant","content":[{"type":"text","text":'
+    '"hi, how can I help?"}],"api":"sim","provider":"sim","model":"sim-1","usage":{"input":3,'
+    '"output":5,"cacheRead":0,"cacheWrite":0,"totalTokens":8,"cost":{"input":0.0,"output":0.0,'
+    '"cacheRead":0.0,"cacheWrite":0.0,"total":0.0}},"stopReason":"stop","timestamp":1796252899498}}\n',
+]
+JOURNAL_LEVEL = ('{"type":"thinking_level_change","timestamp":"2026-12-02T23:09:00.000Z",'
+                 '"thinkingLevel":"high"}\n')
+JOURNAL_PARK = ('{"type":"park","timestamp":"2026-12-02T23:10:00.000Z","resetAtMs":1796270400000,'
+                '"resetAt":"2026-12-03T04:00:00Z","resetSource":"text","parks":1,"waitedMs":0,'
+                '"parkedAtMs":1796253000000,"errorMessage":"You\'ve hit your limit \\u00b7 resets 4am (UTC)",'
+                '"rule":"usage_limit","policy":{"maxRetries":3}}\n')
+JOURNAL_PARK_END = '{"type":"park_end","timestamp":"2026-12-02T23:11:00.000Z"}\n'
+
+
+def journal_seeds():
+    whole = JOURNAL_HEADER + "".join(JOURNAL_LINES)
+    put("journal", "sim-retry-then-answer", whole)
+    put("journal", "header-only", JOURNAL_HEADER)
+    put("journal", "empty", "")
+    put("journal", "no-header", "".join(JOURNAL_LINES))
+    put("journal", "thinking-level", JOURNAL_HEADER + JOURNAL_LEVEL + "".join(JOURNAL_LINES))
+    put("journal", "parked", whole + JOURNAL_PARK)
+    put("journal", "park-ended", whole + JOURNAL_PARK + JOURNAL_PARK_END)
+    put("journal", "two-sessions", whole + JOURNAL_HEADER.replace("01a23904", "01a23905")
+        + JOURNAL_LINES[0])
+    put("journal", "torn-last-line", whole + JOURNAL_LINES[0][:40])
+    put("journal", "torn-inside-an-escape", whole + '{"type":"message","message":{"text":"a\\u00')
+    put("journal", "not-json-in-the-middle", JOURNAL_HEADER + "garbage\n" + JOURNAL_LINES[0])
+    put("journal", "crlf", whole.replace("\n", "\r\n"))
+    put("journal", "no-final-lf", whole.rstrip("\n"))
+
+
 def main():
+    journal_seeds()
     resettime_seeds()
     tzif_seeds()
     jsontext_seeds()
