@@ -196,6 +196,51 @@ class JournalTests(DaemonTestCase):
         r.finish()
         self.assertEqual(len(whole_lines(path)), 4)
 
+    def test_sigkill_during_a_long_line_loses_no_whole_line_over_rounds_of_kill_and_resume(self):
+        """A real SIGKILL, not a torn file made by hand: each round resumes
+        the file, journals a short turn, then is killed while it writes a
+        prompt of 24 MB (the kernel stops a write to a regular file part-way
+        on a fatal signal). Whatever moment the kill hits, every whole line
+        stays JSON, a torn tail is cut before the next round writes, and the
+        last resume loads every message line that was written whole."""
+        path = os.path.join(self.tmpdir(), "killed.jsonl")
+        big = "k" * (24 << 20)
+        torn_rounds = 0
+        for rnd in range(4):
+            args = ["--session", path] if rnd == 0 else ["--resume", path]
+            d = self.spawn(plan=[{"text": "A%d" % rnd}, {"text": "never"}], args=args)
+            self.run_prompt(d, "q%d" % rnd)
+            before = os.path.getsize(path)
+            d.send({"type": "prompt", "message": big, "id": d.next_id()})
+            deadline = time.monotonic() + scaled(30)
+            size = before
+            while size == before and time.monotonic() < deadline:
+                size = os.path.getsize(path)
+            d.signal(signal.SIGKILL)
+            d.proc.wait(scaled(10))
+            with open(path, "rb") as f:
+                raw = f.read()
+            torn_rounds += not raw.endswith(b"\n")
+            whole, _, tail = raw.rpartition(b"\n")
+            for n, ln in enumerate(whole.split(b"\n")):
+                try:
+                    json.loads(ln)
+                except ValueError:
+                    self.fail("round %d: line %d is not whole JSON (%d bytes)" % (rnd, n + 1, len(ln)))
+        kept = [json.loads(ln) for ln in raw.rpartition(b"\n")[0].split(b"\n")]
+        want = [ln["message"] for ln in kept if ln["type"] == "message" and not ln.get("retried")]
+        r = self.spawn(plan=[], args=["--resume", path])
+        got = r.request({"type": "get_messages"})["data"]["messages"]
+        self.assertEqual([(m["role"], len(user_text(m) if m["role"] == "user" else text_of(m)))
+                          for m in got],
+                         [(m["role"], len(user_text(m) if m["role"] == "user" else text_of(m)))
+                          for m in want], "torn rounds: %d of 4" % torn_rounds)
+        self.assertEqual([user_text(m) for m in got if m["role"] == "user"
+                          and len(user_text(m)) < 10], ["q0", "q1", "q2", "q3"])
+        r.finish()
+        if raw.endswith(b"\n") is False:
+            self.assertIn("was cut off before its end and was left out", r.stderr_text())
+
     def test_a_second_daemon_on_a_session_file_in_use_is_refused_with_exit_1(self):
         d = self.spawn(plan=[{"text": "a"}], args=["--session", "{tmp}/s.jsonl"])
         self.run_prompt(d, "q")
