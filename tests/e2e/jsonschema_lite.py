@@ -7,6 +7,7 @@ something this validator ignores:
   type (a name or a list of names), properties, required,
   additionalProperties (true/false or a schema), items (one schema), enum,
   const, oneOf, anyOf, allOf, minimum, maximum, minItems, maxItems,
+  minLength, maxLength (in code points),
   $ref ("#/json/pointer" in the same file, "other.schema.json#/pointer" in a
   sibling file), $defs; and the annotations $schema, $id, $comment, title,
   description, examples, default, which do not affect validation.
@@ -43,6 +44,7 @@ _ANNOTATIONS = {"$schema", "$id", "$comment", "title", "description", "examples"
 _KEYWORDS = {
     "type", "properties", "required", "additionalProperties", "items", "enum", "const",
     "oneOf", "anyOf", "allOf", "minimum", "maximum", "minItems", "maxItems", "$ref",
+    "minLength", "maxLength",
 }
 _TYPES = {"null", "boolean", "object", "array", "number", "integer", "string"}
 _IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
@@ -261,6 +263,14 @@ class Validator:
             if "maximum" in schema and value > schema["maximum"]:
                 res.errors.append(_Error(path, depth, "%s is more than the maximum %s" % (
                     _short(value), schema["maximum"])))
+
+        if isinstance(value, str):
+            if "minLength" in schema and len(value) < schema["minLength"]:
+                res.errors.append(_Error(path, depth, "%d character(s), at least %d required" % (
+                    len(value), schema["minLength"])))
+            if "maxLength" in schema and len(value) > schema["maxLength"]:
+                res.errors.append(_Error(path, depth, "%d character(s), at most %d allowed" % (
+                    len(value), schema["maxLength"])))
 
         if isinstance(value, dict):
             props = schema.get("properties", {})

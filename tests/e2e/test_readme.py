@@ -96,11 +96,62 @@ EXAMPLES = [
     ("docs/usage.md", "$ build/retryd --classify", "test_the_classify_transcript_prints_what_it_shows"),
     ("docs/usage.md", '> {"id":"c","type":"classify_error"',
      "test_the_classify_error_transcript_answers_what_it_shows"),
+    # protocol/README.md (its blocks of protocol lines only are checked
+    # against the schemas by test_schemas.DocTranscriptTest)
+    ("protocol/README.md", "python3 -m unittest tests/e2e/test_schemas.py -v",
+     "not run: make check runs test_schemas.py"),
+    ("protocol/README.md", "retryd [--mode rpc] [--provider NAME]", "not run: a synopsis"),
+    ("protocol/README.md", '{"sessionId":"01a2…","userMessages":1',
+     "not run: get_session_stats' data, abridged (…); test_schemas.py checks the real one"),
+    ("protocol/README.md", '"model":"sim-1",\n "usage":{"input":1,"output":3',
+     "not run: one message of the shape messages.schema.json defines; test_schemas.py checks "
+     "every real one"),
+    ("protocol/README.md", "response(prompt, success:true)          ← at once",
+     "not run: a diagram of the event order (test_lifecycle.py and test_schemas.py hold it)"),
+    ("protocol/README.md", "429 RESOURCE_EXHAUSTED. {",
+     "test_the_protocol_pages_classify_examples_print_what_they_show"),
+    ("protocol/README.md", "$ retryd --classify 'API Error: 529",
+     "test_the_protocol_pages_classify_examples_print_what_they_show"),
+    ("protocol/README.md", "--set 'retry.schedule=[10,20,30,40,50]'",
+     "not run: settings beside the events they give, abridged (…); test_retry.py runs each"),
+    ("protocol/README.md", "retry-after-ms: 1500                 <",
+     "not run: headers beside the events they give, abridged (…); test_http.py runs each"),
+    # docs/agent-clis/
+    ("docs/agent-clis/codex.md", "codex exec --json --skip-git-repo-check ARGS -",
+     "not run: the command lines retryd builds (test_cli.py and make real-clis run them)"),
+    ("docs/agent-clis/codex.md", '[model_providers.mygw]',
+     "not run: a Codex config.toml for a gateway on another machine"),
+    ("docs/agent-clis/codex.md", '"model_providers.mygw.request_max_retries=0"',
+     "not run: a profile for that gateway; make real-clis runs the built-in one"),
+    ("docs/agent-clis/codex.md", "check_for_update_on_startup = false",
+     "not run here: tests/real_clis/test_codex.py writes this config for the real Codex"),
+    ("docs/agent-clis/gemini.md", '{"general":{"maxAttempts":1,"enableAutoUpdate":false',
+     "not run here: tests/real_clis/test_gemini_cli.py writes such settings for the real Gemini CLI"),
+    ("docs/agent-clis/gemini.md", "Security Warning: Skipping system settings file",
+     "not run: the real Gemini CLI's stderr, recorded"),
+    ("docs/agent-clis/gemini.md", "GOOGLE_GEMINI_BASE_URL=https://gateway.example",
+     "not run: it names a gateway on another machine"),
+    ("docs/agent-clis/pi.md", "export default p=>p.on('agent_end'",
+     "not run here: the built-in pi profile (cli_builtin.c) writes this extension; make "
+     "real-clis runs it in the real pi"),
+    ("docs/agent-clis/pi.md", '{"providers": {"mygw": {"baseUrl": "https://gateway.example/v1"',
+     "not run: pi's models.json for a gateway on another machine"),
 ]
 
 
 def pages():
-    return [README] + sorted(glob.glob(os.path.join(DOCS, "*.md")))
+    return ([README, os.path.join(harness.REPO_ROOT, "protocol", "README.md")]
+            + sorted(glob.glob(os.path.join(DOCS, "*.md")))
+            + sorted(glob.glob(os.path.join(DOCS, "*", "*.md"))))
+
+
+def schema_checked(lang, body):
+    """A block of protocol lines only ("> {...}", "< {...}", a json block's
+    objects; "…" for what is left out): test_schemas.DocTranscriptTest
+    checks each whole line against the schemas."""
+    lines = [ln.strip() for ln in body.split("\n") if ln.strip()]
+    return bool(lines) and all(re.match(r"[<>] (\{|…)", ln) or ln.startswith("…") or
+                               (lang == "json" and ln.startswith("{")) for ln in lines)
 
 
 def rel(page):
@@ -184,6 +235,8 @@ class ReadmeRecipeTests(unittest.TestCase):
             listed.setdefault(page, []).append(needle)
         for page in pages():
             for lang, body in fenced(page):
+                if schema_checked(lang, body) and not any(n in body for n in listed.get(rel(page), [])):
+                    continue
                 hits = [n for n in listed.get(rel(page), []) if n in body]
                 self.assertEqual(len(hits), 1, "%s: an example that no entry of EXAMPLES runs or "
                                  "explains (or more than one does):\n%s" % (rel(page), body[:300]))
@@ -301,6 +354,17 @@ class ReadmeRecipeTests(unittest.TestCase):
                 rc, out, err = self.run_sh(cmd[2:].replace("build/retryd", "retryd", 1))
                 self.assertEqual(rc, 0, err)
                 self.assertEqual(out, want + "\n")
+
+    def test_the_protocol_pages_classify_examples_print_what_they_show(self):
+        lines = example("protocol/README.md", "$ retryd --classify 'API Error: 529").splitlines()
+        for cmd, want in zip(lines[0::2], lines[1::2]):
+            with self.subTest(cmd=cmd):
+                rc, out, err = self.run_sh(cmd[2:])
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(out, want + "\n")
+        text, want = example("protocol/README.md", "429 RESOURCE_EXHAUSTED. {").strip().split("\n→ ")
+        rc, out, err = self.run_sh("retryd --classify \"$T\"", env=dict(self.env, T=text))
+        self.assertEqual((rc, out), (0, want + "\n"), err)
 
     def test_the_classify_error_transcript_answers_what_it_shows(self):
         lines = example("docs/usage.md", '> {"id":"c","type":"classify_error"').splitlines()

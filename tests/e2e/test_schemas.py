@@ -12,6 +12,7 @@ XDG_STATE_HOME. Every wait is bounded by RETRYD_TEST_TIMEOUT seconds
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -1091,6 +1092,82 @@ class BadInputSchemaTest(DaemonTest):
 # The schemas and the validator themselves.
 
 
+# Transcript lines in the docs that are not retryd's output, and why.
+NOT_RETRYD = [
+    ("docs/providers.md", '"delayMs":200,"errorMessage":"429 Rate limit reached"}',
+     "pi 0.73's output against the same server"),
+]
+
+
+def doc_transcript_lines():
+    """(page, marker, text) of every "> {...}" and "< {...}" line of a
+    fenced block in README.md, protocol/README.md and docs/, in order, one
+    list a block; the lines of a json block have the marker "json"."""
+    pages = [ROOT / "README.md", ROOT / "protocol" / "README.md"] + sorted(
+        (ROOT / "docs").rglob("*.md"))
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for lang, body in re.findall(r"```([a-z]*)\n(.*?)```", text, re.S):
+            block = []
+            for line in body.split("\n"):
+                m = re.match(r"\s*([<>]) (\{.*)$", line)
+                if m:
+                    block.append((str(page.relative_to(ROOT)), m.group(1), m.group(2)))
+                elif lang == "json" and line.startswith("{"):
+                    block.append((str(page.relative_to(ROOT)), "json", line))
+            yield block
+
+
+def json_line_schema(obj):
+    """The schema a json block's line is written to, by its shape; None for
+    a shape the protocol does not define (a settings file, a data object)."""
+    t = obj.get("type")
+    if t == "response":
+        return "responses.schema.json"
+    if t in ("session", "message", "thinking_level_change", "park", "park_end") and (
+            t != "message" or "message" in obj):
+        return "session.schema.json"
+    if "role" in obj and "content" in obj:
+        return "messages.schema.json"
+    if isinstance(t, str) and "id" in obj:
+        return "commands.schema.json"
+    return None
+
+
+class DocTranscriptTest(unittest.TestCase):
+    """The docs' transcripts are what the daemon sends and takes: a line
+    shown whole (no "…") is checked against the schemas, so an example
+    cannot drift from the protocol unseen."""
+
+    def test_every_whole_line_of_a_doc_transcript_matches_the_schemas(self):
+        checked, wrong = 0, []
+        for block in doc_transcript_lines():
+            for i, (page, marker, text) in enumerate(block):
+                try:
+                    obj = json.loads(text)
+                except ValueError:
+                    continue            # abridged (…) or a bad line on purpose
+                if not isinstance(obj, dict) or any(p == page and n in text for p, n, _ in NOT_RETRYD):
+                    continue
+                schema = (json_line_schema(obj) if marker == "json" else
+                          "commands.schema.json" if marker == ">" else schema_for(obj))
+                if schema is None:
+                    continue
+                checked += 1
+                errors = VALIDATOR.errors(obj, schema)
+                if errors and schema == "commands.schema.json":
+                    answer = next((t for _, mk, t in block[i + 1:] if mk != ">"
+                                   and '"type":"response"' in t), "")
+                    if '"success":false' in answer:
+                        continue        # shown being refused
+                if errors:
+                    wrong.append("%s: %s\n    %s" % (page, text[:160], "; ".join(
+                        "%s: %s" % e for e in errors[:3])))
+        self.assertGreater(checked, 100)
+        self.assertEqual(wrong, [], "transcript lines the daemon would not send or take:\n"
+                         + "\n".join(wrong))
+
+
 class SchemaFilesTest(unittest.TestCase):
 
     def test_every_ref_in_every_schema_file_resolves(self):
@@ -1236,6 +1313,16 @@ class ValidatorTest(unittest.TestCase):
                             "events.schema.json", "$.message.content", "at least 1")
         self.assertRejected({"type": "prompt", "message": "x", "images": [{"type": "image", "data": "x"}]},
                             "commands.schema.json", "$.images[0].mimeType", "required")
+
+    def test_validator_holds_strings_to_their_min_length(self):
+        # set_event_filter's event names and open_session's sessionDir are
+        # non-empty strings (commands.schema.json).
+        self.assertFalse(VALIDATOR.is_valid({"type": "open_session", "sessionDir": ""},
+                                            "commands.schema.json"))
+        self.assertTrue(VALIDATOR.is_valid({"type": "open_session", "sessionDir": "/tmp/s"},
+                                           "commands.schema.json"))
+        self.assertFalse(VALIDATOR.is_valid({"type": "set_event_filter", "events": [""]},
+                                            "commands.schema.json"))
 
     def test_validator_compares_the_json_way(self):
         self.assertTrue(VALIDATOR.is_valid(2.0, "messages.schema.json", "/$defs/Timestamp"))
