@@ -87,6 +87,27 @@ class UsageWaitCase(DaemonTestCase):
         self.assertNotIn("usageReset", d.request({"type": "get_state"})["data"])
         d.finish()
 
+    @timing_sensitive("measures when the probe goes")
+    def test_a_reset_in_a_response_header_parks_with_source_header_until_it(self):
+        # The body says only that the plan is spent; the reset is in the
+        # response's Retry-After, as OpenAI-compatible gateways send it.
+        spent = dict(limit(), headers={"retry-after": "2"})
+        d, srv = self.start([spent, {"text": "after the reset"}], sets=WAIT)
+        d.send({"type": "prompt", "id": "p", "message": "go on"})
+        start = d.wait_for(is_type("auto_retry_start"), what="the park")
+        parked_at = time.monotonic()
+        self.assertEqual((start["reason"], start["resetSource"], start["errorClass"]),
+                         ("usage-reset", "header", "usage_limit"))
+        self.assertGreaterEqual(start["delayMs"], 2000)
+        self.assertLessEqual(start["delayMs"], 3000)
+        state = d.request({"type": "get_state", "id": "s"})["data"]
+        self.assertEqual(state["usageReset"]["resetSource"], "header")
+        msgs = d.collect_until(is_type("agent_end"), timeout=15, what="agent_end")
+        self.assertGreater(time.monotonic() - parked_at, 1.5)
+        self.assertEqual(len(srv.requests()), 2)
+        self.assertEqual(text_of(answers(msgs)[-1]), "after the reset")
+        d.finish()
+
     def test_a_late_reset_parks_again_with_the_new_reset(self):
         d, srv = self.start([limit(1), limit(1), {"text": "ok"}], sets=WAIT)
         msgs = self.run_prompt(d, "go on", timeout=20)
@@ -363,6 +384,37 @@ class CliUsageWaitTests(CliCase):
         self.assertIn("resume", second["argv"])
         self.assertIn("019e49d4-05e3-7111-9bef-5f4f48c36e88", second["argv"])
         self.assertEqual(self.assistant_ends(msgs)[-1]["stopReason"], "stop")
+        d.finish()
+
+    def test_gemini_clis_daily_quota_parks_until_midnight_pacific_and_abort_retry_ends_it(self):
+        # Gemini CLI 0.61.0's own words for a spent daily quota, which state
+        # no time: Google's daily quotas reset at midnight Pacific time.
+        import datetime
+        import zoneinfo
+        d = self.start("gemini", [{"fixture": "gemini-0.61.0-daily-quota.jsonl", "exit": 1},
+                                  {"fixture": "gemini-success.jsonl"}],
+                       sets=dict(WAIT, **{"retry.maxUsageWaitMs": 25 * 3600 * 1000}))
+        d.send({"type": "prompt", "id": "p", "message": "Fix the tests"})
+        start = d.wait_for(is_type("auto_retry_start"), what="the park")
+        self.assertEqual((start["reason"], start["errorClass"], start["resetSource"]),
+                         ("usage-reset", "usage_limit", "text"))
+        try:
+            pacific = zoneinfo.ZoneInfo("America/Los_Angeles")
+        except zoneinfo.ZoneInfoNotFoundError:
+            self.skipTest("no zoneinfo for America/Los_Angeles here")
+        now = datetime.datetime.now(pacific)
+        midnight = (now + datetime.timedelta(days=1)).replace(hour=0, minute=0, second=0,
+                                                               microsecond=0)
+        reset = datetime.datetime.strptime(start["resetAt"], "%Y-%m-%dT%H:%M:%SZ").replace(
+            tzinfo=datetime.timezone.utc)
+        self.assertLessEqual(abs((reset - midnight).total_seconds()), 2, start["resetAt"])
+        state = d.request({"type": "get_state", "id": "s"})["data"]
+        self.assertEqual(state["usageReset"]["resetAt"], start["resetAt"])
+        d.send({"type": "abort_retry", "id": "a"})
+        end = d.wait_for(is_type("auto_retry_end"), what="auto_retry_end")
+        self.assertEqual((end["success"], end["finalError"]), (False, "Retry cancelled"))
+        d.wait_for(is_type("agent_end"))
+        self.assertEqual(len(self.calls()), 1, "a parked prompt sends nothing before its reset")
         d.finish()
 
     def test_with_the_wait_off_claude_codes_limit_line_ends_the_prompt_saying_when(self):
