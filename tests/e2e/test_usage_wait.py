@@ -5,6 +5,7 @@ a late reset, abort_retry, and the setting off (as before).
 """
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -454,6 +455,57 @@ class RetryctlParkTests(DaemonTestCase):
         self.assertNotIn("\r", p.stderr)
         self.assertNotIn("\033", p.stderr)
 
+
+    def test_on_a_terminal_the_park_is_one_line_counting_down_in_place_then_the_answer(self):
+        import pty
+        import select
+        import subprocess
+        import tempfile
+        import harness
+        tmp = tempfile.mkdtemp(prefix="retryd-e2e-ctl-")
+        env = dict(os.environ, RETRYD=harness.binary_path(), HOME=tmp, TZ="UTC", TERM="xterm",
+                   XDG_CONFIG_HOME=os.path.join(tmp, "c"), XDG_STATE_HOME=os.path.join(tmp, "s"),
+                   XDG_RUNTIME_DIR=tmp)
+        env.pop("NO_COLOR", None)
+        ctl = os.path.join(os.path.dirname(harness.binary_path()), "retryctl")
+        plan = [{"error": "usage limit reached, resets in 2s"}, {"text": "done after the reset"}]
+        master, slave = pty.openpty()
+        p = subprocess.Popen([ctl, "--sim-plan", json.dumps(plan), "--set",
+                              "retry.usageLimitWait=wait", "--set", "retry.usageWaitHeartbeatMs=1000",
+                              "go on"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=slave)
+        os.close(slave)
+        seen = b""
+        deadline = time.monotonic() + scaled(20)
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:         # the other end closed: retryctl is gone
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            elif p.poll() is not None:
+                break
+        out = p.stdout.read().decode()
+        p.wait(scaled(5))
+        os.close(master)
+        self.assertEqual((p.returncode, out), (0, "done after the reset\n"), seen)
+        text = seen.decode("utf-8", "replace")
+        # Each redraw starts with "\r\033[K": the line is rewritten in place.
+        draws = [d for d in text.split("\r\x1b[K") if d.startswith("Usage limit: waiting ")]
+        self.assertGreaterEqual(len(draws), 2, repr(text))
+        left = [float(re.match(r"Usage limit: waiting (\d+(?:\.\d)?)s", d).group(1)) for d in draws]
+        # It counts down in place; once the wait is over the line stays,
+        # saying how long the wait was in all.
+        counting, kept = left[:-1], draws[-1]
+        self.assertEqual(counting, sorted(counting, reverse=True), "the countdown goes down")
+        self.assertLess(counting[-1], 1.0)
+        self.assertTrue(kept.endswith("\r\n") or kept.endswith("\n"), repr(kept))
+        self.assertEqual(left[-1], left[0], "the kept line gives the whole wait")
+        self.assertFalse(any("\n" in d for d in draws[:-1]), "a countdown line of its own")
 
     def test_retryctl_continue_waits_out_a_park_left_by_a_killed_daemon_and_prints_its_answer(self):
         import subprocess
