@@ -178,6 +178,13 @@ static int64_t clamp_ms(int64_t ms)
 	return ms < 0 ? 0 : ms > HINT_MAX_MS ? HINT_MAX_MS : ms;
 }
 
+/* An epoch in ms read as a double, saturated: a time past int64 is the far
+ * future, which clamp_ms makes HINT_MAX_MS (the cast alone is undefined). */
+static int64_t epoch_ms(double x)
+{
+	return x < 9e18 ? (int64_t)x : INT64_MAX;
+}
+
 /* target − now, saturated (both are epoch ms from the parsers below, or a
  * caller's clock). */
 static int64_t until(int64_t target, int64_t now)
@@ -610,13 +617,13 @@ static bool ratelimit_reset_plain(const json_t *headers, int64_t now, int64_t *o
 	if (header_get(headers, "x-ratelimit-reset-ms", &v) && whole_number(&v, &x)) {
 		if (x > 1e12 && now == 0)
 			return false;
-		*out = x > 1e12 ? clamp_ms(until((int64_t)x, now)) : round_ms(x);
+		*out = x > 1e12 ? clamp_ms(until(epoch_ms(x), now)) : round_ms(x);
 		return true;
 	}
 	if (header_get(headers, "x-ratelimit-reset", &v) && whole_number(&v, &x)) {
 		if (x > 1e9 && now == 0)
 			return false;
-		*out = x > 1e9 ? clamp_ms(until((int64_t)(x * MS_PER_S), now)) : round_ms(x * MS_PER_S);
+		*out = x > 1e9 ? clamp_ms(until(epoch_ms(x * MS_PER_S), now)) : round_ms(x * MS_PER_S);
 		return true;
 	}
 	return false;
