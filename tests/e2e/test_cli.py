@@ -613,6 +613,33 @@ class TimeTests(CliCase):
         self.assertEqual(zombie_children(d.proc.pid), [])
         d.finish()
 
+    def test_a_cli_silent_while_it_starts_is_not_a_stall(self):
+        # Node CLIs take seconds to start (more on a loaded machine) before
+        # their first line; the stall clock gives them startupMs for it.
+        d = self.start("claude", [{"lines": [INIT, assistant_text("late"), RESULT_OK],
+                                   "gap": {"after": 0, "ms": 3 * IDLE_MS}}],
+                       sets={"retry.idleTimeoutMs": IDLE_MS})
+        msgs = self.prompt(d, timeout=10 + 3 * IDLE_MS / 1000.0)
+        self.assertEqual(self.of_type(msgs, "auto_retry_start"), [])
+        [final] = self.assistant_ends(msgs)
+        self.assertEqual(text_of(final), "late")
+        self.assertEqual(len(self.calls()), 1)
+        d.finish()
+
+    def test_a_cli_silent_past_its_startup_window_is_a_stall_naming_the_setting(self):
+        d = self.start("claude", [{"lines": [], "stderr": ["Warning: no 256-color support"],
+                                   "hang": True, "child": True},
+                                  {"lines": [INIT, assistant_text("back"), RESULT_OK]}],
+                       sets={"retry.idleTimeoutMs": IDLE_MS,
+                             "providers.claude.startupMs": 2 * IDLE_MS})
+        msgs = self.prompt(d, timeout=10 + 2 * IDLE_MS / 1000.0)
+        failed, final = self.assistant_ends(msgs)
+        self.assertEqual(failed["errorMessage"], "stream stall: no output for %d ms since the "
+                         "start (providers.claude.startupMs)" % (2 * IDLE_MS))
+        self.assertEqual(text_of(final), "back")
+        self.assertEqual(len(self.calls()), 2)
+        d.finish()
+
     def test_an_agent_that_answered_but_hangs_on_exit_keeps_its_answer(self):
         d = self.start("claude", [{"lines": [INIT, assistant_text("all done"), RESULT_OK],
                                    "hang": True, "child": True}],

@@ -77,6 +77,7 @@ START_TEST(test_builtins_compile_and_run_their_documented_argv)
 	check_argv(p, "go on", "P1", NULL, "pi|-p|--mode|json|--session|P1|-e|/pi-no-retry.mjs");
 	ck_assert_int_eq(p->kill_grace_ms, 2000);
 	ck_assert_int_eq(p->timeout_ms, 0);
+	ck_assert_int_eq(p->startup_ms, 30000);
 	ck_assert(p->prompt_stdin);
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(p->models, 0), "id")),
 			 "default");
@@ -181,6 +182,7 @@ START_TEST(test_mistakes_are_refused_naming_the_key)
 		{ "{\"env\":{\"A\":1}}", "providers.t.env.A must be a string or null" },
 		{ "{\"timeoutMs\":-1}", "providers.t.timeoutMs must be an integer from 0 to" },
 		{ "{\"killGraceMs\":\"2s\"}", "providers.t.killGraceMs must be an integer" },
+		{ "{\"startupMs\":-5}", "providers.t.startupMs must be an integer from 0 to" },
 		{ "{\"maxLineBytes\":10}", "providers.t.maxLineBytes must be an integer from 1024" },
 		{ "{\"models\":[]}", "providers.t.models must be a non-empty list of model ids" },
 		{ "{\"command\":\"\"}", "providers.t.command must be a non-empty string" },

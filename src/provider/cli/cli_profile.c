@@ -338,7 +338,7 @@ static const struct kind_info kinds[CLI_RULE_KINDS] = {
 static const char *const top_keys[] = {
 	"type", "argv", "resumeArgv", "promptVia", "sessionId", "text", "thinking", "toolStart",
 	"toolEnd", "retryNotice", "terminal", "command", "args", "env", "secretEnv", "models",
-	"modelArgs", "timeoutMs", "killGraceMs", "maxLineBytes", "setupErrors", "resumeFailed",
+	"modelArgs", "timeoutMs", "startupMs", "killGraceMs", "maxLineBytes", "setupErrors", "resumeFailed",
 	"lostTurnOnError", "resumeContinuesCutText", "ownRetriesOff", "keepOwnRetries", NULL,
 };
 
@@ -683,6 +683,7 @@ static int check_top(struct cli_profile *self, char *err, size_t errlen)
 		return errbuf_set(err, errlen, "providers.%s.models must be a non-empty list of model ids",
 			          self->name);
 	if (get_ms(self, "timeoutMs", 0, 30 * DAY_MS, 0, &self->timeout_ms, err, errlen) != 0 ||
+	    get_ms(self, "startupMs", 0, DAY_MS, 30000, &self->startup_ms, err, errlen) != 0 ||
 	    get_ms(self, "killGraceMs", 0, 600000, 2000, &self->kill_grace_ms, err, errlen) != 0 ||
 	    get_ms(self, "maxLineBytes", 1024, 1LL << 30, 16LL << 20, &self->max_line_bytes, err,
 		   errlen) != 0)

@@ -21,7 +21,7 @@
  *    "terminal":   RULE + {"failed"?, "message"?, "status"?, "inputTokens"?, "outputTokens"?,
  *                  "cacheReadTokens"?, "cacheWriteTokens"?},
  *    "command"?, "args"?, "env"?, "secretEnv"?, "models"?, "modelArgs"?, "timeoutMs"?,
- *    "killGraceMs"?, "maxLineBytes"?,
+ *    "startupMs"?, "killGraceMs"?, "maxLineBytes"?,
  *    "setupErrors"?, "resumeFailed"?, "lostTurnOnError"?, "resumeContinuesCutText"?,
  *    "ownRetriesOff"?, "keepOwnRetries"?}   (the last six: see cli_texts.h)
  *
@@ -97,6 +97,9 @@ struct cli_profile {
 	const char *command;        /* borrowed from cfg: replaces argv[0]; may be NULL */
 	bool prompt_stdin;
 	int64_t timeout_ms;         /* wall clock per attempt; 0: none */
+	int64_t startup_ms;         /* the stall clock's least window before the first
+				     * stdout output: a CLI's start-up (node, auth, a
+				     * session loaded) is not a stall */
 	int64_t kill_grace_ms;      /* SIGTERM to SIGKILL */
 	int64_t max_line_bytes;
 	struct cli_profile_rule *rules[CLI_RULE_KINDS];

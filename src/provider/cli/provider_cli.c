@@ -34,6 +34,7 @@ struct cli_run {
 	struct provider_sink sink;
 	struct retryd_child *child;
 	bool closing, started, paused;
+	bool spoke;                 /* something came on stdout: start-up is over */
 	int64_t exit_status;
 	int term_signal;
 	struct retryd_lines framer;
@@ -500,11 +501,21 @@ static void on_child_done(struct retryd_child *child, const struct retryd_child_
 
 static void on_idle_timer(struct clock_timer *t, void *ctx);
 
+/* The stall clock's window now: retry.idleTimeoutMs, but at least the
+ * profile's startupMs until the CLI first writes to stdout (stderr warnings
+ * come early in a start-up and do not end it). */
+static int64_t idle_window(const struct cli_run *r)
+{
+	int64_t startup = r->owner ? r->owner->profile->startup_ms : 0;
+
+	return !r->spoke && startup > r->idle_ms ? startup : r->idle_ms;
+}
+
 /* Output came (or reading resumed): the stall clock starts again. */
 static void start_idle(struct cli_run *r)
 {
 	if (r->idle_ms > 0 && !r->paused && r->killed[0] == '\0' && !r->closing)
-		clock_timer_start(r->clock, &r->idle, (uint64_t)r->idle_ms, on_idle_timer, r);
+		clock_timer_start(r->clock, &r->idle, (uint64_t)idle_window(r), on_idle_timer, r);
 }
 
 /* Ends a run that overstayed: SIGTERM to the group, SIGKILL after the grace. */
@@ -524,10 +535,14 @@ static void terminate(struct cli_run *r, const char *why)
 static void on_idle_timer(struct clock_timer *t, void *ctx)
 {
 	struct cli_run *r = ctx;
-	char why[96];
+	char why[160];
 
 	(void)t;
-	snprintf(why, sizeof(why), "stream stall: no output for %lld ms", (long long)r->idle_ms);
+	if (idle_window(r) != r->idle_ms)
+		snprintf(why, sizeof(why), "stream stall: no output for %lld ms since the start "
+			 "(providers.%s.startupMs)", (long long)idle_window(r), r->owner->base.name);
+	else
+		snprintf(why, sizeof(why), "stream stall: no output for %lld ms", (long long)r->idle_ms);
 	terminate(r, why);
 }
 
@@ -622,6 +637,8 @@ static void on_child_data(struct retryd_child *child, int fd, const char *data, 
 	struct cli_run *r = ctx;
 
 	(void)child;
+	if (fd == 1 && len > 0)
+		r->spoke = true;
 	start_idle(r);
 	if (fd == 1) {
 		retryd_lines_feed(&r->framer, data, len, on_line, r);
