@@ -518,6 +518,19 @@ class TrueWaitTests(FleetCase):
         stats = b.request({"type": "get_session_stats", "id": "s"})["data"]
         self.assertLess(abs(stats["retry"]["waitedMs"] / 1000.0 - announced), scaled(0.02), stats)
 
+    def assert_hold_announced(self, msgs, srv, b, n, reason, lo, hi):
+        """b's fleet_wait lines all say reason, their delays add up to lo..hi
+        s, and to the hold measured up to its request n; returns them."""
+        waits = events(msgs, "fleet_wait")
+        self.assertGreaterEqual(len(waits), 1, msgs)
+        self.assertEqual({w["reason"] for w in waits}, {reason})
+        announced = sum(w["delayMs"] for w in waits) / 1000.0
+        held = self.held(srv, b, n)
+        self.assertTrue(lo <= announced <= hi, waits)
+        self.assertLess(abs(held - announced), scaled(0.02) + 0.005 * len(waits),
+                        "announced %.3f s, held %.3f s" % (announced, held))
+        return waits
+
     def test_the_announced_pacing_waits_add_up_to_the_hold_a_known_rate_made(self):
         # 60 rpm: one request a 1,050 ms slot (5 % under the rate) for the
         # fleet; b's request after a's waits for the slot after a's.
@@ -527,14 +540,7 @@ class TrueWaitTests(FleetCase):
         self.run_prompt(b, "warm up")
         self.run_prompt(a, "one")
         msgs = self.run_prompt(b, "two")
-        waits = events(msgs, "fleet_wait")
-        self.assertGreaterEqual(len(waits), 1, msgs)
-        self.assertEqual({w["reason"] for w in waits}, {"pacing"})
-        announced = sum(w["delayMs"] for w in waits) / 1000.0
-        held = self.held(srv, b, 2)
-        self.assertTrue(0.3 <= announced <= 1.05, waits)
-        self.assertLess(abs(held - announced), scaled(0.02) + 0.005 * len(waits),
-                        "announced %.3f s, held %.3f s" % (announced, held))
+        self.assert_hold_announced(msgs, srv, b, 2, "pacing", 0.3, 1.05)
 
     def test_the_announced_budget_waits_add_up_to_the_hold_of_a_spent_retry_budget(self):
         # Two daemons' failures spend half the shared budget of 4: a retry
@@ -549,16 +555,9 @@ class TrueWaitTests(FleetCase):
         self.run_prompt(a, "fails")
         msgs = self.run_prompt(b, "two")
         self.assertEqual(text_of(events(msgs, "message_end")[-1]["message"]), "b")
-        waits = events(msgs, "fleet_wait")
-        self.assertGreaterEqual(len(waits), 1, msgs)
-        self.assertEqual({w["reason"] for w in waits}, {"budget"})
+        waits = self.assert_hold_announced(msgs, srv, b, 4, "budget", 0.5, 1.0)
         for w in waits:
             self.assertEqual(w["cause"], "the fleet's retry budget is spent: one retry at a time")
-        announced = sum(w["delayMs"] for w in waits) / 1000.0
-        held = self.held(srv, b, 4)
-        self.assertTrue(0.5 <= announced <= 1.0, waits)
-        self.assertLess(abs(held - announced), scaled(0.02) + 0.005 * len(waits),
-                        "announced %.3f s, held %.3f s" % (announced, held))
 
     def test_the_announced_probe_waits_add_up_to_the_hold_of_an_open_circuit(self):
         # Two daemons' failures in a row open the circuit: the next request
@@ -572,14 +571,7 @@ class TrueWaitTests(FleetCase):
         self.run_prompt(a, "fails")
         msgs = self.run_prompt(b, "two")
         self.assertEqual(text_of(events(msgs, "message_end")[-1]["message"]), "b")
-        waits = events(msgs, "fleet_wait")
-        self.assertGreaterEqual(len(waits), 1, msgs)
-        self.assertEqual({w["reason"] for w in waits}, {"probe"})
-        announced = sum(w["delayMs"] for w in waits) / 1000.0
-        held = self.held(srv, b, 3)
-        self.assertTrue(0.5 <= announced <= 1.0, waits)
-        self.assertLess(abs(held - announced), scaled(0.02) + 0.005 * len(waits),
-                        "announced %.3f s, held %.3f s" % (announced, held))
+        self.assert_hold_announced(msgs, srv, b, 3, "probe", 0.5, 1.0)
 
     def test_every_re_hold_of_a_concurrency_wait_is_announced_and_they_add_up_to_the_hold(self):
         srv = self.server([{"text": "warm"}, {"text": "slow", "delayMs": 900}, {"text": "b"}])

@@ -338,8 +338,9 @@ static const struct kind_info kinds[CLI_RULE_KINDS] = {
 static const char *const top_keys[] = {
 	"type", "argv", "resumeArgv", "promptVia", "sessionId", "text", "thinking", "toolStart",
 	"toolEnd", "retryNotice", "terminal", "command", "args", "env", "secretEnv", "models",
-	"modelArgs", "timeoutMs", "startupMs", "killGraceMs", "maxLineBytes", "setupErrors", "resumeFailed",
-	"lostTurnOnError", "resumeContinuesCutText", "ownRetriesOff", "keepOwnRetries", NULL,
+	"modelArgs", "timeoutMs", "startupMs", "killGraceMs", "maxLineBytes", "setupErrors",
+	"resumeFailed", "lostTurnOnError", "resumeContinuesCutText", "ownRetriesOff",
+	"keepOwnRetries", NULL,
 };
 
 /* An environment variable's name as a shell writes one: [A-Za-z_][A-Za-z0-9_]*. */

@@ -535,12 +535,13 @@ static void terminate(struct cli_run *r, const char *why)
 static void on_idle_timer(struct clock_timer *t, void *ctx)
 {
 	struct cli_run *r = ctx;
+	int64_t window = idle_window(r);
 	char why[160];
 
 	(void)t;
-	if (idle_window(r) != r->idle_ms)
+	if (window != r->idle_ms) /* only with an owner: its profile gave the window */
 		snprintf(why, sizeof(why), "stream stall: no output for %lld ms since the start "
-			 "(providers.%s.startupMs)", (long long)idle_window(r), r->owner->base.name);
+			 "(providers.%s.startupMs)", (long long)window, r->owner->base.name);
 	else
 		snprintf(why, sizeof(why), "stream stall: no output for %lld ms", (long long)r->idle_ms);
 	terminate(r, why);
