@@ -146,14 +146,16 @@ static bool run_scope(struct fleet *f, const char *key, struct fleet_scope_job *
 
 void fleet_apply_int(struct fleet_int_job *j)
 {
-	int64_t gap = fleet_rules_turn_gap(j->p);
+	/* A train leaves at the gap its prober set (a record of a daemon that
+	 * knows none: the waiter's own). */
+	int64_t gap = j->turn_gap > 0 ? j->turn_gap : fleet_rules_turn_gap(j->p, 0);
 
 	if (j->op == 2) {
-		j->until = j->turn = j->turn_end = 0;
+		j->until = j->turn = j->turn_end = j->turn_gap = 0;
 		memset(&j->m, 0, sizeof(j->m));
 	} else if (j->op == 1 && j->kind == 'c') {
 		fleet_rules_exhaust(&j->until, j->p, j->now, j->reset_ms);
-		j->turn = j->turn_end = 0;
+		j->turn = j->turn_end = j->turn_gap = 0;
 	} else if (j->op == 3 && j->kind == 'c') {
 		j->claimed = fleet_rules_claim(&j->until, j->now, FLEET_PROBE_HOLD_MS);
 		if (j->claimed)
@@ -167,8 +169,10 @@ void fleet_apply_int(struct fleet_int_job *j)
 	} else if (j->op == 4 && j->kind == 'c') {
 		j->claimed = j->until > 0;
 		j->until = 0;
-		if (j->claimed && j->success)
-			fleet_rules_turn_start(&j->turn, &j->turn_end, j->now, gap);
+		if (j->claimed && j->success) {
+			j->turn_gap = fleet_rules_turn_gap(j->p, j->rpm_learned);
+			fleet_rules_turn_start(&j->turn, &j->turn_end, j->now, j->turn_gap);
+		}
 	} else if (j->op == 1) {
 		fleet_rules_model_report(&j->m, j->now, j->overload, j->success, j->after,
 					 j->cooldown_ms);
@@ -193,8 +197,11 @@ static void run_int(struct fleet *f, const char *key, struct fleet_int_job *j)
 		j->until = *cred;
 	if (model != NULL)
 		j->m = *model;
-	/* Decided here, a train's slot would be nobody's: turn_unsure instead. */
+	/* Decided here, a train's slot would be nobody's: turn_unsure instead
+	 * (one of the train's gaps, as the record was seen). */
 	j->turn = j->turn_end = 0;
+	if (!j->turn_unsure)
+		j->turn_gap = 0;
 	fleet_apply_int(j);
 	if (cred != NULL)
 		*cred = j->until;
@@ -580,11 +587,13 @@ int fleet_ask(struct fleet *f, const struct fleet_ask *q, struct fleet_answer *a
 
 /* The credential's record after an answer: a usage limit exhausts it; the
  * answer to this daemon's claimed probe replaces the claim's hold with what
- * it says (good: the credential is back). */
-static void tell_credential(struct fleet *f, const struct fleet_tell *t, int64_t now)
+ * it says (good: the credential is back, and its waiters leave at the rate
+ * the scope learned, rpm_learned, which the answer itself may have told). */
+static void tell_credential(struct fleet *f, const struct fleet_tell *t, int64_t now,
+			    int64_t rpm_learned)
 {
 	struct fleet_int_job c = { .kind = 'c', .op = 2, .p = &f->cfg->params, .now = now,
-				   .reset_ms = t->usage_reset_ms };
+				   .reset_ms = t->usage_reset_ms, .rpm_learned = rpm_learned };
 	char key[512];
 	bool probe;
 
@@ -617,7 +626,7 @@ void fleet_tell(struct fleet *f, const struct fleet_tell *t)
 	fleet_scope_name(f, t->provider, t->cred, t->model, scope, sizeof(scope));
 	run_scope(f, scope, &j);
 	if (t->cred != NULL)
-		tell_credential(f, t, now);
+		tell_credential(f, t, now, j.result.rpm_learned);
 	if (t->out.kind != FLEET_OUT_LOCAL) {
 		struct fleet_int_job m = { .kind = 'm', .op = 1, .p = &f->cfg->params, .now = now,
 					   .overload = t->overload,

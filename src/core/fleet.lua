@@ -413,10 +413,16 @@ end
 
 -- fleet_rules_turn_gap, fleet_rules_turn_start, fleet_rules_turn: after a
 -- probe's good answer the waiters leave in turn, one a gap, within a window.
+-- The gap: the configured rate's, else the rate learned (kept in the
+-- credential's record as 'gap' when the train starts), 100 ms at least.
 local TURN_GAP_MS, TURN_WINDOW_MS = 500, 30000
+local TURN_GAP_MIN_MS, TURN_GAP_MAX_MS = 100, 60000
 
-local function turn_gap(p)
+local function turn_gap(p, rpm_learned)
 	if p.rpm > 0 then return max(idiv(60000, p.rpm), 1) end
+	if rpm_learned > 0 then
+		return min(max(idiv(60000, rpm_learned), TURN_GAP_MIN_MS), TURN_GAP_MAX_MS)
+	end
 	return TURN_GAP_MS
 end
 
@@ -462,7 +468,7 @@ local function exhaust_key(key, p, now, reset_ms)
 	local untl = rules_exhaust(old, p, now, reset_ms)
 	-- A usage limit again ends a train; a later until is a reset's wait,
 	-- no longer a claimed probe's.
-	redis.call('HDEL', key, 'turn', 'turn_end')
+	redis.call('HDEL', key, 'turn', 'turn_end', 'gap')
 	if untl ~= old then redis.call('HDEL', key, 'prober') end
 	if untl ~= old or tonumber(redis.call('HGET', key, 'until') or '0') ~= old then
 		redis.call('HSET', key, 'until', fmt(untl))
@@ -476,16 +482,20 @@ end
 local function take_turn(key, p, now)
 	local te = hget(key, 'turn_end', 0, reach(now, TURN_WINDOW_MS))
 	if te <= now then return 0 end
+	local gap = hget(key, 'gap', 0, TURN_GAP_MAX_MS)
+	if gap <= 0 then gap = turn_gap(p, 0) end
 	local wait, t = rules_turn(hget(key, 'turn', 0, turn_bound(reach(now, TURN_WINDOW_MS), p)),
-		te, now, turn_gap(p), p)
+		te, now, gap, p)
 	redis.call('HSET', key, 'turn', fmt(t))
 	return wait
 end
 
--- The prober's good answer: the credential is back, its waiters leave in turn.
-local function start_turns(key, p, now)
-	local t, te = rules_turn_start(now, turn_gap(p))
-	redis.call('HSET', key, 'until', '0', 'turn', fmt(t), 'turn_end', fmt(te))
+-- The prober's good answer: the credential is back, its waiters leave in
+-- turn at the rate the scope learned (rpm_learned).
+local function start_turns(key, p, now, rpm_learned)
+	local gap = turn_gap(p, rpm_learned)
+	local t, te = rules_turn_start(now, gap)
+	redis.call('HSET', key, 'until', '0', 'turn', fmt(t), 'turn_end', fmt(te), 'gap', fmt(gap))
 	expire(key, te, now)
 end
 
@@ -760,7 +770,7 @@ function ops.tell()
 	if cred ~= '' and (outcome(ARGV[8]) == OUT.success or reset >= 0) and
 		redis.call('HGET', ckey, 'prober') == member then
 		redis.call('DEL', ckey)
-		if reset < 0 then start_turns(ckey, p, now) end
+		if reset < 0 then start_turns(ckey, p, now, s.rpm_learned) end
 	end
 	if reset >= 0 then
 		cred_until = exhaust_key(ckey, p, now, reset)

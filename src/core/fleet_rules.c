@@ -242,9 +242,13 @@ bool fleet_rules_claim(int64_t *until, int64_t now, int64_t hold_ms)
 	return true;
 }
 
-int64_t fleet_rules_turn_gap(const struct fleet_params *p)
+int64_t fleet_rules_turn_gap(const struct fleet_params *p, int64_t rpm_learned)
 {
-	return p->rpm > 0 ? max64(60000 / p->rpm, 1) : FLEET_TURN_GAP_MS;
+	if (p->rpm > 0)
+		return max64(60000 / p->rpm, 1);
+	if (rpm_learned > 0)
+		return min64(max64(60000 / rpm_learned, FLEET_TURN_GAP_MIN_MS), FLEET_TURN_GAP_MAX_MS);
+	return FLEET_TURN_GAP_MS;
 }
 
 void fleet_rules_turn_start(int64_t *turn, int64_t *turn_end, int64_t now, int64_t gap)
@@ -472,16 +476,18 @@ unsigned fleet_until_check(int64_t *until, const struct fleet_params *p, int64_t
 			   "until", why, 0);
 }
 
-unsigned fleet_turn_check(int64_t *turn, int64_t *turn_end, const struct fleet_params *p,
-			  int64_t now, struct fleet_refusal *why, unsigned refused)
+unsigned fleet_turn_check(int64_t *turn, int64_t *turn_end, int64_t *gap,
+			  const struct fleet_params *p, int64_t now, struct fleet_refusal *why,
+			  unsigned refused)
 {
 	int64_t later = number_sat_add(now, FLEET_SKEW_MS);
 	unsigned n = keep_within(turn_end, 0, number_sat_add(later, FLEET_TURN_WINDOW_MS), 0,
 				 "turn_end", why, refused);
 
-	return keep_within(turn, 0, fleet_rules_turn_bound(number_sat_add(later,
-									  FLEET_TURN_WINDOW_MS), p),
-			   0, "turn", why, n);
+	n = keep_within(turn, 0, fleet_rules_turn_bound(number_sat_add(later,
+								       FLEET_TURN_WINDOW_MS), p),
+			0, "turn", why, n);
+	return keep_within(gap, 0, FLEET_TURN_GAP_MAX_MS, 0, "gap", why, n);
 }
 
 unsigned fleet_model_check(struct fleet_model *m, int64_t now, int64_t cool_max_ms,

@@ -134,8 +134,13 @@ bool fleet_rules_claim(int64_t *until, int64_t now, int64_t hold_ms);
 #define FLEET_PROBE_HOLD_MS INT64_C(5000)
 
 /* The probe answered well: the daemons that waited for it leave in turn,
- * one every fleet_rules_turn_gap (the configured rate's interval, else
- * FLEET_TURN_GAP_MS), not in the same second. A train starts at the answer
+ * one every fleet_rules_turn_gap, not in the same second: the configured
+ * rate's interval; else the rate the provider announced (the scope's
+ * rpm_learned, as the prober saw it at the answer), but never more than
+ * one every FLEET_TURN_GAP_MIN_MS, for an account's whole rate is not its
+ * reset's; else FLEET_TURN_GAP_MS. The gap is the train's: kept in the
+ * credential's record beside the slots, so every waiter leaves at the rate
+ * the prober learned, whatever it learned itself. A train starts at the answer
  * (*turn: the next free slot, one gap on; *turn_end: the window's end) and
  * gives a slot to every ask that comes within FLEET_TURN_WINDOW_MS of it;
  * after that asks go as ever, so a busy fleet is not paced for good.
@@ -144,8 +149,10 @@ bool fleet_rules_claim(int64_t *until, int64_t now, int64_t hold_ms);
  * limit again ends the train (fleet_rules_exhaust's caller zeroes both).
  * src/core/fleet.lua mirrors them. */
 #define FLEET_TURN_GAP_MS INT64_C(500)
+#define FLEET_TURN_GAP_MIN_MS INT64_C(100)
+#define FLEET_TURN_GAP_MAX_MS INT64_C(60000) /* one a minute, the slowest rate */
 #define FLEET_TURN_WINDOW_MS INT64_C(30000)
-int64_t fleet_rules_turn_gap(const struct fleet_params *p);
+int64_t fleet_rules_turn_gap(const struct fleet_params *p, int64_t rpm_learned);
 void fleet_rules_turn_start(int64_t *turn, int64_t *turn_end, int64_t now, int64_t gap);
 int64_t fleet_rules_turn(int64_t *turn, int64_t turn_end, int64_t now, int64_t gap,
 			 const struct fleet_params *p);
@@ -208,10 +215,12 @@ unsigned fleet_until_check(int64_t *until, const struct fleet_params *p, int64_t
 			   struct fleet_refusal *why);
 /* A credential's train: turn_end 0 .. now + FLEET_TURN_WINDOW_MS, turn
  * 0 .. fleet_rules_turn_bound of that (slots given in the window may run
- * past it). refused: what the caller refused before (why is named only for
- * the first); returns it plus this one's. */
-unsigned fleet_turn_check(int64_t *turn, int64_t *turn_end, const struct fleet_params *p,
-			  int64_t now, struct fleet_refusal *why, unsigned refused);
+ * past it), gap 0 (none kept: the waiter's own) or 1 .. FLEET_TURN_GAP_MAX_MS.
+ * refused: what the caller refused before (why is named only for the
+ * first); returns it plus this one's. */
+unsigned fleet_turn_check(int64_t *turn, int64_t *turn_end, int64_t *gap,
+			  const struct fleet_params *p, int64_t now, struct fleet_refusal *why,
+			  unsigned refused);
 /* A model's record: streak a count, cool_until 0 .. now + cool_max_ms. */
 unsigned fleet_model_check(struct fleet_model *m, int64_t now, int64_t cool_max_ms,
 			   struct fleet_refusal *why);
@@ -257,7 +266,7 @@ size_t fleet_scope_format(const struct fleet_scope *s, char *out, size_t cap);
  * kept: nothing moves earlier. */
 void fleet_scope_merge(struct fleet_scope *mine, const struct fleet_scope *seen);
 int fleet_scope_parse(struct fleet_scope *s, const char *text, size_t len);
-/* A credential's ("until\n", or "until turn turn_end\n" during a train)
+/* A credential's ("until\n", or "until turn turn_end gap\n" during a train)
  * or a model's ("streak cool_until\n") record text: up to n numbers into
  * v[0..n) (0 when absent; numbers past the n-th, a newer daemon's, are
  * not read); all 0 and -1 when it is not such a record (one of the n does

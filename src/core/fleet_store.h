@@ -91,6 +91,8 @@ struct fleet_int_job {
 	bool held;          /* op 3: the ask's reserved wait is over: no second turn */
 	bool turned;        /* op 3: a slot of the train was taken (the record changed) */
 	int64_t turn, turn_end; /* a credential's train (fleet_rules_turn) */
+	int64_t turn_gap;   /* the train's gap as its record keeps it (0: none kept) */
+	int64_t rpm_learned; /* op 4: the scope's learned rate, the train's pace */
 	bool turn_unsure;   /* op 3: a train runs, but the store could not take its slot */
 	int64_t member;     /* op 3: who asks (a claim names it the prober) */
 	int64_t prober;     /* op 3: whose claimed probe holds the credential (0: none) */

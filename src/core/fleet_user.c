@@ -126,18 +126,19 @@ static long int_update(void *ctx, const char *old, size_t len, char *out, size_t
 	struct fleet_int_job *j = c->j;
 	int64_t now = clock_wall_ms(c->f->cfg->clock);
 	struct fleet_refusal why;
-	int64_t v[3] = { 0, 0, 0 };
+	int64_t v[4] = { 0, 0, 0, 0 };
 	int n;
 
 	if (old != NULL && len > 0)
-		fleet_ints_parse(old, len, v, j->kind == 'c' ? 3 : 2);
+		fleet_ints_parse(old, len, v, j->kind == 'c' ? 4 : 2);
 	if (j->kind == 'c') {
 		j->until = v[0];
 		j->turn = v[1];
 		j->turn_end = v[2];
+		j->turn_gap = v[3];
 		n = (int)fleet_until_check(&j->until, &c->f->cfg->params, now, &why);
-		n = (int)fleet_turn_check(&j->turn, &j->turn_end, &c->f->cfg->params, now, &why,
-					  (unsigned)n);
+		n = (int)fleet_turn_check(&j->turn, &j->turn_end, &j->turn_gap, &c->f->cfg->params,
+					  now, &why, (unsigned)n);
 	} else {
 		j->m.streak = v[0];
 		j->m.cool_until = v[1];
@@ -152,8 +153,8 @@ static long int_update(void *ctx, const char *old, size_t len, char *out, size_t
 	/* The train's numbers only while it runs (until is then 0): a record
 	 * without them is what a daemon that knows no trains reads. */
 	if (j->kind == 'c' && j->turn_end > now)
-		n = snprintf(out, cap, "%lld %lld %lld\n", (long long)j->until,
-			     (long long)j->turn, (long long)j->turn_end);
+		n = snprintf(out, cap, "%lld %lld %lld %lld\n", (long long)j->until,
+			     (long long)j->turn, (long long)j->turn_end, (long long)j->turn_gap);
 	else if (j->kind == 'c')
 		n = snprintf(out, cap, "%lld\n", (long long)j->until);
 	else
@@ -363,16 +364,18 @@ static void glance_cred(struct fleet *f, const char *path, struct fleet_int_job 
 {
 	char buf[LOCKFILE_MAX], err[256];
 	struct fleet_refusal why;
-	int64_t now = clock_wall_ms(f->cfg->clock), v[3];
+	int64_t now = clock_wall_ms(f->cfg->clock), v[4];
 	size_t len;
 
 	if (lockfile_glance(path, buf, sizeof(buf), &len, err, sizeof(err)) != LOCKFILE_OK ||
-	    len == 0 || fleet_ints_parse(buf, len, v, 3) != 0)
+	    len == 0 || fleet_ints_parse(buf, len, v, 4) != 0)
 		return;
 	if (fleet_until_check(&v[0], &f->cfg->params, now, &why) +
-		    fleet_turn_check(&v[1], &v[2], &f->cfg->params, now, &why, 0) == 0 &&
-	    v[0] <= now && v[2] > now)
+		    fleet_turn_check(&v[1], &v[2], &v[3], &f->cfg->params, now, &why, 0) == 0 &&
+	    v[0] <= now && v[2] > now) {
 		j->turn_unsure = true;
+		j->turn_gap = v[3];
+	}
 }
 
 /* The same for a credential's or a model's record. */

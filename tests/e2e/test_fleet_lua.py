@@ -574,6 +574,26 @@ class AskTellTests(FleetLuaCase):
         self.tell(now=2700, member="2", cred="k1", outcome="answered", usage_reset=9000, p=p)
         self.assertEqual(self.ask(now=2800, member="3", p=p)["cred"], -1)
 
+    def test_the_train_after_a_probe_leaves_at_the_rate_its_answer_announced(self):
+        # The prober's good answer carried 300 requests a minute: the train
+        # keeps a gap of 200 ms in the key's record, and the waiters (who
+        # pass no rate of their own) leave on it, faster than 500 ms.
+        self.tell(now=1000, cred="k1", outcome="answered", usage_reset=1000)
+        self.assertEqual(self.ask(now=2500, member="1")["cred"], 0)  # the probe
+        self.tell(now=2600, member="1", cred="k1", outcome="success", rpm_limit=300)
+        ckey, = [k for k in self.keys() if k.startswith(PREFIX + "c:")]
+        self.assertEqual(self.r.call("HGET", ckey, "gap"), "200")
+        waits = [self.ask(now=2600, member=str(2 + i))["wait"] for i in range(3)]
+        self.assertEqual(waits, [200, 400, 600])
+        # A gap past one a minute (a hostile record) is refused: the default.
+        self.r.call("HSET", ckey, "gap", "99999999999")
+        # The next slot stands (800), the one after it is the default gap on.
+        self.assertEqual([self.ask(now=2600, member=m)["wait"] for m in ("8", "9")],
+                         [800, 800 + 500])
+        # A limit again ends the train, gap and all.
+        self.tell(now=2700, member="2", cred="k1", outcome="answered", usage_reset=9000)
+        self.assertIsNone(self.r.call("HGET", ckey, "gap"))
+
     def test_a_held_ask_goes_on_its_slot_unless_its_credential_was_spent_meanwhile(self):
         self.tell(cred="k1", outcome="success", rpm_limit=60)
         first = self.ask(now=1000, creds=("k1", "k2"))

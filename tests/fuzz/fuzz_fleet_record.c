@@ -136,20 +136,23 @@ static void fuzz_pair(const char *text, size_t len, const struct fleet_params *p
 	fuzz_train(text, len, p, now);
 }
 
-/* A credential's record with its train ("until turn turn_end"): once
- * checked, no slot lies past the train's bound, and a record that is
- * refused whole has no train left. */
+/* A credential's record with its train ("until turn turn_end gap"): once
+ * checked, the gap is one a train can have, no slot lies past the train's
+ * bound, and a record that is refused whole has no train left. */
 static void fuzz_train(const char *text, size_t len, const struct fleet_params *p, int64_t now)
 {
 	struct fleet_refusal why;
-	int64_t v[3], gap = fleet_rules_turn_gap(p), bound;
+	int64_t v[4], gap, bound;
 
-	if (fleet_ints_parse(text, len, v, 3) != 0)
+	if (fleet_ints_parse(text, len, v, 4) != 0)
 		return;
 	(void)fleet_until_check(&v[0], p, now, &why);
-	(void)fleet_turn_check(&v[1], &v[2], p, now, &why, 0);
+	(void)fleet_turn_check(&v[1], &v[2], &v[3], p, now, &why, 0);
 	FUZZ_CHECK(v[2] >= 0 && v[2] <= now + FLEET_SKEW_MS + FLEET_TURN_WINDOW_MS,
 		   "turn_end %lld", (long long)v[2]);
+	FUZZ_CHECK(v[3] >= 0 && v[3] <= FLEET_TURN_GAP_MAX_MS, "gap %lld", (long long)v[3]);
+	gap = v[3] > 0 ? v[3] : fleet_rules_turn_gap(p, v[0]);
+	FUZZ_CHECK(gap >= 1, "gap %lld", (long long)gap);
 	bound = fleet_rules_turn_bound(v[2], p);
 	for (int i = 0; i < 4; i++) {
 		int64_t w = fleet_rules_turn(&v[1], v[2], now, gap, p);

@@ -51,8 +51,8 @@ START_TEST(test_a_train_gives_slots_one_gap_apart_up_to_its_bound_then_ends)
 
 	fleet_params_default(&p);
 	p.max_block_ms = 1000;
-	ck_assert_int_eq(fleet_rules_turn_gap(&p), FLEET_TURN_GAP_MS);
-	fleet_rules_turn_start(&turn, &end, 2600, fleet_rules_turn_gap(&p));
+	ck_assert_int_eq(fleet_rules_turn_gap(&p, 0), FLEET_TURN_GAP_MS);
+	fleet_rules_turn_start(&turn, &end, 2600, fleet_rules_turn_gap(&p, 0));
 	bound = fleet_rules_turn_bound(end, &p);
 	ck_assert_int_eq(bound, 2600 + 30000 + 1000 + 63000 + 4 * 2000);
 	ck_assert_int_eq(fleet_rules_turn(&turn, end, 2600, 500, &p), 500);
@@ -63,9 +63,43 @@ START_TEST(test_a_train_gives_slots_one_gap_apart_up_to_its_bound_then_ends)
 	ck_assert_int_le(turn, bound);
 	ck_assert_int_eq(fleet_rules_turn(&turn, end, end, 500, &p), 0); /* the window is over */
 	p.rpm = 30;
-	ck_assert_int_eq(fleet_rules_turn_gap(&p), 2000);
+	ck_assert_int_eq(fleet_rules_turn_gap(&p, 0), 2000);
 	p.rpm = 1000000;
-	ck_assert_int_eq(fleet_rules_turn_gap(&p), 1);
+	ck_assert_int_eq(fleet_rules_turn_gap(&p, 0), 1);
+}
+END_TEST
+
+START_TEST(test_a_train_leaves_at_the_learned_rate_unless_one_is_set_never_ten_a_second)
+{
+	struct fleet_params p;
+
+	fleet_params_default(&p);
+	ck_assert_int_eq(fleet_rules_turn_gap(&p, 20), 3000);     /* slower than the default */
+	ck_assert_int_eq(fleet_rules_turn_gap(&p, 300), 200);     /* faster */
+	ck_assert_int_eq(fleet_rules_turn_gap(&p, 60000), FLEET_TURN_GAP_MIN_MS);
+	ck_assert_int_eq(fleet_rules_turn_gap(&p, FLEET_RPM_MAX), FLEET_TURN_GAP_MIN_MS);
+	p.rpm = 30;                                                /* the user's word first */
+	ck_assert_int_eq(fleet_rules_turn_gap(&p, 300), 2000);
+}
+END_TEST
+
+START_TEST(test_a_trains_kept_gap_is_refused_outside_one_a_minute)
+{
+	struct fleet_params p;
+	struct fleet_refusal why = { 0 };
+	int64_t now = 1000000, turn = now + 500, end = now + 1000, gap;
+
+	fleet_params_default(&p);
+	gap = 3000;
+	ck_assert_uint_eq(fleet_turn_check(&turn, &end, &gap, &p, now, &why, 0), 0);
+	ck_assert_int_eq(gap, 3000);
+	gap = FLEET_TURN_GAP_MAX_MS + 1;
+	ck_assert_uint_eq(fleet_turn_check(&turn, &end, &gap, &p, now, &why, 0), 1);
+	ck_assert_int_eq(gap, 0);
+	ck_assert_str_eq(why.field, "gap");
+	gap = -5;
+	ck_assert_uint_eq(fleet_turn_check(&turn, &end, &gap, &p, now, &why, 0), 1);
+	ck_assert_int_eq(gap, 0);
 }
 END_TEST
 
@@ -544,6 +578,8 @@ Suite *fleet_rules_suite(void)
 	tcase_add_test(tc, test_a_redis_answer_out_of_range_is_refused_whole_and_names_the_element);
 	tcase_add_test(tc, test_saturating_sums_stop_at_the_int64_ends);
 	tcase_add_test(tc, test_a_train_gives_slots_one_gap_apart_up_to_its_bound_then_ends);
+	tcase_add_test(tc, test_a_train_leaves_at_the_learned_rate_unless_one_is_set_never_ten_a_second);
+	tcase_add_test(tc, test_a_trains_kept_gap_is_refused_outside_one_a_minute);
 	tcase_add_test(tc, test_a_credential_record_with_newer_fields_is_read_for_the_ones_it_knows);
 	tcase_add_test(tc, test_a_glanced_record_adds_its_later_block_but_never_moves_ours_earlier);
 	suite_add_tcase(s, tc);
