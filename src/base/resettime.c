@@ -48,12 +48,22 @@ bool resettime_zone_known(const char *zone)
 
 /* A named zone's offset at t, read from its zoneinfo file (base/tzif) at
  * each use: no TZ switched, so nothing here touches the environment a
- * thread beside may be reading. UTC and GMT need no file. */
+ * thread beside may be reading. UTC and GMT need no file. The files are
+ * where the C library looks: TZDIR when it names an absolute folder
+ * (a system with zoneinfo elsewhere, a user's own zone files), else
+ * /usr/share/zoneinfo. */
 #define ZONE_FILE_MAX (256 * 1024)
+
+static const char *zone_dir(void)
+{
+	const char *dir = getenv("TZDIR");
+
+	return dir != NULL && dir[0] == '/' ? dir : "/usr/share/zoneinfo";
+}
 
 static bool zone_offset(const char *zone, int64_t t, int32_t *off)
 {
-	char path[300];
+	char path[4400];
 	unsigned char *buf;
 	struct stat st;
 	size_t got = 0;
@@ -64,7 +74,8 @@ static bool zone_offset(const char *zone, int64_t t, int32_t *off)
 		*off = 0;
 		return true;
 	}
-	if (snprintf(path, sizeof(path), "/usr/share/zoneinfo/%s", zone) >= (int)sizeof(path))
+	if (zone[0] == '/' || strstr(zone, "..") != NULL ||
+	    snprintf(path, sizeof(path), "%s/%s", zone_dir(), zone) >= (int)sizeof(path))
 		return false;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)

@@ -6,8 +6,10 @@ a late reset, abort_retry, and the setting off (as before).
 import json
 import os
 import re
+import shutil
 import signal
 import sys
+import tempfile
 import time
 
 from harness import DaemonTestCase, is_response, is_type, role_of, scaled, text_of, timing_sensitive
@@ -385,6 +387,38 @@ class CliUsageWaitTests(CliCase):
         self.assertIn("resume", second["argv"])
         self.assertIn("019e49d4-05e3-7111-9bef-5f4f48c36e88", second["argv"])
         self.assertEqual(self.assistant_ends(msgs)[-1]["stopReason"], "stop")
+        d.finish()
+
+    def test_gemini_clis_daily_quota_parks_until_midnight_pacific_and_resumes_its_session(self):
+        # Midnight Pacific brought to a few seconds from now: the daemon
+        # reads America/Los_Angeles from TZDIR, here a zone file whose one
+        # offset puts local midnight 6 s ahead.
+        import struct
+        now = int(time.time())
+        off = -(now + 6) % 86400
+        off = off - 86400 if off > 43200 else off
+        zdir = tempfile.mkdtemp(prefix="retryd-e2e-zoneinfo-")
+        self.addCleanup(shutil.rmtree, zdir, True)
+        os.makedirs(os.path.join(zdir, "America"))
+        with open(os.path.join(zdir, "America", "Los_Angeles"), "wb") as f:
+            f.write(struct.pack(">4sc15x6I", b"TZif", b"\0", 0, 0, 0, 0, 1, 4) +
+                    struct.pack(">iBB", off, 0, 0) + b"TST\0")
+        d = self.start("gemini", [{"fixture": "gemini-0.61.0-daily-quota.jsonl", "exit": 1},
+                                  {"fixture": "gemini-success.jsonl"}],
+                       sets=WAIT, env={"TZDIR": zdir})
+        msgs = self.prompt(d, "Fix the tests", timeout=20)
+        [start] = self.of_type(msgs, "auto_retry_start")
+        self.assertEqual((start["reason"], start["resetSource"]), ("usage-reset", "text"))
+        import calendar
+        reset = calendar.timegm(time.strptime(start["resetAt"], "%Y-%m-%dT%H:%M:%SZ"))
+        self.assertLessEqual(abs(reset - (now + 6)), 1, start["resetAt"])
+        first, second = self.calls()
+        # The same Gemini session, told to go on.
+        self.assertIn("--resume", second["argv"])
+        self.assertIn("af62a29e-9d99-4205-9ad1-392d3adbbe5a", second["argv"])
+        self.assertEqual(self.assistant_ends(msgs)[-1]["stopReason"], "stop")
+        [end] = self.of_type(msgs, "auto_retry_end")
+        self.assertTrue(end["success"])
         d.finish()
 
     def test_gemini_clis_daily_quota_parks_until_midnight_pacific_and_abort_retry_ends_it(self):

@@ -3,8 +3,11 @@
  * (12 and 24 h, today or the next day, tomorrow, dates, DST), Gemini's
  * daily quota, and the texts that state no reset. "now" is fixed. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/resettime.h"
 
@@ -152,12 +155,54 @@ START_TEST(test_the_callers_tz_is_left_as_it_was)
 }
 END_TEST
 
+/* A TZif version 1 file of one type and no transitions: off_s always. */
+static void write_zone(const char *path, int32_t off_s)
+{
+	unsigned char b[44 + 6 + 4] = { 'T', 'Z', 'i', 'f' };
+	FILE *f;
+
+	b[20 + 4 * 4 + 3] = 1;           /* typecnt */
+	b[20 + 5 * 4 + 3] = 4;           /* charcnt */
+	for (int i = 0; i < 4; i++)
+		b[44 + i] = (unsigned char)((uint32_t)off_s >> (24 - 8 * i));
+	memcpy(b + 50, "TST", 4);
+	f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(b, 1, sizeof(b), f), sizeof(b));
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(test_zone_files_are_read_from_tzdir_as_the_c_library_reads_them)
+{
+	char dir[] = "/tmp/retryd-check-tzdir-XXXXXX", sub[64], path[96];
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/America", dir);
+	ck_assert_int_eq(mkdir(sub, 0700), 0);
+	snprintf(path, sizeof(path), "%s/Los_Angeles", sub);
+	write_zone(path, -3 * 3600);     /* Pacific moved to -3 h */
+	setenv("TZDIR", dir, 1);
+	/* Midnight at -3 h is 03:00Z; an Anchorage the folder lacks is no zone. */
+	ck_assert_int_eq(at("Quota exceeded for quota metric 'Generate Content API requests per day'",
+			    NOW, NULL), NOW + 3 * HOUR);
+	none("resets 11pm (America/Anchorage)", NULL);
+	/* A relative TZDIR is not a folder the C library would use either. */
+	setenv("TZDIR", "zoneinfo", 1);
+	ck_assert_int_eq(at("resets 11pm (America/Anchorage)", NOW, NULL), NOW + 8 * HOUR);
+	unsetenv("TZDIR");
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(rmdir(sub), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 Suite *resettime_suite(void)
 {
 	Suite *s = suite_create("resettime");
 	TCase *tc = tcase_create("forms");
 
 	tcase_add_test(tc, test_claude_code_limit_line_in_its_named_zone);
+	tcase_add_test(tc, test_zone_files_are_read_from_tzdir_as_the_c_library_reads_them);
 	tcase_add_test(tc, test_codex_durations_and_clock_times_in_the_local_zone);
 	tcase_add_test(tc, test_a_time_a_change_of_offset_skips_or_repeats_is_read_as_mktime_reads_it);
 	tcase_add_test(tc, test_tomorrow_dates_and_midnight);
