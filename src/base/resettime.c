@@ -214,8 +214,11 @@ static const char *read_date(const char *p, struct when *w)
 		w->mday = d;
 		p = q;
 		q = skip_spaces(q);
-		if (isdigit((unsigned char)q[0]) && isdigit((unsigned char)q[3]) &&
-		    !isdigit((unsigned char)q[4]) && q[2] != ':' && (y = number(&q, 4)) >= 1970) {
+		/* A year: four digits, each looked at only once the one before
+		 * is there (the text may end after any of them). */
+		if (isdigit((unsigned char)q[0]) && isdigit((unsigned char)q[1]) &&
+		    isdigit((unsigned char)q[2]) && isdigit((unsigned char)q[3]) &&
+		    !isdigit((unsigned char)q[4]) && (y = number(&q, 4)) >= 1970) {
 			w->year = y;
 			p = q;
 		}

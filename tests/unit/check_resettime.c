@@ -90,6 +90,9 @@ START_TEST(test_tomorrow_dates_and_midnight)
 	ck_assert_int_eq(at("resets December 31st at 11pm", NOW, "UTC"), NOW - HOUR);
 	/* Now is midnight exactly: "12am" is the next one. */
 	ck_assert_int_eq(at("resets 12am (UTC)", NOW, NULL), NOW + 24 * HOUR);
+	/* A date whose year is cut by the text's end: nothing read past it
+	 * (fuzz_resettime's find, under ASan). */
+	ck_assert_int_eq(at("resets dec 5 2", NOW, "UTC"), INT64_C(1796428800000));
 }
 END_TEST
 
