@@ -388,6 +388,12 @@ static void log_decision(const struct retry_decision *d, const struct retry_outc
 		  d->final_error ? d->final_error : o->error_message);
 }
 
+static const char *fleet_who(struct chain *self)
+{
+	return fleet_provider_id(self->cfg.provider->name, self->cfg.provider->base_url,
+				 self->fleet_provider, sizeof(self->fleet_provider));
+}
+
 static void stop_on_block(struct chain *self, struct retry_decision *d,
 			  const struct retry_policy *policy);
 
@@ -425,7 +431,7 @@ static void report(struct chain *self, const struct retry_decision *d,
 	    (d->reason == RETRY_REASON_BACKOFF || d->reason == RETRY_REASON_SERVER_HINT)) {
 		/* Another daemon's word holds the scope longer than this wait:
 		 * say so now, rather than in a fleet_wait after the backoff. */
-		int64_t left = fleet_known_block(self->cfg.fleet, self->cfg.provider->name,
+		int64_t left = fleet_known_block(self->cfg.fleet, fleet_who(self),
 						 self->fleet_cred, self->fallback.model, NULL) -
 			       wall_ms(self);
 
@@ -720,7 +726,7 @@ static void stop_on_block(struct chain *self, struct retry_decision *d,
 	if (self->cfg.fleet == NULL || d->action != RETRY_ACT_WAIT || policy->max_delay_ms <= 0 ||
 	    (d->reason != RETRY_REASON_BACKOFF && d->reason != RETRY_REASON_SERVER_HINT))
 		return;
-	left = fleet_known_block(self->cfg.fleet, self->cfg.provider->name, self->fleet_cred,
+	left = fleet_known_block(self->cfg.fleet, fleet_who(self), self->fleet_cred,
 				 self->fallback.model, &who) - wall_ms(self);
 	if (left <= d->delay_ms + 100 || left <= policy->max_delay_ms)
 		return;
@@ -741,7 +747,7 @@ static void ask_fleet(struct chain *self, bool held)
 	const json_t *fallbacks = json_object_get(self->policy.json, "fallbackModels");
 	const char *creds[32], *models[33];
 	char fps[32][17];
-	struct fleet_ask q = { .provider = self->cfg.provider->name, .creds = creds,
+	struct fleet_ask q = { .provider = fleet_who(self), .creds = creds,
 			       .models = models, .retry = self->retry.attempt > 0,
 			       .held = held };
 	struct fleet_answer a;
@@ -926,7 +932,7 @@ static void tell_fleet(struct chain *self, const struct provider_result *r,
 		       const struct policy_verdict *v, const struct retry_policy *policy)
 {
 	struct fleet_tell t = {
-		.provider = self->cfg.provider->name,
+		.provider = fleet_who(self),
 		.cred = self->fleet_cred,
 		.model = self->fallback.model,
 		.out = { .kind = fleet_kind(r, v), .block_ms = -1,
@@ -1174,19 +1180,19 @@ json_t *chain_fleet_state(struct chain *self)
 	char fp[17];
 	const char *cred = chain_credential_fingerprint(self, fp);
 
-	return fleet_state(self->cfg.fleet, self->cfg.provider->name, cred, self->fallback.model);
+	return fleet_state(self->cfg.fleet, fleet_who(self), cred, self->fallback.model);
 }
 
 json_t *chain_fleet_clear(struct chain *self)
 {
-	char fp[17], scope[160];
+	char fp[17], scope[FLEET_SCOPE_MAX];
 	const char *cred;
 	int n;
 
 	if (self->cfg.fleet == NULL)
 		return json_pack("{s:i}", "cleared", 0);
 	cred = chain_credential_fingerprint(self, fp);
-	n = fleet_clear(self->cfg.fleet, self->cfg.provider->name, cred, self->fallback.model,
+	n = fleet_clear(self->cfg.fleet, fleet_who(self), cred, self->fallback.model,
 			scope, sizeof(scope));
 	LOG_INFO("fleet: fleet_clear on %s", scope);
 	return json_pack("{s:i, s:s, s:s}", "cleared", n, "scope", scope, "mode",

@@ -140,6 +140,8 @@ struct chain {
 
 	struct fleet_answer fleet_ans;  /* the last answer: its scope and lease */
 	const char *fleet_cred;         /* the fingerprint the attempt runs with, or NULL */
+	/* fleet_provider_id of the provider, made at each use (set_model may switch it) */
+	char fleet_provider[FLEET_PROVIDER_ID_MAX];
 	char fleet_fp[17];
 	enum fleet_reason hold_reason;  /* the attempt's last fleet_wait reason (GO: none yet) */
 	/* The last attempt's answer to "how can the next one go on?". */

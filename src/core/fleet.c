@@ -5,9 +5,11 @@
  * core/fleet_user.c and core/fleet_redis.c. */
 #include "core/fleet.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/errbuf.h"
 #include "base/log.h"
@@ -43,12 +45,56 @@ const char *fleet_scope_kind_name(const struct fleet *f)
 									     : "provider";
 }
 
+static uint64_t fnv1a(const char *s, size_t n)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+	return h;
+}
+
 uint64_t fleet_rand(struct fleet *f)
 {
 	f->rng ^= f->rng >> 12;
 	f->rng ^= f->rng << 25;
 	f->rng ^= f->rng >> 27;
 	return f->rng * 2685821657736338717ULL;
+}
+
+const char *fleet_provider_id(const char *name, const char *base_url, char *out, size_t cap)
+{
+	const char *p = base_url != NULL ? strstr(base_url, "://") : NULL, *end, *at;
+	char host[300];
+	size_t n = 0;
+	bool https;
+
+	if (p == NULL || p[3] == '\0') {
+		snprintf(out, cap, "%s", name);
+		return out;
+	}
+	https = p - base_url == 5 && strncasecmp(base_url, "https", 5) == 0;
+	p += 3;
+	end = p + strcspn(p, "/?#");
+	/* user:password@host: the part before the last @ is no place. */
+	for (at = p; at < end; at++)
+		if (*at == '@')
+			p = at + 1;
+	for (; p < end && n + 1 < sizeof(host); p++)
+		host[n++] = (char)tolower((unsigned char)*p);
+	host[n] = '\0';
+	if ((https && n > 4 && strcmp(host + n - 4, ":443") == 0) ||
+	    (!https && n > 3 && strcmp(host + n - 3, ":80") == 0))
+		host[n - (https ? 4 : 3)] = '\0';
+	n = strlen(host);
+	if (n == 0)
+		snprintf(out, cap, "%s", name);
+	else if (n <= 64)
+		snprintf(out, cap, "%s@%s", name, host);
+	else
+		snprintf(out, cap, "%s@%.48s~%016llx", name, host,
+			 (unsigned long long)fnv1a(host, n));
+	return out;
 }
 
 void fleet_scope_name(const struct fleet *f, const char *provider, const char *cred,
@@ -471,7 +517,7 @@ void fleet_ask_local(struct fleet *f, const struct fleet_ask *q, struct fleet_an
 		/* Nor did this daemon learn a rate: the one the fleet learned for
 		 * the provider and model under another of these credentials. */
 		struct fleet_scope_job r = { .op = FLEET_OP_READ, .f = f };
-		char other[160];
+		char other[FLEET_SCOPE_MAX];
 
 		if ((int)i == a->cred)
 			continue;
@@ -615,7 +661,7 @@ static void tell_credential(struct fleet *f, const struct fleet_tell *t, int64_t
 void fleet_tell(struct fleet *f, const struct fleet_tell *t)
 {
 	int64_t now = clock_wall_ms(f->cfg->clock);
-	char scope[160], key[512];
+	char scope[FLEET_SCOPE_MAX], key[512];
 	struct fleet_outcome out = t->out;
 	struct fleet_scope_job j = { .op = FLEET_OP_REPORT, .f = f, .now = now, .out = &out };
 
@@ -652,7 +698,7 @@ void fleet_done(struct fleet *f)
 int64_t fleet_known_block(struct fleet *f, const char *provider, const char *cred,
 			  const char *model, struct fleet_answer *who)
 {
-	char scope[160];
+	char scope[FLEET_SCOPE_MAX];
 	struct fleet_scope *s;
 
 	fleet_scope_name(f, provider, cred, model, scope, sizeof(scope));
@@ -708,7 +754,7 @@ int fleet_clear(struct fleet *f, const char *provider, const char *cred, const c
 
 json_t *fleet_state(struct fleet *f, const char *provider, const char *cred, const char *model)
 {
-	char scope[160];
+	char scope[FLEET_SCOPE_MAX];
 	struct fleet_scope s;
 	struct fleet_scope_job j = { .op = FLEET_OP_READ, .f = f };
 	struct fleet_store_state store = { .connected = true };

@@ -77,6 +77,8 @@ struct fleet_ask {
 				     * and model it goes without taking a second slot */
 };
 
+/* A scope's name: the provider's id, a credential's fingerprint and a model. */
+#define FLEET_SCOPE_MAX 384
 struct fleet_answer {
 	int64_t wait_ms;            /* 0: send now */
 	enum fleet_reason reason;
@@ -90,7 +92,7 @@ struct fleet_answer {
 	bool reserved;              /* the wait is a reserved slot: go when it is over,
 				     * without asking again */
 	bool local;                 /* decided on local records (store busy or down) */
-	char scope[160];            /* the scope decided on, for fleet_wait */
+	char scope[FLEET_SCOPE_MAX]; /* the scope decided on, for fleet_wait */
 	/* The scope's block as its record names it (0s: none, or a record
 	 * older than these fields): when it was seen (wall ms), by which
 	 * member, the answer's HTTP status, the wait the server asked. */
@@ -106,6 +108,16 @@ typedef void (*fleet_answer_fn)(void *ctx, const struct fleet_answer *a);
 int fleet_ask(struct fleet *f, const struct fleet_ask *q, struct fleet_answer *a,
 	      fleet_answer_fn cb, void *ctx);
 void fleet_cancel(struct fleet *f);
+
+/* Who a provider is to the fleet: its name, and where it is when it has a
+ * base URL ("local@127.0.0.1:8000", "openai@api.openai.com"): two servers
+ * a user calls by one name (a "local" of each project, each on its own
+ * port) are two, and share no block. The host and port only, lowercased,
+ * the scheme's own port dropped, any user:password@ left out (a secret);
+ * a long host is cut and a hash of it kept (FLEET_PROVIDER_ID_MAX holds
+ * any with a name of up to 80 bytes). Returns out. */
+#define FLEET_PROVIDER_ID_MAX 160
+const char *fleet_provider_id(const char *name, const char *base_url, char *out, size_t cap);
 
 /* After an attempt (borrowed for the call). */
 struct fleet_tell {

@@ -41,7 +41,7 @@ def arrivals(d, t):
     return [ln.t for ln in list(d.lines) if isinstance(ln.obj, dict) and ln.obj.get("type") == t]
 
 
-REFUSAL = (r"^the provider asked another retryd of yours to wait 600 s \(fleet: fake\|[0-9a-f]+\|m1, "
+REFUSAL = (r"^the provider asked another retryd of yours to wait 600 s \(fleet: fake@127\.0\.0\.1:\d+\|[0-9a-f]+\|m1, "
            r"seen \d+ (?:ms|s) ago\); exceeds retry\.maxDelayMs 1000; retryctl fleet clear drops it")
 
 
@@ -86,7 +86,7 @@ class ServerWordTests(FleetCase):
         self.assertEqual(len(waits), 1, msgs)
         self.assertEqual(waits[0]["reason"], "server-block")
         self.assertTrue(500 <= waits[0]["delayMs"] <= 2000, waits[0])
-        self.assertIn("fake|", waits[0]["scope"])
+        self.assertIn("fake@127.0.0.1:%d|" % srv.port, waits[0]["scope"])
         self.assertNotIn(KEY_A, json.dumps(waits[0]))
         # The hold comes inside the turn, before the attempt's message_start.
         kinds = [m["type"] for m in msgs]
@@ -280,7 +280,9 @@ class ProviderScopeTests(FleetCase):
         d = self.daemon(srv, sets={"fleet.providerScopes": {"fake": "provider"},
                                    "fleet.scope": "model"})
         fleet = self.state(d)["fleet"]
-        self.assertEqual((fleet["scopeKind"], fleet["scope"]), ("provider", "fake"))
+        # The provider and where it is: the server's host and port.
+        self.assertEqual((fleet["scopeKind"], fleet["scope"]),
+                         ("provider", "fake@127.0.0.1:%d" % srv.port))
 
     def test_a_bad_provider_scope_is_refused_at_start(self):
         d = Daemon(args=["--no-session"], sets={"fleet.providerScopes": {"sim": "org"}},
@@ -311,11 +313,11 @@ class RetryctlFleetTests(FleetCase):
         self.run_prompt(a, "the 429")
         p = self.retryctl(srv, "status")
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("mode user, scope fake|", p.stdout)
+        self.assertIn("mode user, scope fake@127.0.0.1:%d|" % srv.port, p.stdout)
         self.assertIn("blocked for", p.stdout)
         p = self.retryctl(srv, "clear")
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("fleet cleared: fake|", p.stdout)
+        self.assertIn("fleet cleared: fake@127.0.0.1:%d|" % srv.port, p.stdout)
         self.assertNotIn(KEY_A, p.stdout + p.stderr)
         p = self.retryctl(srv, "status")
         self.assertIn("not blocked", p.stdout)

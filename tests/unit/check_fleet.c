@@ -79,6 +79,43 @@ static void tell(struct fleet *f, const char *cred, enum fleet_outcome_kind kind
 	fleet_tell(f, &t);
 }
 
+START_TEST(test_a_provider_is_known_to_the_fleet_by_its_name_and_where_it_is)
+{
+	char id[FLEET_PROVIDER_ID_MAX];
+	const struct { const char *url, *want; } cases[] = {
+		{ "http://127.0.0.1:8000/v1", "local@127.0.0.1:8000" },
+		{ "http://127.0.0.1:8001/v1", "local@127.0.0.1:8001" },
+		{ "https://API.OpenAI.com:443/v1?x=1", "local@api.openai.com" },
+		{ "http://localhost:80", "local@localhost" },
+		{ "https://localhost:80", "local@localhost:80" },
+		{ "https://user:sk-secret@proxy.example/v1", "local@proxy.example" },
+		{ "http://[::1]:11434", "local@[::1]:11434" },
+		{ "", "local" },
+		{ NULL, "local" },
+		{ "not a url", "local" },
+		{ "http://", "local" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		fleet_provider_id("local", cases[i].url, id, sizeof(id));
+		ck_assert_str_eq(id, cases[i].want);
+	}
+	/* A long host keeps its start and a hash of the whole: two differ. */
+	{
+		char a[FLEET_PROVIDER_ID_MAX], b[FLEET_PROVIDER_ID_MAX], host[200], url[300];
+
+		memset(host, 'h', sizeof(host) - 1);
+		host[sizeof(host) - 1] = '\0';
+		snprintf(url, sizeof(url), "https://%s.a/v1", host);
+		fleet_provider_id("p", url, a, sizeof(a));
+		snprintf(url, sizeof(url), "https://%s.b/v1", host);
+		fleet_provider_id("p", url, b, sizeof(b));
+		ck_assert_str_ne(a, b);
+		ck_assert_uint_lt(strlen(a), 80);
+	}
+}
+END_TEST
+
 START_TEST(test_user_mode_a_block_told_by_one_holds_the_other)
 {
 	struct fleet *a = new_fleet(FLEET_MODE_USER, 1), *b = new_fleet(FLEET_MODE_USER, 2);
@@ -604,6 +641,7 @@ Suite *fleet_suite(void)
 	tcase_add_test(tc, test_user_mode_a_block_told_by_one_holds_the_other);
 	tcase_add_test(tc, test_process_mode_shares_nothing_between_two);
 	tcase_add_test(tc, test_an_exhausted_credential_is_skipped_by_everyone_until_its_reset);
+	tcase_add_test(tc, test_a_provider_is_known_to_the_fleet_by_its_name_and_where_it_is);
 	tcase_add_test(tc, test_after_the_probe_answers_well_the_waiters_leave_in_turn_not_at_once);
 	tcase_add_test(tc, test_after_the_probe_the_waiters_leave_at_the_rate_the_probes_answer_announced);
 	tcase_add_test(tc, test_after_the_probe_a_slow_announced_rate_spaces_the_waiters_wider);
