@@ -73,6 +73,26 @@ class FleetCase(DaemonTestCase):
 
 
 class ServerWordTests(FleetCase):
+    def test_a_block_from_one_server_does_not_hold_a_daemon_of_another_server_by_the_same_name(self):
+        # Two projects each call their own local server "fake", with the
+        # same key and model: one server's 60 s block is not the other's.
+        busy = self.server([{"status": 429, "headers": {"retry-after": "60"}}])
+        other = self.server([{"text": "from the other server"}])
+        a = self.daemon(busy, sets={"retry.maxRetries": 0})
+        self.run_prompt(a, "the 429")
+        b = self.daemon(other)
+        t0 = time.time()
+        msgs = self.run_prompt(b, "hi")
+        self.assertEqual(events(msgs, "fleet_wait"), [])
+        self.assertLess(time.time() - t0, 5)
+        self.assertEqual(events(msgs, "message_end")[-1]["message"]["stopReason"], "stop")
+        self.assertTrue(self.state(a)["fleet"]["scope"].startswith("fake@127.0.0.1:%d|" % busy.port))
+        self.assertTrue(self.state(b)["fleet"]["scope"].startswith("fake@127.0.0.1:%d|" % other.port))
+        # A second daemon of the busy server is held as ever.
+        c = self.daemon(busy, sets={"retry.maxDelayMs": 1000})
+        msgs = self.run_prompt(c, "again")
+        self.assertIn("another retryd of yours", events(msgs, "message_end")[-1]["message"]["errorMessage"])
+
     def test_a_retry_after_seen_by_one_daemon_keeps_the_other_from_sending_until_it_ends(self):
         srv = self.server([{"status": 429, "headers": {"retry-after": "2"}}, {"text": "a"},
                            {"text": "b"}])
