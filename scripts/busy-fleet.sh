@@ -19,8 +19,10 @@ start)
 		exit 0
 	fi
 	[ -x "$RETRYD" ] || { echo "busy-fleet: no retryd at $RETRYD (run make first)" >&2; exit 1; }
-	mkdir -p "$state"
-	chmod 700 "$state"
+	# Made private (0700) when it is new: the fleet's /tmp/retryd-UID is
+	# refused for sharing at any other mode, and mkdir -p would leave it
+	# at the umask's 0755 (then the busy fleet would share nothing).
+	(umask 077 && mkdir -p "$state")
 	RETRYD=$RETRYD nohup python3 "$here/../tests/e2e/busyfleet.py" >"$state/out" 2>"$state/err" &
 	echo $! >"$pidfile"
 	# Up when it says BUSY (at most 10 s).
