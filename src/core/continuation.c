@@ -118,6 +118,13 @@ enum continuation_mode continuation_plan(struct continuation *self, const json_t
 		return CONTINUATION_NONE;
 	}
 	self->kept = kept_text(cut, &self->kept_len, &why);
+	if (self->tool_cut) {
+		/* The message holds its text only; the call itself was cut. */
+		free(self->kept);
+		self->kept = NULL;
+		why = "a tool call was cut";
+	}
+	self->tool_cut = false;
 	/* A continuation that failed before its first byte leaves the answer
 	 * where the one before it did. */
 	if (self->kept == NULL && carried != NULL && why != NULL &&
@@ -474,6 +481,7 @@ bool continuation_finish(struct continuation *self, struct assistant *reply,
 			 const struct provider_result *r)
 {
 	self->refusal = continuation_refusal(self, r);
+	self->tool_cut = r->tool_call_begun;
 	/* An attempt stopped by the chain (a stall) has not closed its block:
 	 * what the filter holds still goes into the message. */
 	continuation_flush(self, to_reply, reply);

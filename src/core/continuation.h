@@ -70,6 +70,7 @@ struct continuation {
 	 * (it failed before a byte), for the plan after it. */
 	bool carry;
 	const char *refusal;         /* static: why the last attempt would not continue, or NULL */
+	bool tool_cut;               /* the last attempt had begun a tool call (provider_result) */
 	json_t *messages;            /* owned: the context the running attempt was sent, or NULL */
 	char setting[16];            /* retry.continueCutAnswers of the running attempt */
 };

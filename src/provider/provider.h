@@ -70,6 +70,10 @@ struct provider_result {
 	 * is then final, and its error says why. */
 	enum provider_next next;
 	const char *next_why;
+	/* The stream had begun a tool call, which the provider does not keep
+	 * as a block: the answer so far is not its text alone, so a next
+	 * attempt must not continue it (core/continuation). */
+	bool tool_call_begun;
 	/* The typed failure, as far as the provider knows it; the classifier
 	 * reads these before the text (core/classify.h). All borrowed for the
 	 * call, all optional: */

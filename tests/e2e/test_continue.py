@@ -117,6 +117,22 @@ class ContinuationTurnTests(ContinueCase):
                 self.assertIn("Continue exactly where it stopped", wire_text(req[2]["content"]))
                 d.finish()
 
+    def test_a_cut_inside_a_tool_call_replays_saying_so_even_with_always(self):
+        # Five words of text, then the call's head and a piece of its
+        # arguments, then the cut: the message keeps only the text, but a
+        # turn would continue an answer whose call is gone.
+        plan = [{"text": "Let me read the file.", "dropAfterChunks": 7,
+                 "toolCalls": [{"name": "read", "arguments": {"path": "notes/today.txt"}}]},
+                {"text": ANSWER}]
+        d, srv = self.start(plan, sets={"retry.continueCutAnswers": "always"})
+        msgs = self.run_prompt(d, "read my notes")
+        [start] = retry_starts(msgs)
+        self.assertEqual(start["continuation"], {"mode": "replay", "keptChars": 0,
+                                                 "reason": "a tool call was cut"})
+        self.assertEqual([m["role"] for m in srv.requests()[1]["body"]["messages"]], ["user"])
+        self.assertEqual(text_of(assistant_ends(msgs)[-1]), ANSWER)
+        d.finish()
+
     def test_turn_usage_is_each_attempt_as_billed(self):
         d, srv = self.start(self.cut_then({"text": ANSWER, "continues": True, "inputTokens": 70,
                                            "outputTokens": 14}),

@@ -47,6 +47,7 @@ struct decoded decoded_run(const struct api_format *format, const char *body, si
 	o.finishes = r.finishes;
 	o.log = recsink_take_log(&r);
 	o.stop = res.stop;
+	o.tool_call_begun = res.tool_call_begun;
 	o.has_error = res.error_message != NULL;
 	if (res.error_message != NULL)
 		snprintf(o.error, sizeof(o.error), "%s", res.error_message);

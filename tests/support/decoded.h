@@ -26,6 +26,7 @@ struct decoded {
 	int64_t hint_ms, input_tokens, output_tokens;
 	int64_t cache_read_tokens, cache_write_tokens, total_tokens;
 	int feed_rc;             /* the first non-zero sse_feed result */
+	bool tool_call_begun;    /* provider_result's */
 };
 
 /* format: borrowed; body: borrowed, len bytes. thinking false leaves the

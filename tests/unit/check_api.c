@@ -236,6 +236,44 @@ START_TEST(test_openai_tool_call_deltas_carry_no_text)
 
 	ck_assert_str_eq(o.log, "start;");
 	ck_assert_int_eq(o.stop, STOP_TOOL_USE);
+	ck_assert(o.tool_call_begun);
+	free(o.log);
+}
+END_TEST
+
+/* A stream cut after a tool call began says so (the call is not kept as a
+ * block: a next attempt must not continue the text alone); a text-only
+ * stream cut the same way does not. */
+START_TEST(test_a_stream_cut_inside_a_tool_call_says_a_tool_call_began)
+{
+	static const char oai_cut[] =
+		OAI_CHUNK("{\"role\":\"assistant\",\"content\":\"Let me look.\"}", "null")
+		OAI_CHUNK("{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\","
+			  "\"function\":{\"name\":\"read\",\"arguments\":\"{\\\"pa\"}}]}", "null");
+	static const char ant_cut[] =
+		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\","
+		"\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude\","
+		"\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n"
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+		"\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+		"\"delta\":{\"type\":\"text_delta\",\"text\":\"Let me look.\"}}\n\n"
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,"
+		"\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"read\","
+		"\"input\":{}}}\n\n";
+	struct decoded o = decode(&api_openai_format, oai_cut);
+
+	ck_assert_int_eq(o.stop, STOP_ERROR);
+	ck_assert(o.tool_call_begun);
+	free(o.log);
+	o = decode(&api_anthropic_format, ant_cut);
+	ck_assert_int_eq(o.stop, STOP_ERROR);
+	ck_assert(o.tool_call_begun);
+	free(o.log);
+	/* The same texts without the call: nothing begun. */
+	o = decode(&api_openai_format, OAI_TEXT);
+	ck_assert(!o.tool_call_begun);
 	free(o.log);
 }
 END_TEST
@@ -1252,6 +1290,7 @@ Suite *api_suite(void)
 	tcase_add_test(oai, test_openai_finish_reasons_map_to_stop_reasons);
 	tcase_add_test(oai, test_openai_only_choice_index_0_is_read);
 	tcase_add_test(oai, test_openai_tool_call_deltas_carry_no_text);
+	tcase_add_test(oai, test_a_stream_cut_inside_a_tool_call_says_a_tool_call_began);
 	tcase_add_test(oai, test_openai_error_object_in_stream_fails_with_type_and_message);
 	tcase_add_test(oai, test_openai_openrouter_error_chunk_with_finish_error_fails_with_message);
 	tcase_add_test(oai, test_openai_error_without_message_shows_the_error_json);

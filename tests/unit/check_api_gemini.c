@@ -137,6 +137,21 @@ START_TEST(test_a_stream_without_finish_reason_is_truncated)
 }
 END_TEST
 
+/* A functionCall part is not kept, but a cut after it says a call began. */
+START_TEST(test_a_cut_after_a_function_call_part_says_a_tool_call_began)
+{
+	struct decoded o = decode(CHUNK("{\"text\":\"Let me look.\"}")
+				  CHUNK("{\"functionCall\":{\"name\":\"read\",\"args\":{\"path\":\"a\"}}}"));
+
+	ck_assert_int_eq(o.stop, STOP_ERROR);
+	ck_assert(o.tool_call_begun);
+	free(o.log);
+	o = decode(CHUNK("{\"text\":\"partial\"}"));
+	ck_assert(!o.tool_call_begun);
+	free(o.log);
+}
+END_TEST
+
 START_TEST(test_max_tokens_is_length_and_other_reasons_are_errors)
 {
 	static const struct {
@@ -492,6 +507,7 @@ Suite *api_gemini_suite(void)
 	tcase_add_test(tc, test_text_chunks_stream_as_one_text_block_with_pi_s_usage);
 	tcase_add_test(tc, test_the_stream_split_at_every_size_decodes_the_same);
 	tcase_add_test(tc, test_a_stream_without_finish_reason_is_truncated);
+	tcase_add_test(tc, test_a_cut_after_a_function_call_part_says_a_tool_call_began);
 	tcase_add_test(tc, test_max_tokens_is_length_and_other_reasons_are_errors);
 	tcase_add_test(tc, test_a_blocked_prompt_ends_the_answer_as_an_error);
 	tcase_add_test(tc, test_hostile_usage_counts_are_ignored_or_saturated);

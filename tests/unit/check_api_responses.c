@@ -61,6 +61,23 @@ static const char full[] = TEXT MSG_DONE COMPLETED("completed");
 
 /* ---- the stream ---------------------------------------------------------------- */
 
+/* A function_call item is not kept, but a cut after it began says so. */
+START_TEST(test_a_cut_after_a_function_call_item_began_says_a_tool_call_began)
+{
+	struct decoded o = decode(TEXT EV("response.output_item.added", "\"sequence_number\":6,"
+					  "\"output_index\":1,\"item\":{\"id\":\"fc_1\",\"type\":\"function_call\","
+					  "\"status\":\"in_progress\",\"arguments\":\"\",\"call_id\":\"call_1\","
+					  "\"name\":\"read\"}"));
+
+	ck_assert_int_eq(o.stop, STOP_ERROR);
+	ck_assert(o.tool_call_begun);
+	free(o.log);
+	o = decode(TEXT);
+	ck_assert(!o.tool_call_begun);
+	free(o.log);
+}
+END_TEST
+
 START_TEST(test_responses_stream_gives_text_usage_and_stop)
 {
 	struct decoded o = decode(full);
@@ -764,6 +781,7 @@ Suite *api_responses_suite(void)
 
 	tcase_set_timeout(stream, 60);
 	tcase_add_test(stream, test_responses_stream_gives_text_usage_and_stop);
+	tcase_add_test(stream, test_a_cut_after_a_function_call_item_began_says_a_tool_call_began);
 	tcase_add_test(stream, test_responses_hostile_usage_counts_are_ignored_or_saturated);
 	tcase_add_test(stream, test_responses_stream_split_at_every_byte_gives_the_same_result);
 	tcase_add_test(stream, test_responses_stream_cut_anywhere_before_completed_is_truncated);

@@ -436,6 +436,7 @@ void api_stream_end(struct api_stream *self, struct provider_result *out)
 	out->cache_read_tokens = self->cache_read_tokens;
 	out->cache_write_tokens = self->cache_write_tokens;
 	out->total_tokens = self->total_tokens;
+	out->tool_call_begun = self->tool_call_begun;
 	if (self->failed) {
 		out->stop = STOP_ERROR;
 		out->error_message = self->error;

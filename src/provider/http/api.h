@@ -122,6 +122,7 @@ struct api_stream {
 	 * (api_stream_thinking_sign), NUL-terminated. */
 	char held_signature[API_SIGNATURE_MAX];
 	bool complete;              /* the terminal marker arrived */
+	bool tool_call_begun;       /* a tool call's first piece arrived (provider_result's) */
 	bool done;                  /* nothing more is expected: [DONE] / message_stop */
 	bool failed;
 	/* The failure is an error object the server sent inside the stream

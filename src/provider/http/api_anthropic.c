@@ -162,6 +162,8 @@ static void block_start(struct api_stream *self, const json_t *block)
 		/* Only the encrypted data, which goes back as it came. */
 		api_stream_thinking_end(self, json_string_value(data), json_string_length(data),
 					true);
+	} else if (str_eq(type, "tool_use") || str_eq(type, "server_tool_use")) {
+		self->tool_call_begun = true;
 	}
 }
 

@@ -164,7 +164,12 @@ static int quick_choice(struct jsonscan *js, struct api_quick *q)
 			if (jsonscan_object(js) != 0)
 				return JSONSCAN_BAIL;
 			while ((rc = jsonscan_key(js, &key, &klen)) == 1) {
-				if (reasoning_key(key, klen)) {
+				if (JSONSCAN_IS(key, klen, "tool_calls") ||
+				    JSONSCAN_IS(key, klen, "function_call")) {
+					/* A tool call's piece: jansson's, which marks it. */
+					if (!jsonscan_null(js))
+						return JSONSCAN_BAIL;
+				} else if (reasoning_key(key, klen)) {
 					/* Reasoning text is jansson's; a null one
 					 * (DeepSeek's content chunks) is nothing. */
 					if (!jsonscan_null(js))
@@ -263,6 +268,10 @@ static int event_tree(struct api_stream *self, const struct sse_event *ev)
 		api_stream_text(self, json_string_value(content), json_string_length(content));
 	if (!self->complete)
 		take_reasoning(self, delta);
+	if ((json_is_array(json_object_get(delta, "tool_calls")) &&
+	     json_array_size(json_object_get(delta, "tool_calls")) > 0) ||
+	    json_is_object(json_object_get(delta, "function_call")))
+		self->tool_call_begun = true;
 	reason = json_object_get(choice, "finish_reason");
 	if (json_is_string(reason) && !self->complete)
 		finish_reason(self, json_string_value(reason));

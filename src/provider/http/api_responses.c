@@ -239,9 +239,13 @@ static int event_tree(struct api_stream *self, const struct sse_event *ev)
 	} else if (str_is(type, "response.reasoning_summary_part.done")) {
 		self->format_flags |= SEPARATOR_OWED;
 	} else if (str_is(type, "response.output_item.added")) {
-		if (str_is(json_object_get(item, "type"), "reasoning")) {
+		const json_t *kind = json_object_get(item, "type");
+
+		if (str_is(kind, "reasoning")) {
 			self->format_flags &= ~(unsigned)SEPARATOR_OWED;
 			api_stream_thinking_start(self);
+		} else if (str_is(kind, "function_call") || str_is(kind, "custom_tool_call")) {
+			self->tool_call_begun = true;
 		}
 	} else if (str_is(type, "response.output_item.done")) {
 		if (str_is(json_object_get(item, "type"), "reasoning"))
