@@ -71,6 +71,24 @@ def clean_environ():
     return e
 
 
+def shared_runtime():
+    """RETRYD_TEST_SHARED_RUNTIME=1: daemons of tests that do not test the
+    fleet themselves run in the caller's own runtime dir (its XDG_RUNTIME_DIR,
+    else retryd's /tmp/retryd-UID), beside whatever other daemons of the user
+    run there: make check with no private runtime dir (issue 23). The fleet's
+    own tests keep theirs: they count what their daemons share."""
+    return os.environ.get("RETRYD_TEST_SHARED_RUNTIME") not in (None, "", "0")
+
+
+def runtime_env(private):
+    """The environment entry that gives a daemon the runtime dir private
+    (made, 0700), or none in shared mode: the caller's stays."""
+    if shared_runtime():
+        return {}
+    os.makedirs(private, mode=0o700, exist_ok=True)
+    return {"XDG_RUNTIME_DIR": private}
+
+
 def is_valgrind():
     return os.environ.get("RETRYD_VALGRIND") not in (None, "", "0")
 
@@ -237,11 +255,12 @@ class Daemon:
 
         e = clean_environ()
         # Each daemon its own runtime dir, so fleet.mode "user" (the default)
-        # shares nothing between tests; fleet tests pass a common one.
-        self.runtime_dir = os.path.join(self.tmp, "run")
-        os.makedirs(self.runtime_dir, mode=0o700)
+        # shares nothing between tests; fleet tests pass a common one. In
+        # shared mode (shared_runtime) the caller's, None when it has none.
+        renv = runtime_env(os.path.join(self.tmp, "run"))
+        self.runtime_dir = renv.get("XDG_RUNTIME_DIR", os.environ.get("XDG_RUNTIME_DIR"))
         e.update(HOME=self.home, XDG_CONFIG_HOME=self.config_home,
-                 XDG_STATE_HOME=self.state_home, XDG_RUNTIME_DIR=self.runtime_dir)
+                 XDG_STATE_HOME=self.state_home, **renv)
         for k, v in (env or {}).items():
             if v is None:
                 e.pop(k, None)

@@ -478,6 +478,29 @@ class ArgvTests(CliCase):
 
 class OutcomeTests(CliCase):
 
+    def test_a_cli_that_dies_before_its_result_opens_no_circuit_for_the_other_daemons(self):
+        # Two daemons' CLIs crash four times each with no result line: their
+        # processes, not the provider, so a third daemon of the same CLI in
+        # the same fleet goes at once (provider failures from two daemons,
+        # three in a row, open the shared circuit).
+        shared = tempfile.mkdtemp(prefix="retryd-e2e-fleet-")
+        self.addCleanup(__import__("shutil").rmtree, shared, True)
+        crash = {"lines": [INIT], "stderr": ["fatal: out of memory"], "exit": 3}
+        crashed = []
+        for _ in range(2):
+            d = self.start("claude", [crash] * 4, sets={"retry.maxRetries": 3},
+                           env={"XDG_RUNTIME_DIR": shared})
+            self.assertEqual(len(self.of_type(self.prompt(d), "auto_retry_start")), 3)
+            crashed.append(d)
+        c = self.start("claude", [{"lines": [INIT, assistant_text("done"), RESULT_OK]}],
+                       env={"XDG_RUNTIME_DIR": shared})
+        msgs = self.prompt(c)
+        self.assertEqual(self.of_type(msgs, "fleet_wait"), [])
+        self.assertFalse(c.request({"type": "get_state", "id": "s"})["data"]["fleet"]["open"])
+        self.assertEqual(self.assistant_ends(msgs)[-1]["stopReason"], "stop")
+        for d in crashed + [c]:
+            d.finish()
+
     def test_no_terminal_line_is_a_retryable_failure_naming_exit_and_last_stderr_line(self):
         d = self.start("claude", [{"lines": [INIT, assistant_text("half way")],
                                    "stderr": ["warming up", "fatal: connection reset by peer", ""],

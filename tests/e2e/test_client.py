@@ -31,7 +31,7 @@ class ClientLibraryTests(unittest.TestCase):
         env = dict(os.environ, RETRYD=harness.binary_path(), FAKE_RETRYD=FAKE,
                    HOME=self.tmp, XDG_CONFIG_HOME=os.path.join(self.tmp, "config"),
                    XDG_STATE_HOME=os.path.join(self.tmp, "state"),
-                   XDG_RUNTIME_DIR=self.tmp)
+                   **harness.runtime_env(self.tmp))
         env.pop("RETRYD_LOG", None)
         try:
             p = subprocess.run([probe_path(), scenario], env=env, cwd=harness.REPO_ROOT,

@@ -19,6 +19,7 @@ import tempfile
 import time
 import unittest
 
+import harness
 from harness import (DaemonTestCase, deltas, is_response, is_sanitized_build, is_type,
                      is_valgrind, role_of, scaled, signature, text_of, timing_sensitive, types)
 from harness import strip_settled
@@ -706,7 +707,7 @@ def run_with_closed(argv, closed, stdin=b"", timeout=10, extra_env=None, rlimit_
 
     tmp = tempfile.mkdtemp(prefix="retryd-closed-")
     env = dict(os.environ, HOME=tmp, XDG_CONFIG_HOME=os.path.join(tmp, "c"),
-               XDG_STATE_HOME=os.path.join(tmp, "s"), XDG_RUNTIME_DIR=tmp)
+               XDG_STATE_HOME=os.path.join(tmp, "s"), **harness.runtime_env(tmp))
     env.pop("RETRYD_LOG", None)
     env.update(extra_env or {})
     try:

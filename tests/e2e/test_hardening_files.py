@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 
+import harness
 from harness import (REPO_ROOT, DaemonTestCase, binary_path, is_response, is_type, run_cli,
                      scaled, text_of, timing_sensitive, user_text)
 
@@ -638,7 +639,7 @@ class ClosedStdoutTests(DaemonTestCase):
         tmp = tempfile.mkdtemp(prefix="retryd-e2e-")
         self.addCleanup(lambda: __import__("shutil").rmtree(tmp, ignore_errors=True))
         env = dict(os.environ, HOME=tmp, XDG_STATE_HOME=tmp, XDG_CONFIG_HOME=tmp,
-                   XDG_RUNTIME_DIR=tmp)
+                   **harness.runtime_env(tmp))
         env.pop("RETRYD_LOG", None)
         p = subprocess.run(["/bin/sh", "-c", 'exec "$0" --no-session >&-', binary_path()],
                            input=b"", stderr=subprocess.PIPE, env=env, cwd=tmp,

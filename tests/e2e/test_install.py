@@ -63,7 +63,7 @@ class InstallTests(unittest.TestCase):
             env.pop(k, None)
         env.update(HOME=self.tmp, XDG_CONFIG_HOME=os.path.join(self.tmp, "config"),
                    XDG_STATE_HOME=os.path.join(self.tmp, "state"),
-                   XDG_RUNTIME_DIR=self.tmp)
+                   **harness.runtime_env(self.tmp))
         self.env = env
 
     def make(self, target):

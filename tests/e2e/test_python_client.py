@@ -48,8 +48,7 @@ class Sandbox:
         self.tmp = tempfile.mkdtemp(prefix="retryd-pyclient-")
         self.env = {"HOME": self.tmp, "XDG_CONFIG_HOME": os.path.join(self.tmp, "config"),
                     "XDG_STATE_HOME": os.path.join(self.tmp, "state"),
-                    "XDG_RUNTIME_DIR": os.path.join(self.tmp, "run"), "RETRYD_LOG": None}
-        os.makedirs(self.env["XDG_RUNTIME_DIR"], mode=0o700)
+                    **harness.runtime_env(os.path.join(self.tmp, "run")), "RETRYD_LOG": None}
 
     def settings(self):
         path = os.path.join(self.env["XDG_CONFIG_HOME"], "retryd", "settings.json")
@@ -557,7 +556,7 @@ class PackagingTests(unittest.TestCase):
         self.addCleanup(shutil.rmtree, tmp, True)
         env = dict(os.environ, PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1",
                    HOME=tmp, XDG_CONFIG_HOME=os.path.join(tmp, "config"),
-                   XDG_STATE_HOME=os.path.join(tmp, "state"), XDG_RUNTIME_DIR=tmp)
+                   XDG_STATE_HOME=os.path.join(tmp, "state"), **harness.runtime_env(tmp))
         for k in ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PYTHONPATH"):
             env.pop(k, None)
         venv_dir = os.path.join(tmp, "venv")

@@ -125,7 +125,7 @@ class RetryctlTestCase(unittest.TestCase):
         self.env = dict(os.environ, RETRYD=harness.binary_path(), HOME=self.tmp,
                         XDG_CONFIG_HOME=os.path.join(self.tmp, "config"),
                         XDG_STATE_HOME=os.path.join(self.tmp, "state"),
-                        XDG_RUNTIME_DIR=self.tmp)
+                        **harness.runtime_env(self.tmp))
         self.env.pop("RETRYD_LOG", None)
         # Live progress unless a test asks for plain: a TERM that is neither
         # unset nor dumb, no NO_COLOR.
@@ -476,6 +476,12 @@ class FleetWaitTests(RetryctlTestCase):
 
     BLOCK = [{"error": "429 Too Many Requests", "status": 429, "retryAfterMs": 2000}]
     CAUSE = "another retryd of yours got 429 retry-after 2s"
+
+    def setUp(self):
+        super().setUp()
+        # What the two share is counted: their own runtime dir, also in
+        # shared mode (harness.shared_runtime).
+        self.env["XDG_RUNTIME_DIR"] = self.tmp
 
     def block(self):
         rc, _, err = self.pipes(plan_args(self.BLOCK, retry_maxRetries=0, sim_shareFleet=True) +

@@ -30,6 +30,7 @@ TIMEOUT = float(os.environ.get("RETRYD_TEST_TIMEOUT", "10"))
 
 sys.path.insert(0, str(HERE))
 from jsonschema_lite import SchemaError, ValidationError, Validator  # noqa: E402
+import harness
 from harness import SETTLE_EVENTS  # noqa: E402
 
 VALIDATOR = Validator(SCHEMAS)
@@ -100,7 +101,7 @@ class Daemon:
         if not plain_env:
             full_env.update(HOME=str(self.home), XDG_CONFIG_HOME=str(self.config),
                             XDG_STATE_HOME=str(self.state),
-                            XDG_RUNTIME_DIR=str(self.state))
+                            **harness.runtime_env(str(self.state)))
         full_env.update(env or {})
         self.stderr_path = base / "stderr.txt"
         self._stderr = open(self.stderr_path, "wb")

@@ -275,7 +275,7 @@ class RetriesOffTests(SettingsFiles):
         ctl = os.path.join(os.path.dirname(harness.binary_path()), "retryctl")
         env = dict(os.environ, RETRYD=harness.binary_path(), HOME=self.dir,
                    XDG_CONFIG_HOME=os.path.join(self.dir, "config"),
-                   XDG_STATE_HOME=os.path.join(self.dir, "state"), XDG_RUNTIME_DIR=self.dir)
+                   XDG_STATE_HOME=os.path.join(self.dir, "state"), **harness.runtime_env(self.dir))
         env.pop("RETRYD_LOG", None)
         p = subprocess.run([ctl, "--set", "retry.enabled=false", "--sim-plan",
                             '[{"error":"503 Service Unavailable"}]', "q"],

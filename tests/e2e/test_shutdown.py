@@ -8,6 +8,7 @@ import tempfile
 import time
 import unittest
 
+import harness
 from harness import (DaemonFailure, DaemonTestCase, binary_path, is_sanitized_build, is_type,
                      is_valgrind, role_of, sanitizer_report, scaled, signature, types,
                      valgrind_argv)
@@ -231,7 +232,7 @@ class WholeLinesTests(DaemonTestCase):
         self.addCleanup(ours.close)
         with tempfile.TemporaryDirectory(prefix="retryd-e2e-sock-") as tmp:
             env = dict(os.environ, HOME=tmp, XDG_CONFIG_HOME=tmp, XDG_STATE_HOME=tmp,
-                       XDG_RUNTIME_DIR=tmp)
+                       **harness.runtime_env(tmp))
             p = subprocess.Popen([binary_path(), "--no-session", "--sim-plan",
                                   json.dumps([{"text": words}])],
                                  stdin=subprocess.PIPE, stdout=theirs.fileno(),
@@ -320,7 +321,7 @@ class FileOutputTests(unittest.TestCase):
         out = open(self.out_path, "wb")
         self.addCleanup(out.close)
         env = dict(os.environ, HOME=self.tmp, XDG_CONFIG_HOME=os.path.join(self.tmp, "c"),
-                   XDG_STATE_HOME=os.path.join(self.tmp, "s"), XDG_RUNTIME_DIR=self.tmp)
+                   XDG_STATE_HOME=os.path.join(self.tmp, "s"), **harness.runtime_env(self.tmp))
         p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.PIPE,
                              env=env, cwd=self.tmp)
         self.addCleanup(lambda: p.poll() is None and p.kill())

@@ -23,6 +23,11 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 
+// The daemon's runtime dir: the test's own, or with RETRYD_TEST_SHARED_RUNTIME=1
+// the caller's (make interop with no private runtime dir, beside its other daemons).
+const runtimeDir = (dir: string): Record<string, string> =>
+	process.env.RETRYD_TEST_SHARED_RUNTIME ? {} : { XDG_RUNTIME_DIR: dir };
+
 const ROOT = resolve(import.meta.dir, "..", "..");
 const RETRYD = resolve(process.env.RETRYD ?? join(ROOT, "build", "retryd"));
 const OMP_PREFIX = resolve(process.env.OMP_PREFIX ?? join(ROOT, "build", "omp"));
@@ -103,7 +108,7 @@ async function withOmp(plan: unknown[], sets: Record<string, unknown>, fn: (c: C
 		HOME: home,
 		XDG_CONFIG_HOME: join(home, "config"),
 		XDG_STATE_HOME: join(home, "state"),
-		XDG_RUNTIME_DIR: home,
+		...runtimeDir(home),
 	};
 	const args = ["--no-session", "--sim-plan", JSON.stringify(plan)];
 	for (const [k, v] of Object.entries(sets)) args.push("--set", `${k}=${JSON.stringify(v)}`);

@@ -17,6 +17,10 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
+// The daemon's runtime dir: the test's own, or with RETRYD_TEST_SHARED_RUNTIME=1
+// the caller's (make interop with no private runtime dir, beside its other daemons).
+const runtimeDir = (dir) => (process.env.RETRYD_TEST_SHARED_RUNTIME ? {} : { XDG_RUNTIME_DIR: dir });
+
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "..", "..");
 const RETRYD = resolve(process.env.RETRYD ?? join(ROOT, "build", "retryd"));
@@ -52,7 +56,7 @@ async function withClient(plan, sets, fn, { session = false } = {}) {
 			HOME: home,
 			XDG_CONFIG_HOME: join(home, "config"),
 			XDG_STATE_HOME: join(home, "state"),
-			XDG_RUNTIME_DIR: home,
+			...runtimeDir(home),
 		},
 	});
 	await client.start();
@@ -196,7 +200,7 @@ test("the README's RpcClient recipe runs as written", { timeout: 30000 }, async 
 	try {
 		const r = spawnSync(process.execPath, [file], {
 			env: { ...process.env, RETRYD, HOME: home, XDG_CONFIG_HOME: join(home, "c"),
-				XDG_STATE_HOME: join(home, "s"), XDG_RUNTIME_DIR: home },
+				XDG_STATE_HOME: join(home, "s"), ...runtimeDir(home) },
 			encoding: "utf8", timeout: 20000,
 		});
 		assert.equal(r.status, 0, r.stderr);
