@@ -153,6 +153,8 @@ START_TEST(test_openai_unusual_or_broken_chunks_go_to_jansson)
 		"[1,2]",
 		"",
 		"   ",
+		/* A tool call's piece: jansson's, which marks it begun. */
+		"{\"choices\":[{\"index\":-0,\"delta\":{\"content\":null,\"tool_calls\":[{\"id\":\"t\"}]}}]}",
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++)
@@ -165,7 +167,7 @@ START_TEST(test_openai_whitespace_nesting_and_literals_are_read_in_place)
 	static const char *const cases[] = {
 		" { \"choices\" : [ { \"delta\" : { \"content\" : \"a b\" } , \"finish_reason\" : null } ] } \r\n",
 		"{\"x\":{\"y\":[true,false,null,-0,1.25,\"s\",{}],\"z\":[]},\"choices\":[{\"delta\":null}]}",
-		"{\"choices\":[{\"index\":-0,\"delta\":{\"content\":null,\"tool_calls\":[{\"id\":\"t\"}]}}]}",
+		"{\"choices\":[{\"index\":-0,\"delta\":{\"content\":null,\"tool_calls\":null}}]}",
 		"{\"usage\":null,\"error\":null,\"choices\":[{\"delta\":{\"content\":\"\\u0000nul\"}}]}",
 		"{\"choices\":[{\"delta\":{\"content\":5,\"content\":\"late\"}}]}",
 	};
