@@ -199,6 +199,20 @@ void assistant_text_seed(struct assistant *self, const char *s, size_t n)
 		json_decref(sync_block_text(self, self->partial));
 }
 
+void assistant_blocks_prepend(struct assistant *self, const json_t *blocks)
+{
+	json_t *content, *block;
+	size_t i;
+
+	if (self->partial == NULL || !json_is_array(blocks))
+		return;
+	json_decref(sync_block_text(self, self->partial));
+	content = json_object_get(self->partial, "content");
+	json_array_foreach(blocks, i, block)
+		json_array_insert_new(content, i, json_deep_copy(block));
+	self->text_idx += json_array_size(blocks);
+}
+
 void assistant_thinking_delta(struct assistant *self, const char *s, size_t n)
 {
 	block_delta(self, s, n);

@@ -70,6 +70,12 @@ void assistant_text_delta(struct assistant *self, const char *text, size_t len);
 void assistant_text_seed(struct assistant *self, const char *text, size_t len);
 /* Ignored while no message is open. */
 void assistant_text_end(struct assistant *self);
+/* Whole blocks shown before (a resumed answer's thinking), put at the
+ * front of the open message's content, sent in no event: message_end
+ * holds them. Call it once streaming is over (the streamed blocks'
+ * indices stay as they were sent). blocks: borrowed (copied). Ignored
+ * while no message is open. */
+void assistant_blocks_prepend(struct assistant *self, const json_t *blocks);
 /* A new thinking block (the message must be open). */
 void assistant_thinking_start(struct assistant *self);
 /* text: borrowed, len bytes. Ignored while no message is open. */

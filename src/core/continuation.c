@@ -33,6 +33,8 @@ static void drop_plan(struct continuation *self)
 {
 	free(self->kept);
 	self->kept = NULL;
+	json_decref(self->kept_thinking);
+	self->kept_thinking = NULL;
 	self->kept_len = 0;
 	self->kept_chars = 0;
 	self->mode = CONTINUATION_NONE;
@@ -74,7 +76,8 @@ static char *kept_text(const json_t *msg, size_t *len, const char **why)
 		const json_t *t = json_object_get(block, "text");
 		char *p;
 
-		/* Thinking cannot be continued by any API here: dropped. */
+		/* Thinking is no text to continue: a resume puts it back
+		 * (thinking_blocks), a prefill or turn cannot continue it. */
 		if (type != NULL && strcmp(type, "thinking") == 0)
 			continue;
 		if (type == NULL || strcmp(type, "text") != 0 || !json_is_string(t)) {
@@ -99,6 +102,26 @@ static char *kept_text(const json_t *msg, size_t *len, const char **why)
 		return NULL;
 	}
 	*len = n;
+	return out;
+}
+
+/* Copies of the thinking blocks of msg, in order (a new array), or NULL
+ * when it has none. */
+static json_t *thinking_blocks(const json_t *msg)
+{
+	json_t *out = NULL;
+	const json_t *block;
+	size_t i;
+
+	json_array_foreach(json_object_get(msg, "content"), i, block) {
+		const char *type = json_string_value(json_object_get(block, "type"));
+
+		if (type == NULL || strcmp(type, "thinking") != 0)
+			continue;
+		if (out == NULL && (out = json_array()) == NULL)
+			return NULL;
+		json_array_append_new(out, json_deep_copy(block));
+	}
 	return out;
 }
 
@@ -145,6 +168,8 @@ enum continuation_mode continuation_plan(struct continuation *self, const json_t
 	self->mode = offered == PROVIDER_CONTINUE_PREFILL ? CONTINUATION_PREFILL
 		     : offered == PROVIDER_CONTINUE_RESUME ? CONTINUATION_RESUME
 							    : CONTINUATION_TURN;
+	if (self->mode == CONTINUATION_RESUME)
+		self->kept_thinking = thinking_blocks(cut);
 	return self->mode;
 }
 
@@ -489,6 +514,8 @@ bool continuation_finish(struct continuation *self, struct assistant *reply,
 		continuation_text_start(self, reply);
 		assistant_text_end(reply);
 	}
+	if (self->active && self->kept_thinking != NULL && assistant_is_open(reply))
+		assistant_blocks_prepend(reply, self->kept_thinking);
 	if (self->active && !self->seeded && self->refusal == NULL) {
 		self->carry = true;
 		self->active = false;

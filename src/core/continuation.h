@@ -71,6 +71,11 @@ struct continuation {
 	bool carry;
 	const char *refusal;         /* static: why the last attempt would not continue, or NULL */
 	bool tool_cut;               /* the last attempt had begun a tool call (provider_result) */
+	/* Owned, or NULL: with RESUME, the cut message's thinking blocks. The
+	 * resumed stream goes on after them, so they are put back, whole, at
+	 * the front of the resumed message as it closes (streamed in no event:
+	 * they were shown with the cut attempt). */
+	json_t *kept_thinking;
 	json_t *messages;            /* owned: the context the running attempt was sent, or NULL */
 	char setting[16];            /* retry.continueCutAnswers of the running attempt */
 };

@@ -318,6 +318,32 @@ class ResumeTests(ContinueCase):
                 self.assertEqual(assistant_ends(msgs)[0]["usage"]["output"], 0)
                 d.finish()
 
+    def test_a_resumed_answer_keeps_the_thinking_streamed_before_the_cut_once(self):
+        # The reasoning item streamed whole, then the text is cut: the
+        # resumed stream goes on after both, so the final message holds the
+        # thinking (with its reasoning item as signature, sent back on the
+        # next turn) and the whole text, and no thinking is streamed twice.
+        thinking = "Rivers erode their beds. Think about sediment."
+        for mode in MODES:
+            with self.subTest(mode=mode):
+                d, srv = self.start([{"thinking": thinking, "text": ANSWER,
+                                      "dropAfterChunks": len(thinking.split()) + CUT_AFTER}],
+                                    sets={"rpc.messageUpdates": mode})
+                msgs = self.run_prompt(d, "q")
+                [start] = retry_starts(msgs)
+                self.assertEqual(start["continuation"]["mode"], "resume")
+                failed, final = assistant_ends(msgs)
+                self.assertEqual([b["type"] for b in final["content"]], ["thinking", "text"])
+                self.assertEqual(final["content"][0]["thinking"], thinking)
+                self.assertIn("encrypted_content", final["content"][0]["thinkingSignature"])
+                self.assertEqual(text_of(final), ANSWER)
+                streamed = [m["assistantMessageEvent"]["type"] for m in msgs
+                            if m.get("type") == "message_update"]
+                self.assertEqual(streamed.count("thinking_start"), 1)
+                ends = [m for m in msgs if m.get("type") == "agent_end"]
+                self.assertEqual(ends[0]["messages"][-1]["content"][0]["type"], "thinking")
+                d.finish()
+
     def test_an_expired_resume_id_replays_with_the_reason(self):
         d, srv = self.start([{"text": ANSWER, "dropAfterChunks": CUT_AFTER, "resumeExpired": True},
                              {"text": ANSWER}])

@@ -224,6 +224,27 @@ START_TEST(plan_a_cut_before_any_text_is_a_replay_with_a_reason)
 }
 END_TEST
 
+START_TEST(plan_a_resume_keeps_the_thinking_a_turn_does_not)
+{
+	struct continuation c;
+	json_t *cut = json_pack("{s:s, s:[{s:s, s:s, s:s}, {s:s, s:s}]}", "role", "assistant",
+				"content", "type", "thinking", "thinking", "Think.",
+				"thinkingSignature", "{\"id\":\"rs_1\"}", "type", "text", "text",
+				"Rivers carve");
+
+	continuation_init(&c);
+	ck_assert_int_eq(continuation_plan(&c, cut, PROVIDER_CONTINUE_RESUME), CONTINUATION_RESUME);
+	ck_assert_uint_eq(json_array_size(c.kept_thinking), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(c.kept_thinking, 0),
+							   "thinkingSignature")), "{\"id\":\"rs_1\"}");
+	ck_assert_str_eq(c.kept, "Rivers carve");
+	ck_assert_int_eq(continuation_plan(&c, cut, PROVIDER_CONTINUE_TURN), CONTINUATION_TURN);
+	ck_assert_ptr_null(c.kept_thinking);
+	json_decref(cut);
+	continuation_release(&c);
+}
+END_TEST
+
 START_TEST(plan_a_half_streamed_tool_call_is_a_replay_with_a_reason)
 {
 	struct continuation c;
@@ -521,6 +542,7 @@ Suite *continuation_suite(void)
 	tcase_add_test(tc, overlap_waits_for_enough_text_then_decides);
 	tcase_add_test(tc, plan_a_cut_before_any_text_is_a_replay_with_a_reason);
 	tcase_add_test(tc, plan_a_half_streamed_tool_call_is_a_replay_with_a_reason);
+	tcase_add_test(tc, plan_a_resume_keeps_the_thinking_a_turn_does_not);
 	tcase_add_test(tc, plan_off_says_nothing_and_adds_nothing);
 	tcase_add_test(tc, plan_declined_by_the_provider_is_a_replay_with_its_reason_and_adds_nothing);
 	tcase_add_test(tc, plan_counts_kept_characters_and_drops_thinking);
