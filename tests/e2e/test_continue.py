@@ -124,14 +124,19 @@ class ContinuationTurnTests(ContinueCase):
         plan = [{"text": "Let me read the file.", "dropAfterChunks": 7,
                  "toolCalls": [{"name": "read", "arguments": {"path": "notes/today.txt"}}]},
                 {"text": ANSWER}]
-        d, srv = self.start(plan, sets={"retry.continueCutAnswers": "always"})
-        msgs = self.run_prompt(d, "read my notes")
-        [start] = retry_starts(msgs)
-        self.assertEqual(start["continuation"], {"mode": "replay", "keptChars": 0,
-                                                 "reason": "a tool call was cut"})
-        self.assertEqual([m["role"] for m in srv.requests()[1]["body"]["messages"]], ["user"])
-        self.assertEqual(text_of(assistant_ends(msgs)[-1]), ANSWER)
-        d.finish()
+        for mode in MODES:
+            with self.subTest(mode=mode):
+                d, srv = self.start(plan, sets={"retry.continueCutAnswers": "always",
+                                                "rpc.messageUpdates": mode})
+                msgs = self.run_prompt(d, "read my notes")
+                [start] = retry_starts(msgs)
+                self.assertEqual(start["continuation"], {"mode": "replay", "keptChars": 0,
+                                                         "reason": "a tool call was cut"})
+                self.assertEqual([m["role"] for m in srv.requests()[1]["body"]["messages"]],
+                                 ["user"])
+                self.assertEqual(text_of(assistant_ends(msgs)[-1]), ANSWER)
+                self.assertEqual("".join(attempt_deltas(msgs)[-1]), ANSWER)
+                d.finish()
 
     def test_turn_usage_is_each_attempt_as_billed(self):
         d, srv = self.start(self.cut_then({"text": ANSWER, "continues": True, "inputTokens": 70,
@@ -163,15 +168,19 @@ class ContinuationTurnTests(ContinueCase):
         d.finish()
 
     def test_cut_before_any_text_replays_with_the_reason(self):
-        d, srv = self.start([{"text": ANSWER, "dropAfterChunks": 0}, {"text": ANSWER}],
-                            sets={"retry.continueCutAnswers": "always"})
-        msgs = self.run_prompt(d, "q")
-        [start] = retry_starts(msgs)
-        self.assertEqual(start["continuation"], {"mode": "replay", "keptChars": 0,
-                                                 "reason": "the cut came before any text"})
-        self.assertEqual(len(srv.requests()[1]["body"]["messages"]), 1)
-        self.assertEqual(text_of(assistant_ends(msgs)[-1]), ANSWER)
-        d.finish()
+        for mode in MODES:
+            with self.subTest(mode=mode):
+                d, srv = self.start([{"text": ANSWER, "dropAfterChunks": 0}, {"text": ANSWER}],
+                                    sets={"retry.continueCutAnswers": "always",
+                                          "rpc.messageUpdates": mode})
+                msgs = self.run_prompt(d, "q")
+                [start] = retry_starts(msgs)
+                self.assertEqual(start["continuation"], {"mode": "replay", "keptChars": 0,
+                                                         "reason": "the cut came before any text"})
+                self.assertEqual(len(srv.requests()[1]["body"]["messages"]), 1)
+                self.assertEqual(text_of(assistant_ends(msgs)[-1]), ANSWER)
+                self.assertEqual("".join(attempt_deltas(msgs)[-1]), ANSWER)
+                d.finish()
 
     def test_provider_setting_overrides_the_global_one(self):
         d, srv = self.start(self.cut_then({"text": ANSWER, "continues": True}),
@@ -240,17 +249,23 @@ class PrefillTests(ContinueCase):
                 d.finish()
 
     def test_refused_prefill_replays_with_the_reason(self):
-        d, srv = self.start(self.cut_then({"text": ANSWER, "refusePrefill": True}) + [{"text": ANSWER}],
-                            models=[{"id": "claude-next", "prefill": True}])
-        msgs = self.run_prompt(d, "q")
-        first, second = retry_starts(msgs)
-        self.assertEqual(first["continuation"]["mode"], "prefill")
-        self.assertEqual(second["continuation"], {"mode": "replay", "keptChars": 0,
-                                                  "reason": "the provider refused the prefill"})
-        self.assertIn(PREFILL_REFUSAL, assistant_ends(msgs)[1]["errorMessage"])
-        self.assertEqual([m["role"] for m in srv.requests()[2]["body"]["messages"]], ["user"])
-        self.assertEqual(text_of(assistant_ends(msgs)[-1]), ANSWER)
-        d.finish()
+        for mode in MODES:
+            with self.subTest(mode=mode):
+                d, srv = self.start(self.cut_then({"text": ANSWER, "refusePrefill": True}) +
+                                    [{"text": ANSWER}], sets={"rpc.messageUpdates": mode},
+                                    models=[{"id": "claude-next", "prefill": True}])
+                msgs = self.run_prompt(d, "q")
+                first, second = retry_starts(msgs)
+                self.assertEqual(first["continuation"]["mode"], "prefill")
+                self.assertEqual(second["continuation"],
+                                 {"mode": "replay", "keptChars": 0,
+                                  "reason": "the provider refused the prefill"})
+                self.assertIn(PREFILL_REFUSAL, assistant_ends(msgs)[1]["errorMessage"])
+                self.assertEqual([m["role"] for m in srv.requests()[2]["body"]["messages"]],
+                                 ["user"])
+                self.assertEqual(text_of(assistant_ends(msgs)[-1]), ANSWER)
+                self.assertEqual("".join(attempt_deltas(msgs)[-1]), ANSWER)
+                d.finish()
 
     def test_a_model_that_refused_a_prefill_is_not_prefilled_again_on_the_next_cut(self):
         plan = (self.cut_then({"text": ANSWER, "refusePrefill": True}) + [{"text": ANSWER}]
@@ -345,17 +360,20 @@ class ResumeTests(ContinueCase):
                 d.finish()
 
     def test_an_expired_resume_id_replays_with_the_reason(self):
-        d, srv = self.start([{"text": ANSWER, "dropAfterChunks": CUT_AFTER, "resumeExpired": True},
-                             {"text": ANSWER}])
-        msgs = self.run_prompt(d, "q")
-        first, second = retry_starts(msgs)
-        self.assertEqual(first["continuation"]["mode"], "resume")
-        self.assertEqual(second["continuation"], {"mode": "replay", "keptChars": 0,
-                                                  "reason": "the resume id expired"})
-        reqs = srv.requests()
-        self.assertEqual([r["method"] for r in reqs], ["POST", "GET", "POST"])
-        self.assertEqual(text_of(assistant_ends(msgs)[-1]), ANSWER)
-        d.finish()
+        for mode in MODES:
+            with self.subTest(mode=mode):
+                d, srv = self.start([{"text": ANSWER, "dropAfterChunks": CUT_AFTER, "resumeExpired": True},
+                                     {"text": ANSWER}], sets={"rpc.messageUpdates": mode})
+                msgs = self.run_prompt(d, "q")
+                first, second = retry_starts(msgs)
+                self.assertEqual(first["continuation"]["mode"], "resume")
+                self.assertEqual(second["continuation"], {"mode": "replay", "keptChars": 0,
+                                                          "reason": "the resume id expired"})
+                reqs = srv.requests()
+                self.assertEqual([r["method"] for r in reqs], ["POST", "GET", "POST"])
+                self.assertEqual(text_of(assistant_ends(msgs)[-1]), ANSWER)
+                self.assertEqual("".join(attempt_deltas(msgs)[-1]), ANSWER)
+                d.finish()
 
     def test_off_sends_no_background_and_replays(self):
         d, srv = self.start([{"text": ANSWER, "dropAfterChunks": CUT_AFTER}, {"text": ANSWER}],
