@@ -13,6 +13,7 @@
 
 #include "base/errbuf.h"
 #include "base/log.h"
+#include "base/secret.h"
 #include "core/fleet_store.h"
 #include "core/settings.h"
 
@@ -45,15 +46,6 @@ const char *fleet_scope_kind_name(const struct fleet *f)
 									     : "provider";
 }
 
-static uint64_t fnv1a(const char *s, size_t n)
-{
-	uint64_t h = 14695981039346656037ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-	return h;
-}
-
 uint64_t fleet_rand(struct fleet *f)
 {
 	f->rng ^= f->rng >> 12;
@@ -65,7 +57,7 @@ uint64_t fleet_rand(struct fleet *f)
 const char *fleet_provider_id(const char *name, const char *base_url, char *out, size_t cap)
 {
 	const char *p = base_url != NULL ? strstr(base_url, "://") : NULL, *end, *at;
-	char host[300];
+	char host[300], fp[17];
 	size_t n = 0;
 	bool https;
 
@@ -92,8 +84,7 @@ const char *fleet_provider_id(const char *name, const char *base_url, char *out,
 	else if (n <= 64)
 		snprintf(out, cap, "%s@%s", name, host);
 	else
-		snprintf(out, cap, "%s@%.48s~%016llx", name, host,
-			 (unsigned long long)fnv1a(host, n));
+		snprintf(out, cap, "%s@%.48s~%s", name, host, (secret_fingerprint(host, fp), fp));
 	return out;
 }
 

@@ -146,7 +146,7 @@ bool fleet_rules_claim(int64_t *until, int64_t now, int64_t hold_ms);
  * after that asks go as ever, so a busy fleet is not paced for good.
  * fleet_rules_turn takes the next slot: the wait until it (0: go now); an
  * ask whose reserved wait is over does not take a second one. A usage
- * limit again ends the train (fleet_rules_exhaust's caller zeroes both).
+ * limit again ends the train (fleet_rules_exhaust's caller zeroes it, gap and all).
  * src/core/fleet.lua mirrors them. */
 #define FLEET_TURN_GAP_MS INT64_C(500)
 #define FLEET_TURN_GAP_MIN_MS INT64_C(100)

@@ -564,19 +564,26 @@ class TrueWaitTests(FleetCase):
         msgs = self.run_prompt(b, "two")
         self.assert_hold_announced(msgs, srv, b, 2, "pacing", 0.3, 1.05)
 
-    def test_the_announced_budget_waits_add_up_to_the_hold_of_a_spent_retry_budget(self):
-        # Two daemons' failures spend half the shared budget of 4: a retry
-        # then goes one at a time, one fleet.probeIntervalMs apart.
+    def held_after_failures(self, failures, sets):
+        """b warms up, a fails once (retry.maxRetries 0), then b's prompt
+        meets the server's remaining 503s and ends well with "b"; returns
+        b's messages, the server and b."""
         down = {"status": 503, "message": "Service Unavailable"}
-        srv = self.server([{"text": "warm"}, down, down, down, {"text": "b"}])
-        sets = {"fleet.retryBudget": {"maxTokens": 4, "tokenRatio": 0.1},
-                "fleet.probeIntervalMs": 1000, "fleet.openAfter": 0}
+        srv = self.server([{"text": "warm"}] + [down] * failures + [{"text": "b"}])
         a = self.daemon(srv, sets=dict(sets, **{"retry.maxRetries": 0}))
         b = self.daemon(srv, sets=sets)
         self.run_prompt(b, "warm up")
         self.run_prompt(a, "fails")
         msgs = self.run_prompt(b, "two")
         self.assertEqual(text_of(events(msgs, "message_end")[-1]["message"]), "b")
+        return msgs, srv, b
+
+    def test_the_announced_budget_waits_add_up_to_the_hold_of_a_spent_retry_budget(self):
+        # Two daemons' failures spend half the shared budget of 4: a retry
+        # then goes one at a time, one fleet.probeIntervalMs apart.
+        msgs, srv, b = self.held_after_failures(
+            3, {"fleet.retryBudget": {"maxTokens": 4, "tokenRatio": 0.1},
+                "fleet.probeIntervalMs": 1000, "fleet.openAfter": 0})
         waits = self.assert_hold_announced(msgs, srv, b, 4, "budget", 0.5, 1.0)
         for w in waits:
             self.assertEqual(w["cause"], "the fleet's retry budget is spent: one retry at a time")
@@ -584,15 +591,8 @@ class TrueWaitTests(FleetCase):
     def test_the_announced_probe_waits_add_up_to_the_hold_of_an_open_circuit(self):
         # Two daemons' failures in a row open the circuit: the next request
         # is the fleet's one probe, fleet.probeIntervalMs after the failure.
-        down = {"status": 503, "message": "Service Unavailable"}
-        srv = self.server([{"text": "warm"}, down, down, {"text": "b"}])
-        sets = {"fleet.openAfter": 2, "fleet.probeIntervalMs": 1000}
-        a = self.daemon(srv, sets=dict(sets, **{"retry.maxRetries": 0}))
-        b = self.daemon(srv, sets=sets)
-        self.run_prompt(b, "warm up")
-        self.run_prompt(a, "fails")
-        msgs = self.run_prompt(b, "two")
-        self.assertEqual(text_of(events(msgs, "message_end")[-1]["message"]), "b")
+        msgs, srv, b = self.held_after_failures(2, {"fleet.openAfter": 2,
+                                                    "fleet.probeIntervalMs": 1000})
         self.assert_hold_announced(msgs, srv, b, 3, "probe", 0.5, 1.0)
 
     def test_every_re_hold_of_a_concurrency_wait_is_announced_and_they_add_up_to_the_hold(self):

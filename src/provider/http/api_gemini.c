@@ -143,7 +143,9 @@ static void take_part(struct api_stream *self, const json_t *part)
 	 * block until a text part or the end closes it, and keep the latest
 	 * signature any of their parts carried (pi's retainThoughtSignature:
 	 * some backends sign only the first delta). A text part's signature
-	 * (pi's textSignature) has nowhere to go in retryd's blocks. */
+	 * (pi's textSignature) has nowhere to go in retryd's blocks. A
+	 * functionCall part (retryd offers no tools, but a model may send one)
+	 * is only marked: its block is not kept. */
 	if (json_is_object(json_object_get(part, "functionCall")))
 		self->tool_call_begun = true;
 	if (!json_is_string(text))
@@ -155,8 +157,6 @@ static void take_part(struct api_stream *self, const json_t *part)
 	} else {
 		api_stream_text(self, json_string_value(text), json_string_length(text));
 	}
-	/* A functionCall part (retryd offers no tools, but a model may send
-	 * one) is only marked: its block is not kept. */
 }
 
 static int event_tree(struct api_stream *self, const struct sse_event *ev)

@@ -238,7 +238,7 @@ int api_openai_quick(const char *data, size_t len, struct api_quick *q)
 
 static int event_tree(struct api_stream *self, const struct sse_event *ev)
 {
-	json_t *root, *choice, *delta, *content, *reason, *usage, *err;
+	json_t *root, *choice, *delta, *calls, *content, *reason, *usage, *err;
 	int rc = 0;
 
 	if (data_is_done(ev)) {
@@ -268,9 +268,8 @@ static int event_tree(struct api_stream *self, const struct sse_event *ev)
 		api_stream_text(self, json_string_value(content), json_string_length(content));
 	if (!self->complete)
 		take_reasoning(self, delta);
-	if ((json_is_array(json_object_get(delta, "tool_calls")) &&
-	     json_array_size(json_object_get(delta, "tool_calls")) > 0) ||
-	    json_is_object(json_object_get(delta, "function_call")))
+	calls = json_object_get(delta, "tool_calls");
+	if (json_array_size(calls) > 0 || json_is_object(json_object_get(delta, "function_call")))
 		self->tool_call_begun = true;
 	reason = json_object_get(choice, "finish_reason");
 	if (json_is_string(reason) && !self->complete)
