@@ -73,11 +73,20 @@ class CliCase(DaemonTestCase):
             json.dump(plan, f)
         return d
 
-    def start(self, cli, plan, sets=None, env=None, settings=None, args=(), **kw):
+    def start(self, cli, plan, sets=None, env=None, settings=None, args=(), builtin_server=False,
+              **kw):
         self.dir = self.fake_dir(plan)
+        # Each test's fake stands for a server of its own (its plan is what
+        # that server says): serverEnv names it in the fleet's provider id,
+        # so that tests sharing a runtime dir share no provider record (the
+        # fake never connects to it). A test that shares one passes the URL.
+        # builtin_server: the built-in's own serverEnv (ANTHROPIC_BASE_URL...).
         s = {"providers.%s.command" % cli: FAKE, "retry.baseDelayMs": 10}
+        if not builtin_server:
+            s["providers.%s.serverEnv" % cli] = ["FAKE_AGENT_SERVER"]
         s.update(sets or {})
-        e = {"FAKE_AGENT_DIR": self.dir}
+        e = {"FAKE_AGENT_DIR": self.dir,
+             "FAKE_AGENT_SERVER": "http://%s.fake-agent.invalid" % os.path.basename(self.dir)}
         e.update(env or {})
         return self.spawn(args=["--provider", cli, "--no-session"] + list(args), sets=s, env=e,
                           settings=settings, **kw)
@@ -487,18 +496,48 @@ class OutcomeTests(CliCase):
         self.addCleanup(__import__("shutil").rmtree, shared, True)
         crash = {"lines": [INIT], "stderr": ["fatal: out of memory"], "exit": 3}
         crashed = []
+        one = {"XDG_RUNTIME_DIR": shared, "FAKE_AGENT_SERVER": "http://one.fake-agent.invalid"}
         for _ in range(2):
-            d = self.start("claude", [crash] * 4, sets={"retry.maxRetries": 3},
-                           env={"XDG_RUNTIME_DIR": shared})
+            d = self.start("claude", [crash] * 4, sets={"retry.maxRetries": 3}, env=one)
             self.assertEqual(len(self.of_type(self.prompt(d), "auto_retry_start")), 3)
             crashed.append(d)
-        c = self.start("claude", [{"lines": [INIT, assistant_text("done"), RESULT_OK]}],
-                       env={"XDG_RUNTIME_DIR": shared})
+        c = self.start("claude", [{"lines": [INIT, assistant_text("done"), RESULT_OK]}], env=one)
         msgs = self.prompt(c)
         self.assertEqual(self.of_type(msgs, "fleet_wait"), [])
         self.assertFalse(c.request({"type": "get_state", "id": "s"})["data"]["fleet"]["open"])
         self.assertEqual(self.assistant_ends(msgs)[-1]["stopReason"], "stop")
         for d in crashed + [c]:
+            d.finish()
+
+    def test_a_circuit_opened_through_one_base_url_holds_no_daemon_pointed_at_another(self):
+        # Claude Code sends its requests where ANTHROPIC_BASE_URL says: two
+        # daemons whose CLIs talk to one gateway share its record, a daemon
+        # whose CLI talks to another server is not held by it.
+        shared = tempfile.mkdtemp(prefix="retryd-e2e-fleet-")
+        self.addCleanup(__import__("shutil").rmtree, shared, True)
+        fail = {"lines": [INIT, {"type": "result", "subtype": "success", "is_error": True,
+                                 "api_error_status": 503, "result": "Service Unavailable"}]}
+        a = {"XDG_RUNTIME_DIR": shared, "ANTHROPIC_BASE_URL": "http://Gateway-A.invalid:8080/v1"}
+        b = {"XDG_RUNTIME_DIR": shared, "ANTHROPIC_BASE_URL": "http://gateway-b.invalid:8080/v1"}
+        ok = [{"lines": [INIT, assistant_text("done"), RESULT_OK]}]
+        first = self.start("claude", [fail] * 3, sets={"retry.maxRetries": 2}, env=a,
+                           builtin_server=True)
+        self.prompt(first)
+        # The second daemon through gateway A meets the first one's failures.
+        same = self.start("claude", [fail] * 3, sets={"retry.maxRetries": 2}, env=a,
+                          builtin_server=True)
+        same.send({"type": "prompt", "id": "p", "message": "List files"})
+        wait = same.wait_for(is_type("fleet_wait"), what="a hold for gateway A's failures")
+        self.assertEqual(wait["scope"], "claude@gateway-a.invalid:8080|-|default")
+        other = self.start("claude", ok, env=b, builtin_server=True)
+        msgs = self.prompt(other)
+        self.assertEqual(self.of_type(msgs, "fleet_wait"), [])
+        self.assertEqual(self.assistant_ends(msgs)[-1]["stopReason"], "stop")
+        self.assertEqual(other.request({"type": "get_state", "id": "s"})["data"]["fleet"]["scope"],
+                         "claude@gateway-b.invalid:8080|-|default")
+        same.send({"type": "abort", "id": "a"})
+        same.wait_for(is_type("agent_end"), what="the held prompt aborted")
+        for d in (first, same, other):
             d.finish()
 
     def test_no_terminal_line_is_a_retryable_failure_naming_exit_and_last_stderr_line(self):

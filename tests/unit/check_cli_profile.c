@@ -188,6 +188,11 @@ START_TEST(test_mistakes_are_refused_naming_the_key)
 		{ "{\"command\":\"\"}", "providers.t.command must be a non-empty string" },
 		{ "{\"args\":\"-v\"}", "providers.t.args must be a list of strings" },
 		{ "{\"modelArgs\":[\"{mdl}\"]}", "providers.t.modelArgs[0]: unknown placeholder {mdl}" },
+		{ "{\"secretEnv\":\"TOKEN\"}", "providers.t.secretEnv must be a list of environment" },
+		{ "{\"serverEnv\":\"ANTHROPIC_BASE_URL\"}",
+		  "providers.t.serverEnv must be a list of environment variable names" },
+		{ "{\"serverEnv\":[\"OK\",\"1BAD\"]}",
+		  "providers.t.serverEnv[1] must be an environment variable name" },
 	};
 	const char *base = "{\"type\":\"exec\",\"argv\":[\"x\",\"{prompt}\"],"
 			   "\"resumeArgv\":[\"x\",\"{sessionId}\",\"{prompt}\"],"

@@ -13,6 +13,8 @@ static const char claude_json[] =
 	" \"resumeArgv\": [\"claude\", \"-p\", \"--resume\", \"{sessionId}\", \"{prompt}\","
 	"                 \"--output-format\", \"stream-json\", \"--verbose\", \"{args}\"],"
 	" \"modelArgs\": [\"--model\", \"{model}\"],"
+	" \"serverEnv\": [\"ANTHROPIC_BASE_URL\", \"ANTHROPIC_BEDROCK_BASE_URL\","
+	"               \"ANTHROPIC_VERTEX_BASE_URL\"],"
 	/* Claude Code 2.1.332 retries 10 times by itself (a 401 too, 184 s),
 	 * 3 times on an overloaded_error, and answers a cut stream with a
 	 * plain (non-streamed) resend; the retry watchdog retries a 429/529
@@ -190,6 +192,7 @@ static const char gemini_json[] =
 	 * after a tool ran in that run, nor after a kill); a failed first turn
 	 * leaves no session to resume. */
 	" \"lostTurnOnError\": true,"
+	" \"serverEnv\": [\"GOOGLE_GEMINI_BASE_URL\", \"GOOGLE_VERTEX_BASE_URL\"],"
 	" \"resumeFailed\": \"Error resuming session: \","
 	" \"setupErrors\": [{\"match\": \"Unknown arguments?: \", \"why\": \"Gemini "
 	"CLI rejected an argument in providers.gemini.args (retryd passes --prompt, "

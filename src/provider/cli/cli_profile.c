@@ -340,7 +340,7 @@ static const char *const top_keys[] = {
 	"toolEnd", "retryNotice", "terminal", "command", "args", "env", "secretEnv", "models",
 	"modelArgs", "timeoutMs", "startupMs", "killGraceMs", "maxLineBytes", "setupErrors",
 	"resumeFailed", "lostTurnOnError", "resumeContinuesCutText", "ownRetriesOff",
-	"keepOwnRetries", NULL,
+	"keepOwnRetries", "serverEnv", NULL,
 };
 
 /* An environment variable's name as a shell writes one: [A-Za-z_][A-Za-z0-9_]*. */
@@ -354,25 +354,26 @@ static bool env_name(const char *s)
 	return true;
 }
 
-/* secretEnv: the names whose values are masked although their names do not
- * say they are secrets (base/secret's secret_name). */
-static int check_secret_env(struct cli_profile *self, const json_t *cfg, char *err, size_t errlen)
+/* A list of environment variable names at providers.NAME.KEY (secretEnv,
+ * serverEnv): stored in *out (borrowed), NULL when absent. */
+static int check_env_names(struct cli_profile *self, const json_t *cfg, const char *key,
+			   const json_t **out, char *err, size_t errlen)
 {
-	const json_t *v = json_object_get(cfg, "secretEnv");
+	const json_t *v = json_object_get(cfg, key);
 	size_t i;
 	json_t *name;
 
-	self->secret_env = v;
+	*out = v;
 	if (v == NULL)
 		return 0;
 	if (!json_is_array(v))
-		return errbuf_set(err, errlen, "providers.%s.secretEnv must be a list of environment "
-				  "variable names", self->name);
+		return errbuf_set(err, errlen, "providers.%s.%s must be a list of environment "
+				  "variable names", self->name, key);
 	json_array_foreach(v, i, name)
 		if (!json_is_string(name) || !env_name(json_string_value(name)))
-			return errbuf_set(err, errlen, "providers.%s.secretEnv[%zu] must be an environment "
+			return errbuf_set(err, errlen, "providers.%s.%s[%zu] must be an environment "
 					  "variable name (letters, digits and '_', not starting with "
-					  "a digit)", self->name, i);
+					  "a digit)", self->name, key, i);
 	return 0;
 }
 
@@ -677,7 +678,8 @@ static int check_top(struct cli_profile *self, char *err, size_t errlen)
 		if (key[0] == '\0' || strchr(key, '=') != NULL || (!json_is_string(v) && !json_is_null(v)))
 			return errbuf_set(err, errlen, "providers.%s.env.%.40s must be a string or null "
 				          "(and the name may not contain '=')", self->name, key);
-	if (check_secret_env(self, cfg, err, errlen) != 0)
+	if (check_env_names(self, cfg, "secretEnv", &self->secret_env, err, errlen) != 0 ||
+	    check_env_names(self, cfg, "serverEnv", &self->server_env, err, errlen) != 0)
 		return -1;
 	v = json_object_get(cfg, "models");
 	if (v != NULL && !cli_config_strings(v, true))

@@ -23,7 +23,8 @@
  *    "command"?, "args"?, "env"?, "secretEnv"?, "models"?, "modelArgs"?, "timeoutMs"?,
  *    "startupMs"?, "killGraceMs"?, "maxLineBytes"?,
  *    "setupErrors"?, "resumeFailed"?, "lostTurnOnError"?, "resumeContinuesCutText"?,
- *    "ownRetriesOff"?, "keepOwnRetries"?}   (the last six: see cli_texts.h)
+ *    "ownRetriesOff"?, "keepOwnRetries"?,   (these six: see cli_texts.h)
+ *    "serverEnv"?}
  *
  * Each rule key takes one RULE object or a list of them (the first whose
  * selector matches a line is used). A RULE selects lines:
@@ -93,6 +94,10 @@ struct cli_profile {
 	const json_t *env;          /* borrowed from cfg: {NAME: value or null}; may be NULL */
 	const json_t *secret_env;   /* borrowed from cfg: [NAME...] whose values are secrets
 				     * whatever their names say; may be NULL */
+	const json_t *server_env;   /* borrowed from cfg: [NAME...] that say where the CLI
+				     * sends its requests (ANTHROPIC_BASE_URL): the first
+				     * one set to a URL in its environment names the
+				     * server in the fleet's provider id; may be NULL */
 	json_t *models;             /* owned: [{"id"}...] */
 	const char *command;        /* borrowed from cfg: replaces argv[0]; may be NULL */
 	bool prompt_stdin;

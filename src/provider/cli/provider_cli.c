@@ -1092,6 +1092,28 @@ static int build_env(struct cli_provider *self)
 	return 0;
 }
 
+/* Where the CLI sends its requests, as the fleet's provider id names it
+ * (fleet_provider_id): the first serverEnv variable of the CLI's
+ * environment that holds a URL. Two daemons of one CLI pointed at two
+ * servers (a proxy, a gateway, a test's fake) then share no record; "" (the
+ * CLI's own default server) when none is set. Borrowed from self->env. */
+static const char *server_url(const struct cli_provider *self)
+{
+	const json_t *names = self->profile->server_env;
+	size_t i;
+	json_t *v;
+
+	json_array_foreach((json_t *)names, i, v) {
+		const char *name = json_string_value(v);
+		size_t n = strlen(name);
+
+		for (char **e = self->env; *e != NULL; e++)
+			if (strncmp(*e, name, n) == 0 && (*e)[n] == '=' && strstr(*e + n + 1, "://"))
+				return *e + n + 1;
+	}
+	return "";
+}
+
 /* The daemon's directory goes whole (cli_dir). */
 static void remove_dir(struct cli_provider *self)
 {
@@ -1148,6 +1170,7 @@ struct provider *provider_cli_new(uv_loop_t *loop, struct clock *clock, const ch
 		errbuf_set(err, errlen, "out of memory");
 		goto fail;
 	}
+	self->base.base_url = server_url(self);
 	return &self->base;
 fail:
 	cli_free(&self->base);
