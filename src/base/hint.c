@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/errtext.h"
+#include "base/number.h"
 
 #define MS_PER_S 1000.0
 #define MS_PER_MIN 60000.0
@@ -497,6 +498,20 @@ static bool header_get(const json_t *headers, const char *lname, struct hval *ou
 	if (found)
 		strip(out);
 	return found;
+}
+
+int64_t hint_announced_rpm(const json_t *headers)
+{
+	static const char *const names[] = { "x-ratelimit-limit-requests",
+					     "anthropic-ratelimit-requests-limit" };
+	struct hval v;
+	int64_t n;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (header_get(headers, names[i], &v) &&
+		    number_from_digits(v.s, v.n, &n) == NUMBER_EXACT && n > 0)
+			return n;
+	return 0;
 }
 
 static bool header_is_zero(const json_t *headers, const char *lname)

@@ -58,6 +58,11 @@
  * hint. */
 bool hint_in_headers(const json_t *headers, int64_t now_ms, bool buckets, int64_t *out_ms);
 
+/* The requests per minute an answer's headers (borrowed, as for
+ * hint_in_headers) announce: OpenAI's x-ratelimit-limit-requests,
+ * Anthropic's anthropic-ratelimit-requests-limit; 0 when none. */
+int64_t hint_announced_rpm(const json_t *headers);
+
 /* text: borrowed, `len` bytes, already in errtext's normal form (see
  * base/errtext.h). Returns true and sets *out_ms on a hint. */
 bool hint_in_text(const char *text, size_t len, int64_t now_ms, int64_t *out_ms);

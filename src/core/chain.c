@@ -911,23 +911,6 @@ static enum fleet_outcome_kind fleet_kind(const struct provider_result *r,
 	return FLEET_OUT_ANSWERED;
 }
 
-/* A request limit per minute the answer announced (OpenAI's and
- * Anthropic's headers), or 0. */
-static int64_t announced_rpm(const json_t *headers)
-{
-	static const char *const names[] = { "x-ratelimit-limit-requests",
-					     "anthropic-ratelimit-requests-limit" };
-	int64_t v;
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		const char *s = json_string_value(json_object_get(headers, names[i]));
-
-		if (s != NULL && number_from_digits(s, strlen(s), &v) == NUMBER_EXACT && v > 0)
-			return v;
-	}
-	return 0;
-}
-
 static void tell_fleet(struct chain *self, const struct provider_result *r,
 		       const struct policy_verdict *v, const struct retry_policy *policy)
 {
@@ -936,7 +919,7 @@ static void tell_fleet(struct chain *self, const struct provider_result *r,
 		.cred = self->fleet_cred,
 		.model = self->fallback.model,
 		.out = { .kind = fleet_kind(r, v), .block_ms = -1,
-			 .rpm_limit = announced_rpm(r->headers), .member = 0,
+			 .rpm_limit = hint_announced_rpm(r->headers), .member = 0,
 			 .status = r->http_status },
 		.usage_reset_ms = -1,
 		.overload = v->failed && v->overload,
@@ -944,8 +927,10 @@ static void tell_fleet(struct chain *self, const struct provider_result *r,
 		.cooldown_ms = policy_int(&self->policy, "fallbackCooldownMs"),
 	};
 
-	if (r->stop == STOP_ABORTED || !self->attempt_sent)
+	if (r->stop == STOP_ABORTED || !self->attempt_sent) {
+		fleet_abandon(self->cfg.fleet, t.provider, t.cred);
 		return;
+	}
 	/* The server's word is shared only when this daemon takes it itself. */
 	if (policy->respect_hints) {
 		if (v->failed && v->hint_ms > 0)

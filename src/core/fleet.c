@@ -210,6 +210,11 @@ void fleet_apply_int(struct fleet_int_job *j)
 			j->turn_gap = fleet_rules_turn_gap(j->p, j->rpm_learned);
 			fleet_rules_turn_start(&j->turn, &j->turn_end, j->now, j->turn_gap);
 		}
+	} else if (j->op == 5 && j->kind == 'c') {
+		int64_t was = j->until;
+
+		fleet_rules_unclaim(&j->until, j->now, FLEET_PROBE_HOLD_MS);
+		j->claimed = j->until != was;
 	} else if (j->op == 1) {
 		fleet_rules_model_report(&j->m, j->now, j->overload, j->success, j->after,
 					 j->cooldown_ms);
@@ -390,10 +395,36 @@ static void closed(struct fleet *f)
 		done(dctx);
 }
 
+/* Gives back the credential probe this daemon claimed (fleet_abandon):
+ * key's, or whichever when key is NULL. */
+static void unclaim(struct fleet *f, const char *key)
+{
+	struct fleet_int_job c = { .kind = 'c', .op = 5, .p = &f->cfg->params,
+				   .now = clock_wall_ms(f->cfg->clock) };
+	char k[sizeof(f->probing)];
+
+	if (f->probing[0] == '\0' || (key != NULL && strcmp(key, f->probing) != 0))
+		return;
+	snprintf(k, sizeof(k), "%s", f->probing);
+	f->probing[0] = '\0';
+	run_int(f, k, &c);
+}
+
+void fleet_abandon(struct fleet *f, const char *provider, const char *cred)
+{
+	char key[512];
+
+	if (cred == NULL)
+		return;
+	pair_key(provider, cred, key, sizeof(key));
+	unclaim(f, key);
+}
+
 void fleet_close(struct fleet *f, void (*done)(void *ctx), void *ctx)
 {
 	fleet_cancel(f);
 	fleet_done(f);
+	unclaim(f, NULL);
 	f->close_done = done;
 	f->close_ctx = ctx;
 	if (f->ops->close != NULL)

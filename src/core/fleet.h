@@ -129,6 +129,11 @@ struct fleet_tell {
 	int64_t cooldown_ms;        /* retry.fallbackCooldownMs */
 };
 void fleet_tell(struct fleet *f, const struct fleet_tell *t);
+/* The attempt ended with no answer to tell (aborted, or the daemon stops):
+ * a credential probe it claimed is given back at once, so that the next
+ * daemon probes without waiting out the claim (FLEET_PROBE_HOLD_MS).
+ * Borrowed for the call. */
+void fleet_abandon(struct fleet *f, const char *provider, const char *cred);
 /* The attempt is over: a lease it held is released. */
 void fleet_done(struct fleet *f);
 

@@ -242,6 +242,12 @@ bool fleet_rules_claim(int64_t *until, int64_t now, int64_t hold_ms)
 	return true;
 }
 
+void fleet_rules_unclaim(int64_t *until, int64_t now, int64_t hold_ms)
+{
+	if (*until > now && *until <= number_add(now, hold_ms))
+		*until = now;
+}
+
 int64_t fleet_rules_turn_gap(const struct fleet_params *p, int64_t rpm_learned)
 {
 	if (p->rpm > 0)

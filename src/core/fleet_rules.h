@@ -129,6 +129,11 @@ void fleet_rules_exhaust(int64_t *until, const struct fleet_params *p, int64_t n
  * has answered (and then leave one by one, not in the same second).
  * Returns whether this ask claimed it. src/core/fleet.lua mirrors it. */
 bool fleet_rules_claim(int64_t *until, int64_t now, int64_t hold_ms);
+/* A claimed probe went unanswered (aborted, the daemon stopped): a claim's
+ * hold that still stands (until within hold_ms of now) ends now, the reset
+ * passed and unconfirmed, so that the next ask claims it. A longer block
+ * (a usage limit told since) stays. */
+void fleet_rules_unclaim(int64_t *until, int64_t now, int64_t hold_ms);
 /* How long a claim holds the others back: a refusal comes back in well
  * under it; an answer that streams longer has shown the quota is back. */
 #define FLEET_PROBE_HOLD_MS INT64_C(5000)

@@ -85,9 +85,11 @@ struct fleet_int_job {
 	char kind;          /* 'c': a credential's until, 'm': a model's record */
 	int op;             /* 0 read, 1 exhaust / model report, 2 clear, 3 read and
 			     * claim a credential's probe (fleet_rules_claim), 4 a
-			     * credential answered well: no longer spent */
-	bool claimed;       /* ops 3 and 4: the record changed (3: this ask claimed
-			     * the probe; 4: a spent credential is back) */
+			     * credential answered well: no longer spent, 5 a claimed
+			     * probe given back unanswered (fleet_rules_unclaim) */
+	bool claimed;       /* ops 3 to 5: the record changed (3: this ask claimed
+			     * the probe; 4: a spent credential is back; 5: the
+			     * claim was given back) */
 	bool held;          /* op 3: the ask's reserved wait is over: no second turn */
 	bool turned;        /* op 3: a slot of the train was taken (the record changed) */
 	int64_t turn, turn_end; /* a credential's train (fleet_rules_turn) */

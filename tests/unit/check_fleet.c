@@ -282,6 +282,37 @@ START_TEST(test_a_spent_key_is_told_as_a_reset_not_a_probe_unless_one_is_out)
 }
 END_TEST
 
+/* A daemon aborted or stopped with its probe out: the claim goes back, so
+ * the next daemon probes now, not after FLEET_PROBE_HOLD_MS. */
+START_TEST(test_a_probe_abandoned_or_closed_unanswered_lets_the_next_daemon_probe_at_once)
+{
+	struct fleet *a = new_fleet(FLEET_MODE_USER, 1), *b = new_fleet(FLEET_MODE_USER, 2);
+	struct fleet *c = new_fleet(FLEET_MODE_USER, 3);
+	struct fleet_answer ans;
+
+	tell(a, "fpA", FLEET_OUT_ANSWERED, -1, 1000, false);
+	clk.fake_wall += 1000;
+	ask(b, 1, false, &ans);            /* b probes */
+	ck_assert_int_eq(ans.cred, 0);
+	ask(c, 1, false, &ans);
+	ck_assert(ans.cred_probing);
+	fleet_abandon(b, "p", "fpB");      /* not the one it probes: nothing */
+	ask(c, 1, false, &ans);
+	ck_assert(ans.cred_probing);
+	fleet_abandon(b, "p", "fpA");      /* its prompt was aborted */
+	ask(c, 1, false, &ans);            /* c probes now */
+	ck_assert_int_eq(ans.cred, 0);
+	ck_assert(!ans.cred_probing);
+	ask(a, 1, false, &ans);
+	ck_assert(ans.cred_probing);
+	fleet_close(c, NULL, NULL);        /* c stops with its probe out */
+	ask(a, 1, false, &ans);
+	ck_assert_int_eq(ans.cred, 0);
+	fleet_close(a, NULL, NULL);
+	fleet_close(b, NULL, NULL);
+}
+END_TEST
+
 START_TEST(test_overloads_from_two_daemons_cool_the_model_for_all)
 {
 	struct fleet *a = new_fleet(FLEET_MODE_USER, 1), *b = new_fleet(FLEET_MODE_USER, 2);
@@ -634,6 +665,7 @@ Suite *fleet_suite(void)
 	tcase_add_test(tc, test_after_the_probe_answers_well_the_waiters_leave_in_turn_not_at_once);
 	tcase_add_test(tc, test_after_the_probe_the_waiters_leave_at_the_rate_the_probes_answer_announced);
 	tcase_add_test(tc, test_a_spent_key_is_told_as_a_reset_not_a_probe_unless_one_is_out);
+	tcase_add_test(tc, test_a_probe_abandoned_or_closed_unanswered_lets_the_next_daemon_probe_at_once);
 	tcase_add_test(tc, test_a_train_whose_record_is_locked_gives_a_gap_asked_again_not_a_slot);
 	tcase_add_test(tc, test_overloads_from_two_daemons_cool_the_model_for_all);
 	tcase_add_test(tc, test_a_busy_lock_means_deciding_locally_this_time);

@@ -272,6 +272,25 @@ START_TEST(test_the_first_ask_after_a_reset_claims_the_probe_once)
 }
 END_TEST
 
+START_TEST(test_a_probe_given_back_unanswered_is_claimed_again_at_once_not_a_longer_block)
+{
+	int64_t until = 3000;
+
+	ck_assert(fleet_rules_claim(&until, 3000, 5000));
+	fleet_rules_unclaim(&until, 3500, 5000);
+	ck_assert_int_eq(until, 3500);
+	ck_assert(fleet_rules_claim(&until, 3500, 5000));  /* the next ask probes */
+	/* A usage limit told after the claim is a reset, not the claim. */
+	until = 3500 + 3600000;
+	fleet_rules_unclaim(&until, 3600, 5000);
+	ck_assert_int_eq(until, 3500 + 3600000);
+	/* Nothing spent: nothing to give back. */
+	until = 0;
+	fleet_rules_unclaim(&until, 3600, 5000);
+	ck_assert_int_eq(until, 0);
+}
+END_TEST
+
 START_TEST(test_a_record_survives_its_text_form)
 {
 	struct fleet_scope a, b;
@@ -564,6 +583,7 @@ Suite *fleet_rules_suite(void)
 	tcase_add_test(tc, test_every_vector_decides_as_written);
 	tcase_add_test(tc, test_a_record_survives_its_text_form);
 	tcase_add_test(tc, test_the_first_ask_after_a_reset_claims_the_probe_once);
+	tcase_add_test(tc, test_a_probe_given_back_unanswered_is_claimed_again_at_once_not_a_longer_block);
 	tcase_add_test(tc, test_a_broken_record_is_refused_and_unknown_fields_skipped);
 	tcase_add_test(tc, test_a_record_that_does_not_fit_formats_to_nothing);
 	tcase_add_test(tc, test_a_record_written_before_the_block_teller_fields_still_blocks);
