@@ -9,6 +9,7 @@ sees nothing twice, a client reading messages gets the whole answer once.
 """
 import json
 import os
+import secrets
 import sys
 import tempfile
 
@@ -19,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from fake_llm_server import FakeServer, PREFILL_REFUSAL  # noqa: E402
 
 KEY_ENV = "RETRYD_E2E_KEY"
-SECRET = "sk-e2e-0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f"
+SECRET = "sk-e2e-" + secrets.token_hex(16)  # new each run: a shared fleet keeps what a server said of a key
 ANSWER = ("Rivers carve valleys over millions of years. Water picks up sediment, "
           "grinds the bed, and carries the rock downstream to the sea.")
 CUT_AFTER = 9   # words streamed before the cut

@@ -10,6 +10,7 @@ RetryInfo delay taken as the wait. Delays are short and every wait bounded.
 import hashlib
 import json
 import os
+import secrets
 import sys
 import unittest
 
@@ -22,7 +23,7 @@ from fake_llm_server import FakeServer  # noqa: E402
 API = "google-generative-ai"
 PROVIDER = "gem"
 KEY_ENV = "RETRYD_E2E_GEMINI_KEY"
-SECRET = "AIzaSyE2eF7c9a1b5d2e8f40a6c4b1e9d7f2a3c5Q"   # shaped like a Gemini key
+SECRET = "AIzaSy" + secrets.token_hex(17) + "Q"   # shaped like a Gemini key, new each run
 FAST = {"retry.baseDelayMs": 20}
 TRUNCATED = "connection error: stream ended before completion"
 DAILY = "GenerateRequestsPerDayPerProjectPerModel-FreeTier"

@@ -9,6 +9,7 @@ import email.utils
 import hashlib
 import json
 import os
+import secrets
 import socket
 import sys
 import tempfile
@@ -26,7 +27,7 @@ TRUNCATED = "connection error: stream ended before completion"
 FAST = {"retry.baseDelayMs": 20}
 PROVIDER = "fake"
 KEY_ENV = "RETRYD_E2E_KEY"
-SECRET = "sk-e2e-7f3c9a1b5d2e8f40a6c4b1e9d7f2a3c5"      # shaped like a real key
+SECRET = "sk-e2e-" + secrets.token_hex(16)  # new each run: a shared fleet keeps what a server said of a key
 # A key that does not look like one (the example key of vLLM's documentation):
 # the daemon knows its own keys, so it must keep this one out of its output too.
 PLAIN_SECRET = "token-abc123"

@@ -8,6 +8,7 @@ runs tests/fixtures/bin/fake_agent, as test_http.py and test_cli.py do.
 import json
 import os
 import re
+import secrets
 import sys
 import tempfile
 import unittest
@@ -19,7 +20,7 @@ from fake_llm_server import FakeServer  # noqa: E402
 
 FAKE_AGENT = os.path.join(REPO_ROOT, "tests", "fixtures", "bin", "fake_agent")
 KEY_ENV = "RETRYD_E2E_KEY"
-SECRET = "sk-e2e-7f3c9a1b5d2e8f40a6c4b1e9d7f2a3c5"
+SECRET = "sk-e2e-" + secrets.token_hex(16)  # new each run: a shared fleet keeps what a server said of a key
 # Secrets that look like nothing: only where they stand can hide them.
 URL_SECRET = "urlpass0f9e8d7c"
 FLAG_SECRET = "flagvalue5b4a3c2d"

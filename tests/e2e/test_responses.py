@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import sys
 import tempfile
 
@@ -17,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "fixtures"))
 from fake_llm_server import FakeServer  # noqa: E402
 
-KEY = "sk-e2e-resp-4b1d8f2a9c7e3b5d6f0a1c2e4b6d8f0a"
+KEY = "sk-e2e-resp-" + secrets.token_hex(16)  # new each run: a shared fleet keeps what a server said of a key
 TRUNCATED = "connection error: stream ended before completion"
 USAGE_LIMIT_END = "(usage limit: no other credential or model to switch to)"
 

@@ -9,6 +9,7 @@ Every wait is bounded.
 """
 import json
 import os
+import secrets
 import sys
 import tempfile
 import unittest
@@ -23,7 +24,7 @@ from jsonschema_lite import Validator  # noqa: E402
 
 VALIDATOR = Validator(HERE.parent.parent / "protocol" / "schemas")
 KEY_ENV = "RETRYD_E2E_KEY"
-SECRET = "sk-e2e-thinking-0123456789abcdef"
+SECRET = "sk-e2e-thinking-" + secrets.token_hex(8)  # new each run: a shared fleet keeps what a server said of a key
 ANTHROPIC = "anthropic-messages"
 OPENAI = "openai-completions"
 # A reasoning model (budget thinking) and one without reasoning.

@@ -6,6 +6,7 @@ a late reset, abort_retry, and the setting off (as before).
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import sys
@@ -21,7 +22,7 @@ from fake_llm_server import FakeServer  # noqa: E402
 
 PROVIDER = "fake"
 KEY_ENV = "RETRYD_E2E_KEY"
-SECRET = "sk-e2e-4b1d7f9a2c6e8b0d3f5a7c9e1b2d4f6a"
+SECRET = "sk-e2e-" + secrets.token_hex(16)  # new each run: a shared fleet keeps what a server said of a key
 SESSION_SCHEMA = Validator(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "protocol", "schemas"))
 WAIT = {"retry.usageLimitWait": "wait", "retry.usageWaitHeartbeatMs": 1000}
