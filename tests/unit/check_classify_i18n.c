@@ -241,6 +241,45 @@ START_TEST(test_too_many_requests_or_too_high_a_demand_is_no_overflow)
 }
 END_TEST
 
+/* Words of the eleventh batch's tuned rows, in other sentences: an expired
+ * token is final, a quota short is a usage limit, a rate limit in Russian
+ * or Portuguese is retried, a saturated pool is an overload (its class
+ * from the sentence's other words). */
+START_TEST(test_expired_tokens_short_quotas_rate_words_and_saturation_in_other_sentences)
+{
+	static const struct said final[] = {
+		{ "ja", "アクセストークンの有効期限が切れました。再ログインしてください" },
+		{ "ja", "APIキーは期限切れです" },
+		{ "ko", "액세스 토큰이 만료되었습니다" },
+	};
+	static const struct said spent[] = {
+		{ "ko", "계정의 API 할당량이 부족하여 요청을 처리할 수 없습니다" },
+	};
+	static const struct said rate[] = {
+		{ "ru", "Достигнут лимит скорости, повторите через минуту" },
+		{ "pt", "O limite de taxa foi atingido para este modelo" },
+	};
+	static const struct said busy[] = {
+		{ "fr", "Le service est saturé pour le moment, réessayez plus tard" },
+		{ "es", "Los servidores están saturados, inténtelo más tarde" },
+		{ "de", "Das Modell ist derzeit ausgelastet, bitte später erneut versuchen" },
+		{ "ja", "サーバーがオーバーロードしています。しばらくしてから再試行してください" },
+	};
+
+	EXPECT_ALL(final, CLASSIFY_NOT_RETRYABLE);
+	EXPECT_ALL(spent, CLASSIFY_USAGE_LIMIT);
+	EXPECT_ALL(rate, CLASSIFY_RETRYABLE);
+	EXPECT_ALL(busy, CLASSIFY_RETRYABLE);
+	for (size_t i = 0; i < sizeof(busy) / sizeof(busy[0]); i++) {
+		struct classify_input in = { .text = busy[i].text, .len = strlen(busy[i].text) };
+		struct classify_result out;
+
+		classify_decide(cls, &in, &out);
+		ck_assert_msg(out.overload, "%s: not an overload (rule %s)", busy[i].text, out.rule);
+	}
+}
+END_TEST
+
 /* A token cap over a day is a plan window, over a minute a rate window:
  * neither is the model's length. */
 START_TEST(test_a_token_cap_over_a_day_or_a_minute_is_no_overflow)
@@ -562,6 +601,7 @@ Suite *classify_i18n_suite(void)
 	tcase_add_test(tc, test_a_plan_or_region_word_beats_a_bare_transient_word_in_every_language);
 	tcase_add_test(tc, test_a_plan_word_beside_a_real_outage_or_alone_decides_nothing);
 	tcase_add_test(tc, test_each_language_s_other_word_orders_get_the_same_verdict);
+	tcase_add_test(tc, test_expired_tokens_short_quotas_rate_words_and_saturation_in_other_sentences);
 	suite_add_tcase(s, tc);
 	return s;
 }
