@@ -160,11 +160,15 @@ class PoisonedRecordFileTests(UserRecordCase):
                    "block_member=-1 block_status=99999 block_asked=9223372036854775807\n"
                    % (now_ms + 1500))
         msgs = self.run_prompt(d, timeout=scaled(10))
-        [w] = events(msgs, "fleet_wait")
-        self.assertEqual(w["reason"], "server-block")
-        self.assertLessEqual(w["delayMs"], 1500)
-        self.assertNotIn("ageMs", w)         # when it was said is not known: refused
-        self.assertNotIn("hint", w)          # nor what was asked
+        # One hold, or (a slow build) the hold and a re-hold of its last
+        # milliseconds, each announced: together no longer than the block.
+        waits = events(msgs, "fleet_wait")
+        self.assertTrue(waits, msgs)
+        self.assertLessEqual(sum(w["delayMs"] for w in waits), 1500, waits)
+        for w in waits:
+            self.assertEqual(w["reason"], "server-block", waits)
+            self.assertNotIn("ageMs", w)     # when it was said is not known: refused
+            self.assertNotIn("hint", w)      # nor what was asked
         assert_said(self, d, "block_seen=-9223372036854775808, out of its range")
         d.finish()   # the sanitizer build would report an overflow of now - seen
 
