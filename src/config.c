@@ -143,24 +143,11 @@ static bool secret_key(const char *name)
 /* "scheme://user:password@host" loses what stands before the '@'. */
 static void mask_userinfo(json_t *v)
 {
-	const char *s = json_string_value(v), *start, *at;
-	char *masked;
-	size_t n;
+	char *shown = secret_url_shown(json_string_value(v));
 
-	start = s != NULL ? strstr(s, "://") : NULL;
-	if (start == NULL)
-		return;
-	start += 3;
-	at = strchr(start, '@');
-	if (at == NULL || memchr(start, '/', (size_t)(at - start)) != NULL)
-		return;
-	n = (size_t)(start - s) + strlen(SECRET_MASK) + strlen(at) + 1;
-	masked = malloc(n);
-	if (masked == NULL)
-		return;
-	snprintf(masked, n, "%.*s%s%s", (int)(start - s), s, SECRET_MASK, at);
-	json_string_set(v, masked);
-	free(masked);
+	if (shown != NULL)
+		json_string_set(v, shown);
+	free(shown);
 }
 
 /* Masks, in place, every string that a secret's name holds (name: the

@@ -915,3 +915,22 @@ void secret_fingerprint(const char *secret, char out[17])
 	h = fp_mix(h, bytes, sizeof(bytes));
 	snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
+
+char *secret_url_shown(const char *url)
+{
+	const char *start = url != NULL ? strstr(url, "://") : NULL, *at;
+	char *shown;
+	size_t n;
+
+	if (start == NULL)
+		return NULL;
+	start += 3;
+	at = strchr(start, '@');
+	if (at == NULL || memchr(start, '/', (size_t)(at - start)) != NULL)
+		return NULL;
+	n = (size_t)(start - url) + strlen(SECRET_MASK) + strlen(at) + 1;
+	shown = malloc(n);
+	if (shown != NULL)
+		snprintf(shown, n, "%.*s%s%s", (int)(start - url), url, SECRET_MASK, at);
+	return shown;
+}

@@ -76,6 +76,10 @@ bool secret_mask_json_text(char *text, size_t *len);
 /* Masks every string inside v (borrowed; changed in place; object keys are
  * left alone). Returns whether anything was masked. */
 bool secret_mask_json(json_t *v);
+/* "scheme://user:password@host/..." as shown: what stands before the '@'
+ * becomes SECRET_MASK. Returns a new string (free it), or NULL when the
+ * URL has no user part (or memory ran out): show it as it is. */
+char *secret_url_shown(const char *url);
 
 /* A streaming masker for text that arrives in pieces (a text block's
  * deltas, a CLI's stderr line). A piece is passed on at once, masked,

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/errbuf.h"
+#include "base/secret.h"
 #include "proto/event.h"
 
 /* The policy's defaults, for a chain that runs without a snapshot. */
@@ -177,18 +178,23 @@ int fallback_select(struct fallback *self, const struct provider *provider,
 	return 0;
 }
 
+/* A user:password@ in the base URL is a secret: never in an event. */
 static json_t *model_object(const struct provider *provider, const char *id)
 {
 	json_t *m = provider_model(provider, id);
 	json_t *cw = json_object_get(m, "contextWindow"), *mt = json_object_get(m, "maxTokens");
+	char *url = secret_url_shown(provider->base_url);
+	json_t *v;
 
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:[s], s:{s:f, s:f, s:f, s:f}, s:I, s:I}",
+	v = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:[s], s:{s:f, s:f, s:f, s:f}, s:I, s:I}",
 			 "id", id, "name", id, "api", provider->api, "provider", provider->name,
-			 "baseUrl", provider->base_url,
+			 "baseUrl", url != NULL ? url : provider->base_url,
 			 "reasoning", json_is_true(json_object_get(m, "reasoning")), "input", "text",
 			 "cost", "input", 0.0, "output", 0.0, "cacheRead", 0.0, "cacheWrite", 0.0,
 			 "contextWindow", json_is_integer(cw) ? json_integer_value(cw) : (json_int_t)128000,
 			 "maxTokens", json_is_integer(mt) ? json_integer_value(mt) : (json_int_t)8192);
+	free(url);
+	return v;
 }
 
 json_t *fallback_model_json(struct fallback *self, const struct provider *provider)

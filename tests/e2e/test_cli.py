@@ -540,6 +540,14 @@ class OutcomeTests(CliCase):
         for d in (first, same, other):
             d.finish()
 
+    def test_a_password_in_the_cli_s_base_url_never_shows_in_its_model(self):
+        d = self.start("claude", [], env={"ANTHROPIC_BASE_URL": "https://u:pw-b7x9q@gw.invalid/v1"},
+                       builtin_server=True)
+        model = d.request({"type": "get_state", "id": "s"})["data"]["model"]
+        self.assertEqual(model["baseUrl"], "https://***@gw.invalid/v1")
+        d.finish()
+        self.assertNotIn("pw-b7x9q", d.stderr_text())
+
     def test_no_terminal_line_is_a_retryable_failure_naming_exit_and_last_stderr_line(self):
         d = self.start("claude", [{"lines": [INIT, assistant_text("half way")],
                                    "stderr": ["warming up", "fatal: connection reset by peer", ""],

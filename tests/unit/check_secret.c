@@ -8,6 +8,23 @@
 #include "base/secret.h"
 #include "base/utf8.h"
 
+START_TEST(test_a_url_shows_no_user_part)
+{
+	char *v = secret_url_shown("https://user:pw@gw.example:8443/v1");
+
+	ck_assert_str_eq(v, "https://" SECRET_MASK "@gw.example:8443/v1");
+	free(v);
+	v = secret_url_shown("http://:only-a-password@127.0.0.1/x");
+	ck_assert_str_eq(v, "http://" SECRET_MASK "@127.0.0.1/x");
+	free(v);
+	/* Nothing to hide: NULL, the URL is shown as it is. */
+	ck_assert_ptr_null(secret_url_shown("https://api.example/v1"));
+	ck_assert_ptr_null(secret_url_shown("https://api.example/v1/users/@me"));
+	ck_assert_ptr_null(secret_url_shown(""));
+	ck_assert_ptr_null(secret_url_shown(NULL));
+}
+END_TEST
+
 Suite *secret_suite(void);
 
 /* A key with no recognisable shape, 39 characters (the case). */
@@ -590,6 +607,7 @@ Suite *secret_suite(void)
 	tcase_add_test(tc, test_json_strings_are_masked_in_place_and_keys_left_alone);
 	tcase_add_test(tc, test_secret_names_are_recognised_by_their_words);
 	tcase_add_test(tc, test_passwd_credential_and_auth_names_are_secrets_but_author_sockets_and_paths_are_not);
+	tcase_add_test(tc, test_a_url_shows_no_user_part);
 	tcase_add_test(cut, test_a_cut_inside_a_key_masks_it_whole_first);
 	tcase_add_test(cut, test_a_cut_never_splits_a_character);
 	tcase_add_test(st, test_a_key_split_across_two_chunks_at_any_offset_is_masked_whole);
