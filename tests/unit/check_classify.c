@@ -1373,7 +1373,7 @@ START_TEST(test_a_permanent_clause_outweighs_a_bare_transient_word_and_names_its
 		   "text:noRetryPatterns[0]");
 	check_text(cls, "Server busy, no point in retrying: the model was retired", CLASSIFY_NOT_RETRYABLE,
 		   false, "text:noRetryPatterns[0]");
-	check_text(cls, "Gateway busy: your plan does not include this model", CLASSIFY_NOT_RETRYABLE,
+	check_text(cls, "Gateway busy: this model is not included in your plan", CLASSIFY_NOT_RETRYABLE,
 		   false, "text:noRetryPatterns[2]");
 	check_text(cls, "该模型在您的套餐中不可用，请勿重试", CLASSIFY_NOT_RETRYABLE, false,
 		   "text:noRetryPatterns[1]");
@@ -1620,6 +1620,95 @@ START_TEST(test_a_word_shared_with_another_error_does_not_borrow_its_verdict)
 }
 END_TEST
 
+/* Shapes of the same facts the lists did not have: a free tier or a plan's
+ * allowance used up, "you've hit your limit" (but a per-minute limit stays a
+ * rate), a cap of tokens per request, too many or too large images, a key
+ * reported as leaked, a concurrency maximum, a JSON.parse of what the server
+ * sent (V8's "... is not valid JSON", not a request body that is not JSON),
+ * a response with no message or choices, and the transport words of browsers, curl,
+ * OpenSSL, Go's TLS and HTTP/2, OkHttp and anyio; a plan that does not include a
+ * model (final) or a feature that needs a plan (usage), credits exhausted, too
+ * much traffic (an overload) and Cloudflare's origin down. */
+START_TEST(test_plan_allowances_per_request_caps_images_leaked_keys_and_runtime_cuts)
+{
+	check_text(cls, "Free tier limit reached for this model", CLASSIFY_USAGE_LIMIT, false,
+		   "text:usageLimitPatterns[4]");
+	check_text(cls, "Your monthly token allowance has been used", CLASSIFY_USAGE_LIMIT, false,
+		   "text:usageLimitPatterns[15]");
+	check_text(cls, "You have exceeded your plan's included usage", CLASSIFY_USAGE_LIMIT, false,
+		   "text:usageLimitPatterns[15]");
+	check_text(cls, "You have reached your limit of 60 requests per minute", CLASSIFY_RETRYABLE,
+		   false, "text:rateLimitPatterns[13]");
+	check_text(cls, "Requested 250000 tokens, max 128000 tokens per request",
+		   CLASSIFY_CONTEXT_OVERFLOW, false, "text:contextOverflowPatterns[19]");
+	check_text(cls, "Prompt contains too many images (max 20)", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:badRequestPatterns[0]");
+	check_text(cls, "Image exceeds 5 MB maximum", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:badRequestPatterns[0]");
+	check_text(cls, "Your API key was reported as leaked. Please use another API key.",
+		   CLASSIFY_NOT_RETRYABLE, false, "text:nonRetryablePatterns[1]");
+	check_text(cls, "Maximum concurrent connections exceeded", CLASSIFY_RETRYABLE, false,
+		   "text:rateLimitPatterns[1]");
+	check_text(cls, "SyntaxError: Unexpected token 'd', \"data: {\"id\"... is not valid JSON",
+		   CLASSIFY_RETRYABLE, false, "text:gatewayPatterns[0]");
+	check_text(cls, "Request body is not valid JSON", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:badRequestPatterns[0]");
+	check_text(cls, "No assistant message in response", CLASSIFY_RETRYABLE, false,
+		   "text:gatewayPatterns[3]");
+	check_text(cls, "NetworkError when attempting to fetch resource.", CLASSIFY_RETRYABLE, false,
+		   "text:transientPatterns[4]");
+	check_text(cls, "TypeError: Load failed", CLASSIFY_RETRYABLE, false, "text:transientPatterns[4]");
+	check_text(cls, "Error: aborted", CLASSIFY_RETRYABLE, false, "text:transientPatterns[4]");
+	check_text(cls, "curl: (35) OpenSSL SSL_connect: SSL_ERROR_SYSCALL", CLASSIFY_RETRYABLE, false,
+		   "text:transientPatterns[4]");
+	check_text(cls, "remote error: tls: bad record MAC", CLASSIFY_RETRYABLE, false,
+		   "text:transientPatterns[4]");
+	check_text(cls, "okhttp3.internal.http2.StreamResetException: stream was reset: CANCEL",
+		   CLASSIFY_RETRYABLE, false, "sdk-exception:StreamResetException");
+	check_text(cls, "anyio.EndOfStream", CLASSIFY_RETRYABLE, false, "text:transientPatterns[4]");
+	check_text(cls, "{\"level\":\"error\",\"error\":\"http2: response body closed\"}",
+		   CLASSIFY_RETRYABLE, false, "text:gatewayPatterns[3]");
+	check_text(cls, "failed to read chat completion stream", CLASSIFY_RETRYABLE, false,
+		   "text:gatewayPatterns[3]");
+	check_text(cls, "could not load model - all backends returned error", CLASSIFY_NOT_RETRYABLE,
+		   false, "text:nonRetryablePatterns[12]");
+	check_text(cls, "ProviderModelNotFoundError: ProviderModelNotFoundError", CLASSIFY_NOT_RETRYABLE,
+		   false, "sdk-exception:ProviderModelNotFoundError");
+	check_text(cls, "Your plan does not include access to this model", CLASSIFY_NOT_RETRYABLE, false,
+		   "text:nonRetryablePatterns[3]");
+	check_text(cls, "This feature requires a Pro subscription", CLASSIFY_USAGE_LIMIT, false,
+		   "text:usageLimitPatterns[10]");
+	check_text(cls, "Credits exhausted", CLASSIFY_USAGE_LIMIT, false, "text:usageLimitPatterns[11]");
+	check_text(cls, "Too much traffic", CLASSIFY_RETRYABLE, true, "text:rateLimitPatterns[3]");
+	check_text(cls, "Web server is down", CLASSIFY_RETRYABLE, false, "text:gatewayPatterns[1]");
+}
+END_TEST
+
+/* New API's own error codes (a relay's upstream request, its channel pick or
+ * the upstream's answer failed: retried; the request, the prompt or the
+ * gateway's setup of the model is wrong: final), and the gateway's quota
+ * sentence with its numbers between the words. */
+START_TEST(test_a_gateway_s_own_codes_say_whether_its_relay_or_the_request_failed)
+{
+	check_text(cls, "{\"error\":{\"message\":\"请求上游服务失败，请稍后重试\",\"type\":"
+		   "\"new_api_error\",\"code\":\"do_request_failed\"}}", CLASSIFY_RETRYABLE, false,
+		   "oneapi-code:do_request_failed");
+	check_text(cls, "{\"error\":{\"message\":\"当前无可用渠道，请稍后重试\",\"code\":"
+		   "\"get_channel_failed\"}}", CLASSIFY_RETRYABLE, false, "oneapi-code:get_channel_failed");
+	check_text(cls, "{\"error\":{\"code\":\"empty_response\"}}", CLASSIFY_RETRYABLE, false,
+		   "oneapi-code:empty_response");
+	check_text(cls, "{\"error\":{\"message\":\"sensitive words detected\",\"code\":"
+		   "\"sensitive_words_detected\"}}", CLASSIFY_NOT_RETRYABLE, false,
+		   "oneapi-code:sensitive_words_detected");
+	check_text(cls, "{\"error\":{\"code\":\"model_price_error\"}}", CLASSIFY_NOT_RETRYABLE, false,
+		   "oneapi-code:model_price_error");
+	check_text(cls, "user [7] quota [500] preConsumedQuota [1500] is not enough", CLASSIFY_USAGE_LIMIT,
+		   false, "text:usageLimitPatterns[16]");
+	check_text(cls, "请求被拒绝", CLASSIFY_NOT_RETRYABLE, false, "text:nonRetryablePatterns[10]");
+	check_text(cls, "参数校验失败", CLASSIFY_NOT_RETRYABLE, false, "text:badRequestPatterns[1]");
+}
+END_TEST
+
 Suite *classify_suite(void)
 {
 	Suite *s = suite_create("classify");
@@ -1675,6 +1764,8 @@ Suite *classify_suite(void)
 	tcase_add_test(tc, test_a_word_shared_with_another_error_does_not_borrow_its_verdict);
 	tcase_add_test(tc, test_a_model_unloaded_under_the_request_is_retried_none_loaded_is_final);
 	tcase_add_test(tc, test_a_max_tokens_setting_above_the_output_cap_is_final_not_an_overflow);
+	tcase_add_test(tc, test_plan_allowances_per_request_caps_images_leaked_keys_and_runtime_cuts);
+	tcase_add_test(tc, test_a_gateway_s_own_codes_say_whether_its_relay_or_the_request_failed);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -575,6 +575,92 @@ START_TEST(test_each_language_s_other_word_orders_get_the_same_verdict)
 }
 END_TEST
 
+/* More of each language's generic words: concurrency (одновременных,
+ * gleichzeitige), a crowded server (혼잡) as a saturated pool, access denied
+ * (拒否, verweigert, refusé, denegado), a text too long (テキストが長すぎ), a
+ * quota gone past with the verb first (dépassé votre quota, превысили
+ * квоту) -- and a quota of a minute gone past is a rate limit. */
+START_TEST(test_concurrency_denied_access_long_texts_and_quotas_passed_in_more_words)
+{
+	static const struct said retried[] = {
+		{ "de", "Der Antwort-Stream wurde unterbrochen. Bitte versuche es erneut." },
+		{ "ru", "Превышен лимит одновременных запросов" },
+		{ "de", "Zu viele gleichzeitige Anfragen" },
+		{ "de", "Maximale Anzahl gleichzeitiger Anfragen erreicht" },
+		{ "fr", "Vous avez dépassé votre quota par minute" },
+		{ "es", "Has superado tu cuota por minuto" },
+	};
+	static const struct said final[] = {
+		{ "ja", "アクセスが拒否されました" },
+		{ "ko", "접근이 거부되었습니다" },
+		{ "es", "Permiso denegado" },
+		{ "es", "Acceso denegado" },
+		{ "pt", "Acesso negado" },
+		{ "de", "Zugriff verweigert" },
+		{ "fr", "Accès refusé" },
+		{ "zh", "输入包含不当内容" },
+	};
+	static const struct said overflow[] = {
+		{ "ja", "テキストが長すぎます" },
+		{ "ja", "メッセージが長すぎます。短くしてください" },
+	};
+	static const struct said spent[] = {
+		{ "fr", "Vous avez dépassé votre quota" },
+		{ "ru", "Вы превысили квоту" },
+		{ "ru", "Вы превысили свой лимит использования" },
+	};
+	struct classify_input in = { .text = "서버가 혼잡합니다", .len = strlen("서버가 혼잡합니다") };
+	struct classify_result out;
+
+	EXPECT_ALL(retried, CLASSIFY_RETRYABLE);
+	EXPECT_ALL(final, CLASSIFY_NOT_RETRYABLE);
+	EXPECT_ALL(overflow, CLASSIFY_CONTEXT_OVERFLOW);
+	EXPECT_ALL(spent, CLASSIFY_USAGE_LIMIT);
+	classify_decide(cls, &in, &out);
+	ck_assert_msg(out.verdict == CLASSIFY_RETRYABLE && out.overload, "ko: %s overload %d (rule %s)",
+		      classify_class_name(out.verdict), out.overload, out.rule);
+}
+END_TEST
+
+/* A chat front end's own notices in each language: the server could not be
+ * reached (retried), the plan's message limit reached (a usage limit, a
+ * minute's message cap a rate), the conversation too long (an overflow), a
+ * failed generation to be generated again (retried). */
+START_TEST(test_a_front_end_s_connect_message_limit_and_long_chat_notices_in_every_language)
+{
+	static const struct said unreachable[] = {
+		{ "zh", "连接服务器失败" },
+		{ "zh", "服务器无响应" },
+		{ "zh", "生成失败，请重新生成" },
+		{ "ja", "サーバーに接続できません" },
+		{ "ko", "서버에 연결할 수 없습니다" },
+		{ "es", "No se pudo conectar con el servidor" },
+		{ "pt", "Não foi possível conectar ao servidor" },
+		{ "fr", "Impossible de se connecter au serveur" },
+		{ "ru", "Не удалось подключиться к серверу" },
+		{ "zh", "每分钟消息数已达上限" },
+	};
+	static const struct said capped[] = {
+		{ "zh", "您已达到消息上限" },
+		{ "ja", "メッセージの上限に達しました" },
+		{ "ko", "메시지 한도에 도달했습니다" },
+		{ "es", "Has alcanzado el límite de mensajes" },
+		{ "pt", "Você atingiu o limite de mensagens" },
+		{ "de", "Du hast das Nachrichtenlimit erreicht" },
+		{ "fr", "Vous avez atteint la limite de messages" },
+		{ "ru", "Вы достигли лимита сообщений" },
+	};
+	static const struct said long_chat[] = {
+		{ "zh", "会话过长，请开启新会话" },
+		{ "ko", "대화가 너무 깁니다" },
+	};
+
+	EXPECT_ALL(unreachable, CLASSIFY_RETRYABLE);
+	EXPECT_ALL(capped, CLASSIFY_USAGE_LIMIT);
+	EXPECT_ALL(long_chat, CLASSIFY_CONTEXT_OVERFLOW);
+}
+END_TEST
+
 Suite *classify_i18n_suite(void)
 {
 	Suite *s = suite_create("classify_i18n");
@@ -602,6 +688,8 @@ Suite *classify_i18n_suite(void)
 	tcase_add_test(tc, test_a_plan_word_beside_a_real_outage_or_alone_decides_nothing);
 	tcase_add_test(tc, test_each_language_s_other_word_orders_get_the_same_verdict);
 	tcase_add_test(tc, test_expired_tokens_short_quotas_rate_words_and_saturation_in_other_sentences);
+	tcase_add_test(tc, test_concurrency_denied_access_long_texts_and_quotas_passed_in_more_words);
+	tcase_add_test(tc, test_a_front_end_s_connect_message_limit_and_long_chat_notices_in_every_language);
 	suite_add_tcase(s, tc);
 	return s;
 }
