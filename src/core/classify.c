@@ -127,6 +127,7 @@ struct facts {
 	int64_t text_hint;	/* the text's (and body's) own, -1 none */
 	bool provider_retry;	/* a RETRY or OVERLOAD value not a library's name */
 	struct google_status google;	/* the body as a google.rpc.Status */
+	unsigned char *memo;	/* classify_patterns_row's, CLASSIFY_MEMO_MAX */
 };
 
 static int match_at(const struct classify *self, const pcre2_code *code, const struct facts *f,
@@ -138,7 +139,7 @@ static int match_at(const struct classify *self, const pcre2_code *code, const s
 static int first_match(const struct classify *self, const struct classify_list *list,
 		       const struct facts *f)
 {
-	return classify_patterns_first(&self->pat, list, f->hay, f->len);
+	return classify_patterns_first(&self->pat, list, f->hay, f->len, f->memo);
 }
 
 static void add_status(struct facts *f, int s)
@@ -264,7 +265,7 @@ static bool text_rule_if(const struct classify *self, const struct facts *f,
 
 	for (size_t i = 0; i < list->count; i++) {
 		if ((list->rows[i]->flags & mask) == want &&
-		    match_at(self, list->codes[i], f, 0) >= 0) {
+		    classify_patterns_row(&self->pat, list, i, f->hay, f->len, f->memo)) {
 			snprintf(rule, size, "%s", list->rows[i]->rule);
 			return true;
 		}
@@ -510,7 +511,8 @@ static void decide(const struct classify *self, const struct facts *f,
 void classify_decide(struct classify *self, const struct classify_input *in,
 		     struct classify_result *out)
 {
-	struct facts f = { 0 };
+	unsigned char memo[CLASSIFY_MEMO_MAX] = { 0 };
+	struct facts f = { .memo = memo };
 	int64_t hint;
 
 	assert(self != NULL && in != NULL && out != NULL);
@@ -544,20 +546,18 @@ void classify_decide(struct classify *self, const struct classify_input *in,
 											: f.text_hint;
 }
 
-static void decide_text(struct classify *self, const char *message, size_t len,
-			struct classify_result *out)
+static struct classify_result decide_text(struct classify *self, const char *message, size_t len)
 {
 	struct classify_input in = { .text = message, .len = message != NULL ? len : 0 };
+	struct classify_result out;
 
-	classify_decide(self, &in, out);
+	classify_decide(self, &in, &out);
+	return out;
 }
 
 enum classify_verdict classify_error(struct classify *self, const char *message, size_t len)
 {
-	struct classify_result r;
-
-	decide_text(self, message, len, &r);
-	return r.verdict;
+	return decide_text(self, message, len).verdict;
 }
 
 bool classify_is_usage_limit(struct classify *self, const char *message, size_t len)
@@ -567,10 +567,7 @@ bool classify_is_usage_limit(struct classify *self, const char *message, size_t 
 
 bool classify_is_overload(struct classify *self, const char *message, size_t len)
 {
-	struct classify_result r;
-
-	decide_text(self, message, len, &r);
-	return r.overload;
+	return decide_text(self, message, len).overload;
 }
 
 static const char verdict_names[][2][20] = {
