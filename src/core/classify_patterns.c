@@ -159,60 +159,64 @@ static bool starts_outside_ascii(const pcre2_code *code)
 	       pcre2_pattern_info(code, PCRE2_INFO_FIRSTCODEUNIT, &unit) == 0 && unit >= 0x80;
 }
 
+/* Frees what one row's alternatives compiled so far. */
+static void drop_alts(struct classify_list *one)
+{
+	for (size_t j = 0; j < one->count; j++)
+		pcre2_code_free(one->codes[j]);
+	one->count = 0;
+}
+
 /* Compiles a row of a boolean list into alts: each top-level alternative on
  * its own, except that those starting outside ASCII go back together into
  * one (apart, each would cost a call for little). A row that does not
- * split, or whose alternatives do not compile alone, stays whole. */
+ * split, or whose alternatives do not compile alone, stays whole. On an
+ * error alts holds what was compiled, for release_list. */
 static int compile_alts(struct classify_alts *alts, const char *pattern, uint32_t *max_captures,
 			const char *what, size_t index, char *err, size_t errlen)
 {
 	size_t starts[128], lens[128];
 	size_t n = split_alternatives(pattern, strlen(pattern), starts, lens, 128);
 	struct classify_list one = { 0 };
-	char *joined = NULL;
-	size_t jlen = 0, kept = 0;
+	char *joined = n > 1 ? malloc(strlen(pattern) + 1) : NULL;
+	size_t jlen = 0;
+	int rc = 0;
 
 	alts->codes = calloc(n > 0 ? n : 1, sizeof(*alts->codes));
-	if (alts->codes == NULL)
+	if (alts->codes == NULL || (n > 1 && joined == NULL)) {
+		free(joined);
 		return errbuf_set(err, errlen, "retry: out of memory");
+	}
 	one.codes = alts->codes;
-	for (size_t k = 0; k < n; k++) {
+	for (size_t k = 0; k < n && one.codes != NULL; k++) {
 		if (compile_one(&one, pattern + starts[k], lens[k], max_captures, what, index, err,
 				errlen) != 0) {
-			for (size_t j = 0; j < one.count; j++)
-				pcre2_code_free(one.codes[j]);
-			one.count = 0;
-			n = 0;
-			break;
+			drop_alts(&one);
+			one.codes = NULL;	/* the whole row instead */
+		} else if (n > 1 && starts_outside_ascii(one.codes[one.count - 1])) {
+			pcre2_code_free(one.codes[--one.count]);
+			if (jlen > 0)
+				joined[jlen++] = '|';
+			memcpy(joined + jlen, pattern + starts[k], lens[k]);
+			jlen += lens[k];
 		}
-		if (!starts_outside_ascii(one.codes[one.count - 1]))
-			continue;
-		/* into the joined one */
-		pcre2_code_free(one.codes[--one.count]);
-		if (joined == NULL && (joined = malloc(strlen(pattern) + 1)) == NULL)
-			return errbuf_set(err, errlen, "retry: out of memory");
-		if (kept++ > 0)
-			joined[jlen++] = '|';
-		memcpy(joined + jlen, pattern + starts[k], lens[k]);
-		jlen += lens[k];
 	}
-	if (n > 0 && kept > 0 &&
+	if (one.codes != NULL && jlen > 0 &&
 	    compile_one(&one, joined, jlen, max_captures, what, index, err, errlen) != 0) {
-		for (size_t j = 0; j < one.count; j++)
-			pcre2_code_free(one.codes[j]);
-		one.count = 0;
-		n = 0;
+		drop_alts(&one);
+		one.codes = NULL;
 	}
 	free(joined);
-	if (n == 0 || one.count == 0) {
+	if (one.codes == NULL || one.count == 0) {
+		one.codes = alts->codes;
 		one.count = 0;
-		if (compile_one(&one, pattern, PCRE2_ZERO_TERMINATED, max_captures, what, index, err,
-				errlen) != 0)
-			return -1;
-		err[0] = '\0';
+		rc = compile_one(&one, pattern, PCRE2_ZERO_TERMINATED, max_captures, what, index, err,
+				 errlen);
+		if (rc == 0)
+			err[0] = '\0';
 	}
 	alts->count = one.count;
-	return 0;
+	return rc;
 }
 
 static int alloc_list(struct classify_list *list, size_t n, char *err, size_t errlen)
@@ -303,10 +307,10 @@ static int compile_builtins(uint32_t *max, char *err, size_t errlen)
 					  row->index, list->count);
 		list->rows[list->count] = row;
 		if (list->alts != NULL) {
-			if (compile_alts(&list->alts[list->count], row->pattern, max, what, row->index,
-					 err, errlen) != 0)
+			/* counted either way: release_list frees what it holds */
+			if (compile_alts(&list->alts[list->count++], row->pattern, max, what,
+					 row->index, err, errlen) != 0)
 				return -1;
-			list->count++;
 		} else if (compile_one(list, row->pattern, PCRE2_ZERO_TERMINATED, max, what,
 				       row->index, err, errlen) != 0) {
 			return -1;

@@ -17,8 +17,8 @@
 #endif
 
 #include <jansson.h>
-#include <stdbool.h>
 #include <pcre2.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 

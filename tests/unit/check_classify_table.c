@@ -5,6 +5,7 @@
  * would. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 
+#include "core/classify_patterns.h"
 #include "core/classify_table.h"
 
 #include <check.h>
@@ -126,6 +127,15 @@ START_TEST(test_every_rule_name_fits_its_row)
 }
 END_TEST
 
+/* A decision keeps each wording's answer in a memo of CLASSIFY_MEMO_MAX
+ * bytes; a table grown past it would be matched again at every ask, a cost
+ * nothing else would show. */
+START_TEST(test_every_wording_has_a_place_in_a_decision_s_memo)
+{
+	ck_assert_uint_le(classify_wording_count, CLASSIFY_MEMO_MAX);
+}
+END_TEST
+
 /* The first row of a value wins, so a second row of the same value in the
  * same step is dead: its verdict, flags and rule never reach a decision. */
 START_TEST(test_no_typed_value_is_defined_twice_in_one_step)
@@ -162,6 +172,7 @@ Suite *classify_table_suite(void)
 	tcase_add_test(tc, test_google_body_values_are_compared_exactly);
 	tcase_add_test(tc, test_no_typed_value_is_defined_twice_in_one_step);
 	tcase_add_test(tc, test_every_rule_name_fits_its_row);
+	tcase_add_test(tc, test_every_wording_has_a_place_in_a_decision_s_memo);
 	suite_add_tcase(s, tc);
 	return s;
 }
