@@ -13,6 +13,7 @@
 
 #include "base/errbuf.h"
 #include "base/log.h"
+#include "base/number.h"
 #include "core/fleet_script.h"
 #include "core/fleet_store.h"
 #include "io/redis.h"
@@ -37,6 +38,12 @@ struct fleet_redis {
 	char sha1[41];              /* the script's, for EVALSHA */
 	struct pending *pending;    /* owned: the ask in flight, or NULL */
 	bool degraded;              /* the last call failed */
+	/* Redis's last word that the provider fails for everyone (a probe or
+	 * budget hold): its reason, when it was said (wall ms) and for which
+	 * provider. A slow Redis does not undo it (held_on_word). */
+	enum fleet_reason held_reason;
+	int64_t held_said;
+	char held_provider[128];
 	bool refusal_logged;        /* an answer out of range was said once */
 
 	bool lease_held;            /* a lease is held */
@@ -145,6 +152,45 @@ static int ask_answer(struct fleet *f, const struct pending *p, const struct red
 	return -1;
 }
 
+/* What Redis answered last about the provider failing for everyone. */
+static void remember_word(struct fleet *f, const struct fleet_ask *q, const struct fleet_answer *a)
+{
+	struct fleet_redis *fr = f->store;
+
+	if (a->wait_ms > 0 && (a->reason == FLEET_PROBE || a->reason == FLEET_BUDGET)) {
+		fr->held_reason = a->reason;
+		fr->held_said = clock_wall_ms(f->cfg->clock);
+		snprintf(fr->held_provider, sizeof(fr->held_provider), "%s", q->provider);
+	} else if (strcmp(fr->held_provider, q->provider) == 0) {
+		fr->held_provider[0] = '\0';
+	}
+}
+
+/* An ask Redis did not answer in time, while its last word was that the
+ * provider fails for everyone: the local records know only this daemon's
+ * own failures and would send. A fleet whose waiters all ask at once is
+ * what makes Redis slow, so each would send to the dead provider. The
+ * word stands as long as a probe gap can last (4x the interval); the
+ * waiter asks again after a jittered poll. Past that, or with Redis down
+ * (refused, closed), the local records decide. */
+static void held_on_word(struct fleet *f, const struct fleet_ask *q, struct fleet_answer *a)
+{
+	struct fleet_redis *fr = f->store;
+	int64_t stands = number_sat_mul(number_clamp(f->cfg->params.probe_interval_ms), 4);
+	int64_t age = number_sat_sub(clock_wall_ms(f->cfg->clock), fr->held_said);
+
+	if (a->cred < 0 || a->wait_ms > 0 || fr->held_provider[0] == '\0' ||
+	    strcmp(fr->held_provider, q->provider) != 0 || age < 0 || age >= stands)
+		return;
+	a->wait_ms = stands - age;
+	a->reason = fr->held_reason;
+	a->probe = false;
+	a->reserved = false;
+	fleet_poll_sooner(f, a);
+	LOG_DEBUG("fleet: %s: redis is slow and said %lld ms ago that the provider fails for "
+		  "everyone; held, not sent", a->scope, (long long)age);
+}
+
 static void on_ask_reply(void *ctx, enum redis_status st, const struct redis_value *v)
 {
 	struct fleet *f = ctx;
@@ -207,9 +253,13 @@ static void on_ask_reply(void *ctx, enum redis_status st, const struct redis_val
 		fleet_ask_local(f, &p->q, &a);
 		a.local = true;
 		f->local_decisions++;
+		if (st == REDIS_TIMEOUT)
+			held_on_word(f, &p->q, &a);
 	}
-	if (!a.local)
+	if (!a.local) {
+		remember_word(f, &p->q, &a);
 		fleet_poll_sooner(f, &a);
+	}
 	fleet_answered(f, &a);
 	if (a.lease)
 		start_renew(f);

@@ -192,6 +192,36 @@ class RedisFailOpenTests(RedisCase):
         self.assertEqual(text_of(events(msgs, "message_end")[-1]["message"]), "ok")
         self.assertLess(took, scaled(2.0), took)
 
+    def test_a_slow_redis_does_not_send_a_waiter_of_an_open_circuit_to_the_dead_provider(self):
+        # Two daemons' failures open the circuit in Redis; b is held for the
+        # probe. Redis then stops answering: b's local records know only its
+        # own failure and would send. Redis's last word stands instead, for
+        # as long as a probe gap can last (4 x fleet.probeIntervalMs).
+        down = {"status": 503, "message": "Service Unavailable"}
+        srv = self.server({"steps": [], "default": down})
+        sets = {"fleet.openAfter": 2, "fleet.probeIntervalMs": 2000,
+                "fleet.redis.timeoutMs": 100, "retry.maxRetries": 30,
+                "retry.baseDelayMs": 100, "retry.maxDelayMs": 400}
+        a = self.rdaemon(srv, sets=dict(sets, **{"retry.maxRetries": 0}))
+        b = self.rdaemon(srv, sets=sets, env={"RETRYD_LOG": "debug"})
+        self.connected(a)
+        self.connected(b)
+        self.run_prompt(a, "fails")
+        self.until_told("fail_streak")
+        b.send({"type": "prompt", "message": "held", "id": "p"})
+        b.wait_type("fleet_wait", timeout=scaled(5), reason="probe")
+        sent = len(srv.requests())
+        self.redis.command("CLIENT", "PAUSE", "2500")
+        t0 = time.time()
+        self.assertIn("redis is slow and said", b.wait_stderr("redis is slow and said", timeout=3))
+        while time.time() - t0 < 2.2:
+            time.sleep(0.05)
+        self.assertEqual(len(srv.requests()), sent, "a waiter sent while Redis was slow")
+        srv.set_plan({"steps": [], "default": {"text": "back"}})
+        msgs = b.collect_until(is_type("agent_end"), timeout=scaled(15))
+        self.assertEqual(text_of(events(msgs, "message_end")[-1]["message"]), "back")
+        self.assertIn("did not answer in time", b.stderr_text())
+
     def test_script_flush_mid_run_is_reloaded(self):
         srv = self.server({"steps": [], "default": {"text": "ok"}})
         a = self.rdaemon(srv)
