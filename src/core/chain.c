@@ -193,12 +193,31 @@ static void sink_start(void *ctx)
 	open_reply(ctx);
 }
 
+static void tell_fleet(struct chain *self, const struct provider_result *r,
+		       const struct policy_verdict *v, const struct retry_policy *policy);
+
+/* The fleet's probe is answered once its answer begins: an open circuit's
+ * waiters leave now, not after the whole answer has streamed. */
+static void probe_answered(struct chain *self)
+{
+	struct provider_result ok = { .stop = STOP_STOP };
+	struct policy_verdict v = { .failed = false };
+	struct retry_policy rp;
+
+	if (self->cfg.fleet == NULL || !self->fleet_ans.probe || !self->attempt_sent)
+		return;
+	self->fleet_ans.probe = false;
+	rp = policy_current(&self->policy, self->auto_retry_gen, self->cfg.settings);
+	tell_fleet(self, &ok, &v, &rp);
+}
+
 static void sink_text_start(void *ctx)
 {
 	struct chain *self = ctx;
 
 	touch(self);
 	open_reply(self);
+	probe_answered(self);
 	continuation_text_start(&self->cont, &self->reply);
 }
 
@@ -218,15 +237,15 @@ static void sink_text_end(void *ctx)
 	continuation_text_end(&self->cont, &self->reply);
 }
 
-/* A thinking block streams like text, and counts as activity for the
- * stall clock as text does: a model that reasons for a minute is not
- * stalled. */
+/* A thinking block streams like text, and keeps the stall clock from
+ * firing as text does: a model that reasons for a minute is not stalled. */
 static void sink_thinking_start(void *ctx)
 {
 	struct chain *self = ctx;
 
 	touch(self);
 	open_reply(self);
+	probe_answered(self);
 	assistant_thinking_start(&self->reply);
 }
 
@@ -314,8 +333,7 @@ static void sink_event(void *ctx, json_t *event)
 		return;
 	}
 	snprintf(self->deferred_error, sizeof(self->deferred_error), "%s", notice);
-	/* Reported on the next loop turn, as a start failure is: the provider
-	 * is inside its own callback now. */
+	/* Reported on the next loop turn, as a start failure: inside the provider's call. */
 	stop_attempt(self);
 	clock_timer_start(self->cfg.clock, &self->start_failed_timer, 0, on_start_failed, self);
 }
@@ -460,9 +478,6 @@ static void report(struct chain *self, const struct retry_decision *d,
 	wait_begin(self);
 	clock_timer_start(self->cfg.clock, &self->wait_timer, (uint64_t)delay, on_wait_over, self);
 }
-
-static void tell_fleet(struct chain *self, const struct provider_result *r,
-		       const struct policy_verdict *v, const struct retry_policy *policy);
 
 /* An error no rule knows is neither transient nor final by any rule: it
  * gets retry.unknownRetries tries of this prompt's retries (pi and

@@ -138,7 +138,8 @@ struct chain {
 	bool keep_park;  /* the daemon stops: a cancelled park stays in the file */
 	bool fleet_spent; /* the failure is the fleet's word that every credential is spent */
 
-	struct fleet_answer fleet_ans;  /* the last answer: its scope and lease */
+	struct fleet_answer fleet_ans;  /* the last answer: its scope and lease; probe
+					 * cleared once the fleet heard its answer begin */
 	const char *fleet_cred;         /* the fingerprint the attempt runs with, or NULL */
 	/* fleet_provider_id of the provider, made at each use (set_model may switch it) */
 	char fleet_provider[FLEET_PROVIDER_ID_MAX];

@@ -13,7 +13,7 @@ import tempfile
 import time
 import unittest
 
-from harness import Daemon, DaemonTestCase, is_type, scaled, text_of
+from harness import Daemon, DaemonTestCase, is_type, scaled, text_of, timing_sensitive
 from harness import binary_path as harness_binary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -587,6 +587,36 @@ class TrueWaitTests(FleetCase):
         waits = self.assert_hold_announced(msgs, srv, b, 4, "budget", 0.5, 1.0)
         for w in waits:
             self.assertEqual(w["cause"], "the fleet's retry budget is spent: one retry at a time")
+
+    @timing_sensitive("measures when a waiter leaves")
+    def test_the_waiters_of_an_open_circuit_leave_when_the_probes_answer_begins_not_ends(self):
+        # Two daemons' failures open the circuit; b's retry is the probe, and
+        # its answer streams for 3.5 s. The provider is back at its first
+        # chunk (0.35 s): c, held for the probe, goes then, not at the end of
+        # the answer nor at the next probe's slot (3 s after this one).
+        down = {"status": 503, "message": "Service Unavailable"}
+        slow = {"text": "x", "chunks": 10, "repeat": True, "chunkDelayMs": 350}
+        srv = self.server({"steps": [{"text": "warm"}, down, down, slow],
+                           "default": {"text": "c"}})
+        sets = {"fleet.openAfter": 2, "fleet.probeIntervalMs": 3000}
+        a = self.daemon(srv, sets=dict(sets, **{"retry.maxRetries": 0}))
+        b = self.daemon(srv, sets=sets)
+        c = self.daemon(srv, sets=sets)
+        self.run_prompt(b, "warm up")
+        self.run_prompt(a, "fails")
+        b.send({"type": "prompt", "message": "probe", "id": "p"})
+        srv.wait_requests(4, timeout=scaled(10), outcome=False)
+        probe_sent = time.monotonic()
+        c.send({"type": "prompt", "message": "waits", "id": "p"})
+        self.assertEqual(c.wait_type("fleet_wait", timeout=scaled(5))["reason"], "probe")
+        srv.wait_requests(5, timeout=scaled(10), outcome=False)
+        left = time.monotonic() - probe_sent
+        # The first chunk, then one poll of a waiter (under a second here).
+        self.assertLess(left, 2.2, "c left %.2f s after the probe went" % left)
+        msgs = c.collect_until(is_type("agent_end"), timeout=scaled(10))
+        self.assertEqual(text_of(events(msgs, "message_end")[-1]["message"]), "c")
+        msgs = b.collect_until(is_type("agent_end"), timeout=scaled(10))
+        self.assertEqual(text_of(events(msgs, "message_end")[-1]["message"]), "x" * 10)
 
     def test_the_announced_probe_waits_add_up_to_the_hold_of_an_open_circuit(self):
         # Two daemons' failures in a row open the circuit: the next request
