@@ -661,6 +661,39 @@ START_TEST(test_a_front_end_s_connect_message_limit_and_long_chat_notices_in_eve
 }
 END_TEST
 
+/* A message or request cap over a minute is a rate limit in every language, over an hour a plan
+ * window (as "hourly message limit" is), over a day a plan window too: the window decides, not
+ * the words "message limit". */
+START_TEST(test_a_message_cap_per_minute_waits_and_per_hour_or_day_is_a_usage_limit_in_every_language)
+{
+	static const struct said per_minute[] = {
+		{ "ja", "1分あたりのメッセージ上限に達しました" },
+		{ "ja", "分あたりのリクエスト数の上限に達しました" },
+		{ "ja", "毎秒のリクエスト上限を超えました" },
+		{ "es", "Límite de mensajes por minuto alcanzado" },
+		{ "pt", "Limite de requisições por minuto atingido" },
+		{ "fr", "Limite de requêtes par minute dépassée" },
+		{ "de", "Nachrichtenlimit pro Minute erreicht" },
+		{ "ru", "Лимит сообщений в минуту исчерпан" },
+	};
+	static const struct said per_hour_or_day[] = {
+		{ "zh", "每小时消息上限已达到" },
+		{ "zh", "每小时请求次数已达上限" },
+		{ "ja", "1時間あたりのメッセージ上限に達しました" },
+		{ "ko", "시간당 메시지 한도에 도달했습니다" },
+		{ "es", "Límite de mensajes por hora alcanzado" },
+		{ "fr", "Limite de messages par heure atteinte" },
+		{ "de", "Anfragelimit pro Stunde erreicht" },
+		{ "ru", "Лимит запросов в час исчерпан" },
+		{ "en", "You've hit the per-hour message cap" },
+		{ "ja", "今日のメッセージの上限に達しました" },
+	};
+
+	EXPECT_ALL(per_minute, CLASSIFY_RETRYABLE);
+	EXPECT_ALL(per_hour_or_day, CLASSIFY_USAGE_LIMIT);
+}
+END_TEST
+
 Suite *classify_i18n_suite(void)
 {
 	Suite *s = suite_create("classify_i18n");
@@ -690,6 +723,7 @@ Suite *classify_i18n_suite(void)
 	tcase_add_test(tc, test_expired_tokens_short_quotas_rate_words_and_saturation_in_other_sentences);
 	tcase_add_test(tc, test_concurrency_denied_access_long_texts_and_quotas_passed_in_more_words);
 	tcase_add_test(tc, test_a_front_end_s_connect_message_limit_and_long_chat_notices_in_every_language);
+	tcase_add_test(tc, test_a_message_cap_per_minute_waits_and_per_hour_or_day_is_a_usage_limit_in_every_language);
 	suite_add_tcase(s, tc);
 	return s;
 }
