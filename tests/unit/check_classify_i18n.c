@@ -694,6 +694,132 @@ START_TEST(test_a_message_cap_per_minute_waits_and_per_hour_or_day_is_a_usage_li
 }
 END_TEST
 
+/* Eight more languages, probed with sentences of the shapes the others have: Italian, Turkish,
+ * Vietnamese, Indonesian, Polish, Dutch, Ukrainian and Arabic. A wait that lasted too long is a
+ * slow server, a quota of a minute a rate, a refusal that ends "try again later" final. */
+START_TEST(test_eight_more_languages_say_overload_rate_quota_refusal_overflow_and_cut_connections)
+{
+	static const struct said retryable[] = {
+		{ "it", "Il server è sovraccarico, riprova più tardi" },
+		{ "it", "Troppe richieste, riprova tra qualche secondo" },
+		{ "it", "Limite di richieste al minuto superato" },
+		{ "it", "Impossibile connettersi al server" },
+		{ "tr", "Sunucu aşırı yüklü, lütfen daha sonra tekrar deneyin" },
+		{ "tr", "Çok fazla istek, lütfen daha sonra tekrar deneyin" },
+		{ "tr", "Sunucuya bağlanılamadı" },
+		{ "vi", "Máy chủ đang quá tải, vui lòng thử lại sau" },
+		{ "vi", "Quá nhiều yêu cầu, vui lòng thử lại sau" },
+		{ "vi", "Không thể kết nối đến máy chủ" },
+		{ "id", "Server sedang kelebihan beban, silakan coba lagi nanti" },
+		{ "id", "Terlalu banyak permintaan, silakan coba lagi nanti" },
+		{ "id", "Tidak dapat terhubung ke server" },
+		{ "pl", "Serwer jest przeciążony, spróbuj ponownie później" },
+		{ "pl", "Zbyt wiele żądań, spróbuj ponownie później" },
+		{ "pl", "Nie można połączyć się z serwerem" },
+		{ "nl", "De server is overbelast, probeer het later opnieuw" },
+		{ "nl", "Te veel verzoeken, probeer het later opnieuw" },
+		{ "nl", "Kan geen verbinding maken met de server" },
+		{ "uk", "Сервер перевантажений, спробуйте пізніше" },
+		{ "uk", "Забагато запитів, спробуйте пізніше" },
+		{ "ar", "الخادم مثقل، يرجى المحاولة لاحقًا" },
+		{ "ar", "طلبات كثيرة جدًا، يرجى المحاولة لاحقًا" },
+		{ "it", "La richiesta ha impiegato troppo tempo, riprova" },
+		{ "nl", "Het verzoek duurde te lang, probeer het opnieuw" },
+		{ "tr", "İstek çok uzun sürdü" },
+		{ "pl", "Przekroczono limit czasu żądania" },
+		{ "pl", "Przekroczono limit żądań na minutę" },
+		{ "tr", "Dakikadaki istek kotanız aşıldı" },
+		{ "id", "Kuota per menit terlampaui" },
+		{ "it", "Errore del server (500)" },
+		{ "it", "Connessione interrotta" },
+		{ "tr", "Bağlantı zaman aşımına uğradı" },
+		{ "vi", "Kết nối bị gián đoạn" },
+		{ "id", "Koneksi terputus" },
+		{ "pl", "Połączenie zostało przerwane" },
+		{ "nl", "Verbinding verbroken" },
+		{ "uk", "З'єднання перервано" },
+		{ "ar", "انقطع الاتصال بالخادم" },
+		{ "it", "Servizio temporaneamente non disponibile" },
+		{ "tr", "Hizmet geçici olarak kullanılamıyor" },
+		{ "vi", "Dịch vụ tạm thời không khả dụng" },
+		{ "id", "Layanan untuk sementara tidak tersedia" },
+		{ "pl", "Usługa jest tymczasowo niedostępna" },
+		{ "nl", "Service tijdelijk niet beschikbaar" },
+		{ "uk", "Сервіс тимчасово недоступний" },
+		{ "ar", "الخدمة غير متاحة مؤقتًا" },
+	};
+	static const struct said usage_limit[] = {
+		{ "it", "Credito insufficiente" },
+		{ "it", "Hai raggiunto il limite di utilizzo giornaliero" },
+		{ "it", "Quota esaurita" },
+		{ "tr", "Yetersiz bakiye" },
+		{ "tr", "Günlük kullanım limitinize ulaştınız" },
+		{ "vi", "Số dư không đủ" },
+		{ "vi", "Bạn đã đạt giới hạn sử dụng hàng ngày" },
+		{ "id", "Saldo tidak mencukupi" },
+		{ "id", "Anda telah mencapai batas penggunaan harian" },
+		{ "pl", "Niewystarczające środki na koncie" },
+		{ "pl", "Osiągnięto dzienny limit użycia" },
+		{ "nl", "Onvoldoende tegoed" },
+		{ "nl", "Je hebt je dagelijkse gebruikslimiet bereikt" },
+		{ "uk", "Недостатньо коштів на балансі" },
+		{ "ar", "رصيد غير كافٍ" },
+		{ "it", "Il tuo credito è esaurito. Ricarica il tuo account." },
+		{ "it", "Limite mensile raggiunto" },
+		{ "vi", "Hạn mức sử dụng hàng tháng đã hết" },
+		{ "id", "Anda telah kehabisan kuota" },
+		{ "pl", "Przekroczono miesięczny limit wykorzystania" },
+		{ "nl", "Uw tegoed is op" },
+		{ "uk", "Ви вичерпали денний ліміт" },
+		{ "ar", "لقد تجاوزت الحصة المخصصة لك" },
+	};
+	static const struct said non_retryable[] = {
+		{ "it", "Chiave API non valida" },
+		{ "it", "Accesso negato" },
+		{ "tr", "Geçersiz API anahtarı" },
+		{ "vi", "Khóa API không hợp lệ" },
+		{ "id", "Kunci API tidak valid" },
+		{ "pl", "Nieprawidłowy klucz API" },
+		{ "nl", "Ongeldige API-sleutel" },
+		{ "uk", "Недійсний ключ API" },
+		{ "ar", "مفتاح API غير صالح" },
+		{ "it", "Non hai i permessi per accedere a questo modello. Riprova più tardi." },
+		{ "tr", "Bu modele erişim izniniz yok, lütfen tekrar deneyin" },
+		{ "it", "Modello non trovato" },
+		{ "tr", "Model bulunamadı" },
+		{ "vi", "Không tìm thấy mô hình" },
+		{ "id", "Model tidak ditemukan" },
+		{ "pl", "Nie znaleziono modelu" },
+		{ "nl", "Model niet gevonden" },
+		{ "uk", "Модель не знайдено" },
+		{ "ar", "النموذج غير موجود" },
+	};
+	static const struct said context_overflow[] = {
+		{ "it", "Il messaggio è troppo lungo" },
+		{ "it", "La richiesta supera la lunghezza massima del contesto" },
+		{ "tr", "Mesaj çok uzun" },
+		{ "vi", "Tin nhắn quá dài" },
+		{ "id", "Pesan terlalu panjang" },
+		{ "pl", "Wiadomość jest zbyt długa" },
+		{ "nl", "Het bericht is te lang" },
+		{ "ar", "الرسالة طويلة جدًا" },
+		{ "it", "Il prompt supera la lunghezza massima del contesto del modello" },
+		{ "tr", "Girdi, modelin maksimum bağlam uzunluğunu aşıyor" },
+		{ "vi", "Đầu vào vượt quá giới hạn độ dài ngữ cảnh" },
+		{ "id", "Input melebihi batas panjang konteks model" },
+		{ "pl", "Dane wejściowe przekraczają maksymalną długość kontekstu" },
+		{ "nl", "De invoer overschrijdt de maximale contextlengte" },
+		{ "uk", "Запит перевищує максимальну довжину контексту" },
+		{ "ar", "يتجاوز الطلب الحد الأقصى لطول السياق" },
+	};
+
+	EXPECT_ALL(retryable, CLASSIFY_RETRYABLE);
+	EXPECT_ALL(usage_limit, CLASSIFY_USAGE_LIMIT);
+	EXPECT_ALL(non_retryable, CLASSIFY_NOT_RETRYABLE);
+	EXPECT_ALL(context_overflow, CLASSIFY_CONTEXT_OVERFLOW);
+}
+END_TEST
+
 Suite *classify_i18n_suite(void)
 {
 	Suite *s = suite_create("classify_i18n");
@@ -724,6 +850,7 @@ Suite *classify_i18n_suite(void)
 	tcase_add_test(tc, test_concurrency_denied_access_long_texts_and_quotas_passed_in_more_words);
 	tcase_add_test(tc, test_a_front_end_s_connect_message_limit_and_long_chat_notices_in_every_language);
 	tcase_add_test(tc, test_a_message_cap_per_minute_waits_and_per_hour_or_day_is_a_usage_limit_in_every_language);
+	tcase_add_test(tc, test_eight_more_languages_say_overload_rate_quota_refusal_overflow_and_cut_connections);
 	suite_add_tcase(s, tc);
 	return s;
 }
