@@ -820,6 +820,121 @@ START_TEST(test_eight_more_languages_say_overload_rate_quota_refusal_overflow_an
 }
 END_TEST
 
+/* The same eight languages, and Swedish, Norwegian and Danish, in a front end's notices: a region
+ * not served, a wrong or empty access code or key (final though it ends "try again"), a model that
+ * does not exist, an account deactivated; a stream that could not be parsed, a server error, a
+ * gateway timeout; a quota used up with a top-up asked for; a context window exceeded. */
+START_TEST(test_a_front_end_s_notices_in_eleven_more_languages)
+{
+	static const struct said retryable[] = {
+		{ "it", "Errore durante l'analisi dei dati in streaming, riprova" },
+		{ "tr", "Akış verileri ayrıştırılırken hata oluştu" },
+		{ "vi", "Lỗi khi phân tích dữ liệu luồng" },
+		{ "id", "Terjadi kesalahan saat mengurai data streaming" },
+		{ "pl", "Błąd podczas przetwarzania danych strumieniowych" },
+		{ "nl", "Fout bij het verwerken van streaminggegevens" },
+		{ "uk", "Помилка під час розбору потокових даних" },
+		{ "ar", "حدث خطأ أثناء تحليل بيانات البث" },
+		{ "it", "Errore interno del server" },
+		{ "tr", "Dahili sunucu hatası" },
+		{ "vi", "Lỗi máy chủ nội bộ" },
+		{ "id", "Kesalahan server internal" },
+		{ "pl", "Wewnętrzny błąd serwera" },
+		{ "nl", "Interne serverfout" },
+		{ "uk", "Внутрішня помилка сервера" },
+		{ "ar", "خطأ داخلي في الخادم" },
+		{ "it", "Timeout del gateway, riprova più tardi" },
+		{ "tr", "Ağ geçidi zaman aşımı" },
+		{ "vi", "Cổng kết nối hết thời gian chờ" },
+		{ "id", "Gateway timeout, silakan coba lagi" },
+		{ "pl", "Przekroczono czas oczekiwania bramy" },
+		{ "nl", "Gateway-time-out" },
+		{ "uk", "Тайм-аут шлюзу" },
+		{ "ar", "انتهت مهلة البوابة" },
+		{ "sv", "Ett nätverksfel inträffade, försök igen senare" },
+		{ "sv", "För många förfrågningar, försök igen senare" },
+		{ "sv", "Servern är överbelastad" },
+		{ "nb", "For mange forespørsler, prøv igjen senere" },
+		{ "da", "For mange anmodninger, prøv igen senere" },
+	};
+	static const struct said usage_limit[] = {
+		{ "it", "La quota è stata esaurita, ricarica il credito" },
+		{ "tr", "Kotanız doldu, lütfen bakiye yükleyin" },
+		{ "vi", "Hạn mức đã hết, vui lòng nạp thêm tiền" },
+		{ "id", "Kuota Anda telah habis, silakan isi ulang saldo" },
+		{ "pl", "Twój limit został wyczerpany, doładuj konto" },
+		{ "nl", "Je quotum is op, waardeer je tegoed op" },
+		{ "uk", "Вашу квоту вичерпано, поповніть рахунок" },
+		{ "ar", "لقد نفدت حصتك، يرجى شحن رصيدك" },
+		{ "sv", "Otillräckligt saldo" },
+		{ "nb", "Utilstrekkelig saldo" },
+	};
+	static const struct said non_retryable[] = {
+		{ "it", "Questa regione non è supportata dal fornitore del servizio" },
+		{ "tr", "Bu bölge hizmet sağlayıcı tarafından desteklenmiyor" },
+		{ "vi", "Khu vực của bạn không được nhà cung cấp hỗ trợ" },
+		{ "id", "Wilayah Anda tidak didukung oleh penyedia layanan" },
+		{ "pl", "Twój region nie jest obsługiwany przez dostawcę" },
+		{ "nl", "Uw regio wordt niet ondersteund door de provider" },
+		{ "uk", "Ваш регіон не підтримується постачальником" },
+		{ "ar", "منطقتك غير مدعومة من قبل مزود الخدمة" },
+		{ "it", "Il codice di accesso non è corretto o è vuoto" },
+		{ "tr", "Erişim kodu yanlış veya boş" },
+		{ "vi", "Mã truy cập không đúng hoặc để trống" },
+		{ "id", "Kode akses salah atau kosong" },
+		{ "pl", "Kod dostępu jest nieprawidłowy lub pusty" },
+		{ "nl", "De toegangscode is onjuist of leeg" },
+		{ "uk", "Код доступу неправильний або порожній" },
+		{ "ar", "رمز الوصول غير صحيح أو فارغ" },
+		{ "it", "La chiave API è errata o vuota, controlla e riprova" },
+		{ "tr", "API anahtarı yanlış veya boş, lütfen kontrol edip tekrar deneyin" },
+		{ "vi", "Khóa API không chính xác hoặc trống, vui lòng kiểm tra và thử lại" },
+		{ "id", "Kunci API salah atau kosong, silakan periksa dan coba lagi" },
+		{ "pl", "Klucz API jest niepoprawny lub pusty, sprawdź i spróbuj ponownie" },
+		{ "nl", "De API-sleutel is onjuist of leeg, controleer en probeer het opnieuw" },
+		{ "uk", "Ключ API неправильний або порожній, перевірте та спробуйте ще раз" },
+		{ "ar", "مفتاح API غير صحيح أو فارغ، يرجى التحقق والمحاولة مرة أخرى" },
+		{ "it", "Il modello richiesto non esiste" },
+		{ "tr", "İstenen model mevcut değil" },
+		{ "vi", "Mô hình được yêu cầu không tồn tại" },
+		{ "id", "Model yang diminta tidak ada" },
+		{ "pl", "Żądany model nie istnieje" },
+		{ "nl", "Het gevraagde model bestaat niet" },
+		{ "uk", "Запитувана модель не існує" },
+		{ "ar", "النموذج المطلوب غير موجود" },
+		{ "it", "Il tuo account è stato disattivato" },
+		{ "tr", "Hesabınız devre dışı bırakıldı" },
+		{ "vi", "Tài khoản của bạn đã bị vô hiệu hóa" },
+		{ "id", "Akun Anda telah dinonaktifkan" },
+		{ "pl", "Twoje konto zostało dezaktywowane" },
+		{ "nl", "Je account is gedeactiveerd" },
+		{ "uk", "Ваш обліковий запис деактивовано" },
+		{ "ar", "تم تعطيل حسابك" },
+		{ "sv", "Ogiltig API-nyckel" },
+		{ "nb", "Ugyldig API-nøkkel" },
+		{ "da", "Ugyldig API-nøgle" },
+	};
+	static const struct said context_overflow[] = {
+		{ "it", "Il contenuto supera la finestra di contesto del modello" },
+		{ "tr", "İçerik, modelin bağlam penceresini aşıyor" },
+		{ "vi", "Nội dung vượt quá cửa sổ ngữ cảnh của mô hình" },
+		{ "id", "Konten melebihi jendela konteks model" },
+		{ "pl", "Treść przekracza okno kontekstu modelu" },
+		{ "nl", "De inhoud overschrijdt het contextvenster van het model" },
+		{ "uk", "Вміст перевищує контекстне вікно моделі" },
+		{ "ar", "يتجاوز المحتوى نافذة السياق للنموذج" },
+		{ "sv", "Meddelandet är för långt" },
+		{ "nb", "Meldingen er for lang" },
+		{ "da", "Beskeden er for lang" },
+	};
+
+	EXPECT_ALL(retryable, CLASSIFY_RETRYABLE);
+	EXPECT_ALL(usage_limit, CLASSIFY_USAGE_LIMIT);
+	EXPECT_ALL(non_retryable, CLASSIFY_NOT_RETRYABLE);
+	EXPECT_ALL(context_overflow, CLASSIFY_CONTEXT_OVERFLOW);
+}
+END_TEST
+
 Suite *classify_i18n_suite(void)
 {
 	Suite *s = suite_create("classify_i18n");
@@ -851,6 +966,7 @@ Suite *classify_i18n_suite(void)
 	tcase_add_test(tc, test_a_front_end_s_connect_message_limit_and_long_chat_notices_in_every_language);
 	tcase_add_test(tc, test_a_message_cap_per_minute_waits_and_per_hour_or_day_is_a_usage_limit_in_every_language);
 	tcase_add_test(tc, test_eight_more_languages_say_overload_rate_quota_refusal_overflow_and_cut_connections);
+	tcase_add_test(tc, test_a_front_end_s_notices_in_eleven_more_languages);
 	suite_add_tcase(s, tc);
 	return s;
 }
