@@ -127,7 +127,7 @@ struct facts {
 	int64_t text_hint;	/* the text's (and body's) own, -1 none */
 	bool provider_retry;	/* a RETRY or OVERLOAD value not a library's name */
 	struct google_status google;	/* the body as a google.rpc.Status */
-	unsigned char *memo;	/* classify_patterns_row's, CLASSIFY_MEMO_MAX */
+	unsigned char *memo;	/* classify_patterns_row's, CLASSIFY_MEMO_SIZE */
 };
 
 static int match_at(const struct classify *self, const pcre2_code *code, const struct facts *f,
@@ -511,7 +511,7 @@ static void decide(const struct classify *self, const struct facts *f,
 void classify_decide(struct classify *self, const struct classify_input *in,
 		     struct classify_result *out)
 {
-	unsigned char memo[CLASSIFY_MEMO_MAX] = { 0 };
+	unsigned char memo[CLASSIFY_MEMO_SIZE] = { 0 };
 	struct facts f = { .memo = memo };
 	int64_t hint;
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/errbuf.h"
+#include "base/errtext.h"
 
 /* PCRE2's JIT code reads the subject a vector at a time, past its end but
  * inside the page, and memcheck cannot see through generated code: it
@@ -159,6 +160,90 @@ static bool starts_outside_ascii(const pcre2_code *code)
 	       pcre2_pattern_info(code, PCRE2_INFO_FIRSTCODEUNIT, &unit) == 0 && unit >= 0x80;
 }
 
+/* Skips the group or class that starts at pattern[i]; returns the index of
+ * its last character ("(?:a|[)]b)" → the last ')'). */
+static size_t skip_nested(const char *pattern, size_t len, size_t i)
+{
+	int depth = 0;
+	bool in_class = false;
+
+	for (; i < len; i++) {
+		char c = pattern[i];
+
+		if (c == '\\') {
+			i++;
+		} else if (in_class) {
+			in_class = c != ']';
+		} else if (c == '[') {
+			in_class = true;
+			if (i + 1 < len && pattern[i + 1] == '^')
+				i++;
+			if (i + 1 < len && pattern[i + 1] == ']')
+				i++;
+			if (depth == 0)
+				depth = -1;	/* a class alone: ends at its ']' */
+		} else if (c == '(') {
+			depth++;
+		} else if (c == ')' && --depth == 0) {
+			return i;
+		}
+		if (depth == -1 && !in_class)
+			return i;
+	}
+	return len;
+}
+
+/* The longest run of plain ASCII characters an alternative's every match
+ * holds, lower-cased into out (cut at CLASSIFY_LIT_MAX - 1; "" when shorter
+ * than 3): only what stands outside groups and classes, not made optional
+ * by ?, * or {0, and not repeated past itself by + or {n. An escape of a
+ * letter (\b, \s, \x…) or any other construct ends a run. */
+static void required_literal(const char *pattern, size_t len, char *out)
+{
+	char run[CLASSIFY_LIT_MAX];
+	size_t n = 0, best = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i <= len; i++) {
+		unsigned char c = i < len ? (unsigned char)pattern[i] : '\0';
+		bool lit = c >= 0x20 && c < 0x80 && !strchr(".^$|()[]{}?*+\\", c);
+		bool more = true;	/* the run may go on after this character */
+
+		if (c == '\\' && i + 1 < len && !isalnum((unsigned char)pattern[i + 1]) &&
+		    (unsigned char)pattern[i + 1] < 0x80) {
+			c = (unsigned char)pattern[++i];
+			lit = true;
+		}
+		if (lit && i + 1 < len && strchr("?*{+", pattern[i + 1])) {
+			char q = pattern[i + 1];
+
+			/* ?, * and {0 leave the character out; + and {n keep it once */
+			lit = q == '+' || (q == '{' && i + 2 < len && pattern[i + 2] != '0' &&
+					   pattern[i + 2] != ',');
+			more = false;
+		}
+		if (lit && n < CLASSIFY_LIT_MAX - 1)
+			run[n++] = (char)tolower(c);
+		if (lit && more && n < CLASSIFY_LIT_MAX - 1)
+			continue;
+		if (n > best) {
+			best = n;
+			memcpy(out, run, n);
+			out[n] = '\0';
+		}
+		n = 0;
+		if (!lit && (c == '(' || c == '['))
+			i = skip_nested(pattern, len, i);
+		else if (!lit && c == '{')
+			while (i < len && pattern[i] != '}')
+				i++;
+		else if (!lit && c == '\\')
+			i++;	/* \b, \s, \x…: its letter is not a literal */
+	}
+	if (best < 3)
+		out[0] = '\0';
+}
+
 /* Frees what one row's alternatives compiled so far. */
 static void drop_alts(struct classify_list *one)
 {
@@ -183,7 +268,8 @@ static int compile_alts(struct classify_alts *alts, const char *pattern, uint32_
 	int rc = 0;
 
 	alts->codes = calloc(n > 0 ? n : 1, sizeof(*alts->codes));
-	if (alts->codes == NULL || (n > 1 && joined == NULL)) {
+	alts->lits = calloc(n > 0 ? n : 1, sizeof(*alts->lits));
+	if (alts->codes == NULL || alts->lits == NULL || (n > 1 && joined == NULL)) {
 		free(joined);
 		return errbuf_set(err, errlen, "retry: out of memory");
 	}
@@ -199,6 +285,8 @@ static int compile_alts(struct classify_alts *alts, const char *pattern, uint32_
 				joined[jlen++] = '|';
 			memcpy(joined + jlen, pattern + starts[k], lens[k]);
 			jlen += lens[k];
+		} else if (n > 1) {
+			required_literal(pattern + starts[k], lens[k], alts->lits[one.count - 1]);
 		}
 	}
 	if (one.codes != NULL && jlen > 0 &&
@@ -210,6 +298,7 @@ static int compile_alts(struct classify_alts *alts, const char *pattern, uint32_
 	if (one.codes == NULL || one.count == 0) {
 		one.codes = alts->codes;
 		one.count = 0;
+		memset(alts->lits, 0, (n > 0 ? n : 1) * sizeof(*alts->lits));
 		rc = compile_one(&one, pattern, PCRE2_ZERO_TERMINATED, max_captures, what, index, err,
 				 errlen);
 		if (rc == 0)
@@ -264,6 +353,7 @@ static void release_list(struct classify_list *list)
 		for (size_t k = 0; k < list->alts[i].count; k++)
 			pcre2_code_free(list->alts[i].codes[k]);
 		free(list->alts[i].codes);
+		free(list->alts[i].lits);
 	}
 	free(list->codes);
 	free(list->alts);
@@ -332,6 +422,45 @@ int classify_patterns_init(struct classify_patterns *p, const json_t *retry, cha
 	return 0;
 }
 
+/* hay[0..len) into p->lower in ASCII lower case, once per memo: the memo's
+ * last byte becomes 1, or 2 when the literals cannot be trusted for this
+ * hay. PCRE2's caseless UTF matching lets 'k' and 's' match the Kelvin sign
+ * and the long s, which lower-casing ASCII does not; a hay holding either,
+ * or longer than the buffer, is matched without the literals. */
+static bool lowered(const struct classify_patterns *p, const char *hay, size_t len,
+		    unsigned char *memo)
+{
+	if (memo[CLASSIFY_MEMO_MAX] == 0) {
+		bool odd = p->lower == NULL || len > ERRTEXT_MAX;
+
+		for (size_t i = 0; !odd && i < len; i++) {
+			unsigned char c = (unsigned char)hay[i];
+
+			p->lower[i] = (char)(c < 0x80 ? tolower(c) : c);
+			odd = (c == 0xE2 && i + 2 < len && (unsigned char)hay[i + 1] == 0x84 &&
+			       (unsigned char)hay[i + 2] == 0xAA) ||
+			      (c == 0xC5 && i + 1 < len && (unsigned char)hay[i + 1] == 0xBF);
+		}
+		memo[CLASSIFY_MEMO_MAX] = odd ? 2 : 1;
+	}
+	return memo[CLASSIFY_MEMO_MAX] == 1;
+}
+
+/* Whether lower[0..len) holds lit (NUL-terminated, at least 3 bytes). */
+static bool holds(const char *lower, size_t len, const char *lit)
+{
+	size_t n = strlen(lit);
+	const char *at = lower, *end = lower + len;
+
+	while (n <= (size_t)(end - at) &&
+	       (at = memchr(at, lit[0], (size_t)(end - at) - n + 1)) != NULL) {
+		if (memcmp(at + 1, lit + 1, n - 1) == 0)
+			return true;
+		at++;
+	}
+	return false;
+}
+
 bool classify_patterns_row(const struct classify_patterns *p, const struct classify_list *list,
 			   size_t i, const char *hay, size_t len, unsigned char *memo)
 {
@@ -343,8 +472,13 @@ bool classify_patterns_row(const struct classify_patterns *p, const struct class
 		return memo[k] == 2;
 	if (list->alts == NULL)
 		yes = classify_patterns_match(p, list->codes[i], hay, len, 0) >= 0;
-	for (size_t a = 0; list->alts != NULL && a < list->alts[i].count && !yes; a++)
+	for (size_t a = 0; list->alts != NULL && a < list->alts[i].count && !yes; a++) {
+		const char *lit = list->alts[i].lits[a];
+
+		if (lit[0] != '\0' && lowered(p, hay, len, memo) && !holds(p->lower, len, lit))
+			continue;
 		yes = classify_patterns_match(p, list->alts[i].codes[a], hay, len, 0) >= 0;
+	}
 	if (k < CLASSIFY_MEMO_MAX)
 		memo[k] = yes ? 2 : 1;
 	return yes;
@@ -365,6 +499,8 @@ void classify_patterns_fini(struct classify_patterns *p)
 		release_list(&p->user[u]);
 	pcre2_match_data_free(p->match);
 	p->match = NULL;
+	free(p->lower);
+	p->lower = NULL;
 	if (--shared.users == 0 && shared.ready) {
 		for (size_t l = 0; l < LIST_COUNT; l++)
 			release_list(&shared.lists[l]);
@@ -393,9 +529,13 @@ int classify_patterns_ready(struct classify_patterns *p)
 		shared.max_captures = max;
 		shared.ready = true;
 	}
-	p->match = pcre2_match_data_create((shared.max_captures > p->user_captures
-					    ? shared.max_captures : p->user_captures) + 1, NULL);
 	if (p->match == NULL)
+		p->match = pcre2_match_data_create((shared.max_captures > p->user_captures
+						    ? shared.max_captures : p->user_captures) + 1,
+						   NULL);
+	if (p->lower == NULL)
+		p->lower = malloc(ERRTEXT_MAX);
+	if (p->match == NULL || p->lower == NULL)
 		return -1;
 	p->builtin = shared.lists;
 	return 0;

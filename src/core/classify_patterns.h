@@ -39,9 +39,17 @@ enum classify_user_id {
 /* Kept in the array, not pointed at: no relocation at start. */
 extern const char classify_user_keys[U_COUNT][24];
 
-/* One row's top-level alternatives, each compiled on its own. */
+/* The longest required ASCII literal kept of an alternative (a longer one
+ * is cut: any piece of it is required too). */
+#define CLASSIFY_LIT_MAX 24
+
+/* One row's top-level alternatives, each compiled on its own, and each
+ * one's literal that every match contains, in ASCII lower case ("" none):
+ * a text without it is not given to PCRE2 at all, which saves a call
+ * (the call, not the matching, is most of what an alternative costs). */
 struct classify_alts {
 	pcre2_code **codes;
+	char (*lits)[CLASSIFY_LIT_MAX];
 	size_t count;
 };
 
@@ -71,6 +79,9 @@ struct classify_patterns {
 	uint32_t user_captures;
 	/* Sized for the pattern with the most groups. */
 	pcre2_match_data *match;
+	/* A decision's hay in ASCII lower case, for the alternatives' literals
+	 * (ERRTEXT_MAX bytes; made at a decision's first row, see the memo). */
+	char *lower;
 };
 
 /* Compiles the settings lists of `retry` (borrowed; NULL, or a missing
@@ -104,13 +115,15 @@ static inline int classify_patterns_match(const struct classify_patterns *p,
 }
 
 /* One byte per built-in wording for a decision's memo (a table grown past
- * it is matched without one). */
+ * it is matched without one); a memo is CLASSIFY_MEMO_SIZE bytes, its last
+ * one saying whether p->lower holds the hay yet. */
 #define CLASSIFY_MEMO_MAX 512
+#define CLASSIFY_MEMO_SIZE (CLASSIFY_MEMO_MAX + 1)
 
 /* Whether row i of list matches anywhere in hay[0..len). The decision
  * steps ask some lists more than once (with other masks), and a row costs
  * microseconds on a long body: for a built-in list the answer is kept in
- * memo (CLASSIFY_MEMO_MAX bytes, zeroed for each hay; by the row's place in
+ * memo (CLASSIFY_MEMO_SIZE bytes, zeroed for each hay; by the row's place in
  * classify_wordings: 0 not asked, 1 no, 2 yes), so a decision asks each row
  * once. A settings list (no rows) is matched every time. */
 bool classify_patterns_row(const struct classify_patterns *p, const struct classify_list *list,

@@ -1709,6 +1709,25 @@ START_TEST(test_a_gateway_s_own_codes_say_whether_its_relay_or_the_request_faile
 }
 END_TEST
 
+/* An alternative whose required literal a text lacks is not run at all; the literal is ASCII in
+ * lower case, while PCRE2's caseless UTF matching lets 's' and 'k' match the long s and the Kelvin
+ * sign: such a text is matched as before. Characters made optional (?, *, {0) or repeated (+)
+ * are not part of a literal: each form of the wording still decides. */
+START_TEST(test_a_wording_s_literal_skips_only_texts_that_cannot_match_it)
+{
+	check_text(cls, "Too many requests", CLASSIFY_RETRYABLE, false, "text:rateLimitPatterns[1]");
+	check_text(cls, "Please reduce your reque\xc5\xbft rate", CLASSIFY_RETRYABLE, false,
+		   "text:rateLimitPatterns[1]");
+	check_text(cls, "TOO MANY REQUESTS", CLASSIFY_RETRYABLE, false, "text:rateLimitPatterns[1]");
+	check_text(cls, "Request too large", CLASSIFY_CONTEXT_OVERFLOW, false,
+		   "text:contextOverflowPatterns[9]");
+	check_text(cls, "Request entity is too large", CLASSIFY_CONTEXT_OVERFLOW, false,
+		   "text:contextOverflowPatterns[9]");
+	check_text(cls, "payload too large", CLASSIFY_CONTEXT_OVERFLOW, false,
+		   "text:contextOverflowPatterns[9]");
+}
+END_TEST
+
 Suite *classify_suite(void)
 {
 	Suite *s = suite_create("classify");
@@ -1766,6 +1785,7 @@ Suite *classify_suite(void)
 	tcase_add_test(tc, test_a_max_tokens_setting_above_the_output_cap_is_final_not_an_overflow);
 	tcase_add_test(tc, test_plan_allowances_per_request_caps_images_leaked_keys_and_runtime_cuts);
 	tcase_add_test(tc, test_a_gateway_s_own_codes_say_whether_its_relay_or_the_request_failed);
+	tcase_add_test(tc, test_a_wording_s_literal_skips_only_texts_that_cannot_match_it);
 	suite_add_tcase(s, tc);
 	return s;
 }
