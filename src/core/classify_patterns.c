@@ -97,6 +97,17 @@ static int compile_one(struct classify_list *list, const char *pattern, size_t l
 	return 0;
 }
 
+/* The '[' of a class at pattern[i]: where its body starts, less one (past
+ * a '^', and past a ']' first in the class, which is one of its characters). */
+static size_t class_body(const char *pattern, size_t len, size_t i)
+{
+	if (i + 1 < len && pattern[i + 1] == '^')
+		i++;
+	if (i + 1 < len && pattern[i + 1] == ']')
+		i++;
+	return i;
+}
+
 /* The top-level alternatives of pattern[0..len): their starts and lengths,
  * at most max; 0 when the row is to stay whole, because an inline option
  * or a back reference would reach from one alternative into another, or it
@@ -120,11 +131,7 @@ static size_t split_alternatives(const char *pattern, size_t len, size_t *starts
 			in_class = c != ']';
 		} else if (c == '[') {
 			in_class = true;
-			/* a ']' first in a class is one of its characters */
-			if (i + 1 < len && pattern[i + 1] == '^')
-				i++;
-			if (i + 1 < len && pattern[i + 1] == ']')
-				i++;
+			i = class_body(pattern, len, i);
 		} else if (c == '(') {
 			size_t k = i + 1;
 
@@ -176,10 +183,7 @@ static size_t skip_nested(const char *pattern, size_t len, size_t i)
 			in_class = c != ']';
 		} else if (c == '[') {
 			in_class = true;
-			if (i + 1 < len && pattern[i + 1] == '^')
-				i++;
-			if (i + 1 < len && pattern[i + 1] == ']')
-				i++;
+			i = class_body(pattern, len, i);
 			if (depth == 0)
 				depth = -1;	/* a class alone: ends at its ']' */
 		} else if (c == '(') {
