@@ -935,6 +935,71 @@ START_TEST(test_a_front_end_s_notices_in_eleven_more_languages)
 }
 END_TEST
 
+/* A front end's notices for the statuses, as LobeChat-like front ends word them, in English and
+ * eight more languages: requests too frequent (a rate), a server with issues or no answer from
+ * upstream (retried), not logged in (final), the request's data too large (an overflow). */
+START_TEST(test_a_front_end_s_status_notices_too_frequent_no_answer_not_logged_in_too_large)
+{
+	static const struct said retryable[] = {
+		{ "en", "Sorry, your request is too frequent, the server is a bit tired" },
+		{ "en", "Request frequency too high" },
+		{ "it", "Le richieste sono troppo frequenti, riprova più tardi" },
+		{ "tr", "İstekleriniz çok sık, sunucu biraz yoruldu" },
+		{ "vi", "Yêu cầu của bạn quá thường xuyên" },
+		{ "id", "Permintaan Anda terlalu sering" },
+		{ "pl", "Zbyt częste żądania, serwer jest zmęczony" },
+		{ "nl", "Je verzoeken zijn te vaak verzonden" },
+		{ "uk", "Ваші запити надто часті" },
+		{ "ar", "طلباتك متكررة جدًا" },
+		{ "en", "Sorry, the server seems to be experiencing some issues" },
+		{ "it", "Il server sembra avere dei problemi" },
+		{ "tr", "Sunucuda bazı sorunlar var gibi görünüyor" },
+		{ "vi", "Máy chủ dường như đang gặp sự cố" },
+		{ "id", "Server tampaknya sedang mengalami masalah" },
+		{ "pl", "Serwer wydaje się mieć problemy" },
+		{ "nl", "De server lijkt problemen te ondervinden" },
+		{ "uk", "Сервер, схоже, має проблеми" },
+		{ "ar", "يبدو أن الخادم يواجه بعض المشاكل" },
+		{ "it", "Il server non ha ricevuto risposta dal server upstream" },
+		{ "tr", "Sunucu, yukarı akış sunucusundan yanıt alamadı" },
+		{ "vi", "Máy chủ không nhận được phản hồi từ máy chủ thượng nguồn" },
+		{ "id", "Server tidak menerima respons dari server hulu" },
+		{ "pl", "Serwer nie otrzymał odpowiedzi od serwera nadrzędnego" },
+		{ "nl", "De server heeft geen antwoord ontvangen van de upstream-server" },
+		{ "uk", "Сервер не отримав відповіді від вищестоящого сервера" },
+		{ "ar", "لم يتلق الخادم ردًا من الخادم الرئيسي" },
+	};
+	static const struct said non_retryable[] = {
+		{ "en", "Sorry, you are not currently logged in" },
+		{ "en", "Please log in first" },
+		{ "en", "Login required" },
+		{ "it", "Non hai ancora effettuato l'accesso" },
+		{ "tr", "Henüz giriş yapmadınız" },
+		{ "vi", "Bạn chưa đăng nhập" },
+		{ "id", "Anda belum masuk" },
+		{ "pl", "Nie jesteś zalogowany" },
+		{ "nl", "Je bent niet ingelogd" },
+		{ "uk", "Ви не ввійшли в систему" },
+		{ "ar", "لم تقم بتسجيل الدخول بعد" },
+	};
+	static const struct said context_overflow[] = {
+		{ "en", "Sorry, the request data is too large" },
+		{ "it", "I dati della richiesta sono troppo grandi" },
+		{ "tr", "İstek verisi çok büyük" },
+		{ "vi", "Dữ liệu yêu cầu quá lớn" },
+		{ "id", "Data permintaan terlalu besar" },
+		{ "pl", "Dane żądania są zbyt duże" },
+		{ "nl", "De verzoekgegevens zijn te groot" },
+		{ "uk", "Дані запиту занадто великі" },
+		{ "ar", "بيانات الطلب كبيرة جدًا" },
+	};
+
+	EXPECT_ALL(retryable, CLASSIFY_RETRYABLE);
+	EXPECT_ALL(non_retryable, CLASSIFY_NOT_RETRYABLE);
+	EXPECT_ALL(context_overflow, CLASSIFY_CONTEXT_OVERFLOW);
+}
+END_TEST
+
 Suite *classify_i18n_suite(void)
 {
 	Suite *s = suite_create("classify_i18n");
@@ -967,6 +1032,7 @@ Suite *classify_i18n_suite(void)
 	tcase_add_test(tc, test_a_message_cap_per_minute_waits_and_per_hour_or_day_is_a_usage_limit_in_every_language);
 	tcase_add_test(tc, test_eight_more_languages_say_overload_rate_quota_refusal_overflow_and_cut_connections);
 	tcase_add_test(tc, test_a_front_end_s_notices_in_eleven_more_languages);
+	tcase_add_test(tc, test_a_front_end_s_status_notices_too_frequent_no_answer_not_logged_in_too_large);
 	suite_add_tcase(s, tc);
 	return s;
 }
