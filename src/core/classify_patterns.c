@@ -167,31 +167,29 @@ static bool starts_outside_ascii(const pcre2_code *code)
 	       pcre2_pattern_info(code, PCRE2_INFO_FIRSTCODEUNIT, &unit) == 0 && unit >= 0x80;
 }
 
-/* Skips the group or class that starts at pattern[i]; returns the index of
- * its last character ("(?:a|[)]b)" → the last ')'). */
-static size_t skip_nested(const char *pattern, size_t len, size_t i)
+/* The index of the ']' that closes the class opened at pattern[i]. */
+static size_t class_end(const char *pattern, size_t len, size_t i)
+{
+	for (i = class_body(pattern, len, i) + 1; i < len && pattern[i] != ']'; i++)
+		if (pattern[i] == '\\')
+			i++;
+	return i;
+}
+
+/* The index of the ')' that closes the group opened at pattern[i]
+ * ("(?:a|[)]b)" → the last ')'). */
+static size_t group_end(const char *pattern, size_t len, size_t i)
 {
 	int depth = 0;
-	bool in_class = false;
 
 	for (; i < len; i++) {
-		char c = pattern[i];
-
-		if (c == '\\') {
+		if (pattern[i] == '\\')
 			i++;
-		} else if (in_class) {
-			in_class = c != ']';
-		} else if (c == '[') {
-			in_class = true;
-			i = class_body(pattern, len, i);
-			if (depth == 0)
-				depth = -1;	/* a class alone: ends at its ']' */
-		} else if (c == '(') {
+		else if (pattern[i] == '[')
+			i = class_end(pattern, len, i);
+		else if (pattern[i] == '(')
 			depth++;
-		} else if (c == ')' && --depth == 0) {
-			return i;
-		}
-		if (depth == -1 && !in_class)
+		else if (pattern[i] == ')' && --depth == 0)
 			return i;
 	}
 	return len;
@@ -236,8 +234,10 @@ static void required_literal(const char *pattern, size_t len, char *out)
 			out[n] = '\0';
 		}
 		n = 0;
-		if (!lit && (c == '(' || c == '['))
-			i = skip_nested(pattern, len, i);
+		if (!lit && c == '(')
+			i = group_end(pattern, len, i);
+		else if (!lit && c == '[')
+			i = class_end(pattern, len, i);
 		else if (!lit && c == '{')
 			while (i < len && pattern[i] != '}')
 				i++;
